@@ -1,0 +1,194 @@
+"""The YAML run configuration shared by every stage (prior training, policies, certificate).
+
+Pydantic models with `extra="forbid"` so a typo is an error, not a silently ignored key; every
+validation problem is re-raised as one `PacplanError` line naming the field (e.g. `es.lr_mu`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from pacplan.errors import PacplanError
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=False)
+
+
+SeedRange = tuple[int, int]
+
+
+def seed_range_size(r: SeedRange) -> int:
+    """Number of seeds in the half-open range [start, stop)."""
+    return r[1] - r[0]
+
+
+class WorldConfig(_Strict):
+    """Which world to build, and the keyword options passed to its factory."""
+
+    name: str
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class SeedsConfig(_Strict):
+    """Disjoint half-open environment-seed ranges [start, stop) per role."""
+
+    prior: SeedRange = (0, 10_000)
+    cert: SeedRange = (1_000_000, 1_010_000)
+    test: SeedRange = (2_000_000, 2_010_000)
+
+    @field_validator("prior", "cert", "test")
+    @classmethod
+    def _non_empty(cls, v: SeedRange) -> SeedRange:
+        start, stop = v
+        if start < 0:
+            raise ValueError(f"seed range [{start}, {stop}) must start at a seed >= 0")
+        if stop <= start:
+            raise ValueError(f"seed range [{start}, {stop}) is empty (need start < stop)")
+        return v
+
+    @model_validator(mode="after")
+    def _disjoint(self) -> SeedsConfig:
+        roles = {"prior": self.prior, "cert": self.cert, "test": self.test}
+        names = list(roles)
+        for i, a in enumerate(names):
+            for b in names[i + 1 :]:
+                (a0, a1), (b0, b1) = roles[a], roles[b]
+                if a0 < b1 and b0 < a1:
+                    raise ValueError(
+                        f"seed ranges overlap: {a} [{a0}, {a1}) and {b} [{b0}, {b1}); "
+                        "prior, cert and test environments must be disjoint"
+                    )
+        return self
+
+
+class ESConfig(_Strict):
+    """Evolution Strategies on N(mu, diag exp(logvar)); see `pacplan.es`."""
+
+    iterations: int = Field(200, ge=1)
+    envs_per_iter: int = Field(16, ge=1, description="environments drawn per iteration")
+    pairs_per_env: int = Field(8, ge=1, description="antithetic pairs per environment (m-hat)")
+    lr_mu: float = Field(0.05, gt=0)
+    lr_logvar: float = Field(0.05, gt=0)
+    init_mean: float | list[float] = 0.0
+    init_var: float = Field(4.0, gt=0)
+    logvar_min: float = -12.0
+    logvar_max: float = 6.0
+    utility_patience: int = Field(10, ge=1, description="iterations without improvement before "
+                                  "rank-utility shaping switches on")
+    min_improvement: float = Field(0.0, ge=0, description="a drop in training cost counts as "
+                                   "improvement only when larger than this")
+    adam_beta1: float = Field(0.9, ge=0, lt=1)
+    adam_beta2: float = Field(0.999, ge=0, lt=1)
+    adam_eps: float = Field(1e-8, gt=0)
+    seed: int = Field(0, ge=0)
+
+    @model_validator(mode="after")
+    def _bounds(self) -> ESConfig:
+        if self.logvar_min >= self.logvar_max:
+            raise ValueError("logvar_min must be below logvar_max")
+        return self
+
+
+class ExecutorConfig(_Strict):
+    """Where rollouts run; results do not depend on `kind` or `workers`, only on chunk sizes."""
+
+    kind: Literal["serial", "processes", "ray"] = "serial"
+    workers: int | None = Field(None, ge=1, description="None: all CPUs")
+    address: str | None = Field(None, description="Ray cluster address; None starts Ray locally")
+    chunk_policies: int = Field(64, ge=1)
+    chunk_seeds: int = Field(8, ge=1)
+
+
+class PoliciesConfig(_Strict):
+    """The finite policy set drawn once from the prior."""
+
+    m: int = Field(50, ge=1)
+    seed: int = Field(0, ge=0)
+
+
+class CertificateConfig(_Strict):
+    """PAC-Bayes certificate settings; `n` lists the certification-set sizes N to report."""
+
+    n: list[int] = Field(default_factory=lambda: [1000])
+    delta: float = Field(0.01, gt=0, lt=1)
+    bound: Literal["best", "mcallester", "quadratic", "klinv"] = "best"
+    solver: Literal["gibbs", "rep"] = "gibbs"
+
+    @field_validator("n")
+    @classmethod
+    def _positive(cls, v: list[int]) -> list[int]:
+        if not v:
+            raise ValueError("needs at least one N")
+        if any(x < 1 for x in v):
+            raise ValueError("every N must be >= 1")
+        return v
+
+
+class RunConfig(_Strict):
+    """Everything that defines a run; a frozen copy is written to the run directory."""
+
+    name: str = Field(min_length=1)
+    world: WorldConfig
+    seeds: SeedsConfig = Field(default_factory=SeedsConfig)
+    es: ESConfig = Field(default_factory=ESConfig)
+    executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
+    policies: PoliciesConfig = Field(default_factory=PoliciesConfig)
+    certificate: CertificateConfig = Field(default_factory=CertificateConfig)
+
+    @model_validator(mode="after")
+    def _cross(self) -> RunConfig:
+        n_cert = seed_range_size(self.seeds.cert)
+        too_big = [n for n in self.certificate.n if n > n_cert]
+        if too_big:
+            raise ValueError(
+                f"certificate.n {too_big} exceeds the {n_cert} seeds of seeds.cert {self.seeds.cert}"
+            )
+        return self
+
+
+def _format_error(exc: ValidationError, source: str) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(x) for x in err["loc"]) or "(top level)"
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = "unknown field"
+        parts.append(f"{loc}: {msg}")
+    return f"{source}: invalid config: " + "; ".join(parts)
+
+
+def parse_config(data: Any, source: str = "config") -> RunConfig:
+    """Validate a mapping (e.g. parsed YAML) into a `RunConfig`, or raise `PacplanError`."""
+    if not isinstance(data, dict):
+        raise PacplanError(f"{source}: the config must be a mapping of fields, got {type(data).__name__}")
+    try:
+        return RunConfig.model_validate(data)
+    except ValidationError as exc:
+        raise PacplanError(_format_error(exc, source)) from None
+
+
+def load_config(path: str | Path) -> RunConfig:
+    """Read and validate a YAML config (safe loader: no Python objects are ever constructed)."""
+    p = Path(path)
+    if not p.is_file():
+        raise PacplanError(f"config file not found: {p}")
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise PacplanError(f"{p}: not valid YAML: {exc}".replace("\n", " ")) from None
+    return parse_config(data, source=str(p))
+
+
+def config_to_dict(cfg: RunConfig) -> dict[str, Any]:
+    """Plain JSON/YAML-ready dict (tuples become lists)."""
+    return cfg.model_dump(mode="json")
+
+
+def dump_config(cfg: RunConfig, path: str | Path) -> None:
+    """Write the config as YAML that `load_config` reads back to an equal `RunConfig`."""
+    Path(path).write_text(yaml.safe_dump(config_to_dict(cfg), sort_keys=False), encoding="utf-8")

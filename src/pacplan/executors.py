@@ -1,0 +1,369 @@
+"""Run rollout tasks serially, on a persistent process pool, or on Ray — with identical results.
+
+Work is cut into tasks by a fixed grid that depends only on the chunk sizes (never on the executor
+kind or the number of workers), and every task is computed by the same function, so all three
+executors return bit-identical results. A task is a list of blocks (seeds, thetas): the world's
+cost matrix of those thetas on those seeds. Workers rebuild the world from its (name, options)
+spec once per process and cache it.
+
+Two callers:
+- ES (`paired_costs`): each environment has its own perturbed weights.
+- The pipeline (`iter_chunks`, `cost_matrix`): a full seeds × policies matrix built chunk by chunk;
+  `iter_chunks` yields each finished chunk as it completes so it can be persisted, and skips
+  chunks already done, so a killed run resumes without recomputation.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from pacplan.errors import PacplanError
+
+Block = tuple[np.ndarray, np.ndarray]  # (seeds (n,) int64, thetas (k, d) float32)
+
+
+@dataclass(frozen=True)
+class WorldSpec:
+    """Enough to rebuild a world in any process: registry name and factory options."""
+
+    name: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def key(self) -> str:
+        return json.dumps([self.name, self.options], sort_keys=True, default=str)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One finished block of a cost matrix: rows `seeds`, columns `thetas`, values `block`."""
+
+    seeds: slice
+    thetas: slice
+    block: np.ndarray
+
+    @property
+    def key(self) -> tuple[int, int]:
+        return (self.seeds.start, self.thetas.start)
+
+
+_WORLDS: dict[str, Any] = {}
+
+
+def get_world(spec: WorldSpec) -> Any:
+    """Build the world for `spec` once per process and reuse it."""
+    k = spec.key()
+    if k not in _WORLDS:
+        from pacplan.worlds.base import make_world
+
+        _WORLDS[k] = make_world(spec.name, **spec.options)
+    return _WORLDS[k]
+
+
+def compute_task(spec: WorldSpec, blocks: Sequence[Block]) -> list[np.ndarray]:
+    """The one function every executor runs: cost blocks for a task, validated."""
+    world = get_world(spec)
+    out = []
+    for seeds, thetas in blocks:
+        c = np.asarray(world.costs(thetas, seeds), dtype=np.float64)
+        if c.shape != (len(seeds), len(thetas)):
+            raise PacplanError(
+                f"world {spec.name!r} returned costs of shape {c.shape}, "
+                f"expected {(len(seeds), len(thetas))}"
+            )
+        bad = ~((c >= 0.0) & (c <= 1.0))
+        if bad.any():
+            i, j = np.argwhere(bad)[0]
+            raise PacplanError(
+                f"world {spec.name!r} returned cost {c[i, j]!r} outside [0, 1] "
+                f"for seed {int(seeds[i])}"
+            )
+        out.append(c)
+    return out
+
+
+def chunk_grid(n_seeds: int, n_thetas: int, chunk_seeds: int, chunk_policies: int
+               ) -> list[tuple[slice, slice]]:
+    """The fixed, row-major grid of (seed slice, theta slice) chunks of an n × k matrix."""
+    return [
+        (slice(i, min(i + chunk_seeds, n_seeds)), slice(j, min(j + chunk_policies, n_thetas)))
+        for i in range(0, n_seeds, chunk_seeds)
+        for j in range(0, n_thetas, chunk_policies)
+    ]
+
+
+def _check_inputs(thetas: np.ndarray, seeds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    seeds = np.ascontiguousarray(np.asarray(seeds, dtype=np.int64).reshape(-1))
+    thetas = np.ascontiguousarray(np.asarray(thetas, dtype=np.float32))
+    if not np.all(np.isfinite(thetas)):
+        raise PacplanError("policy weights contain NaN or inf")
+    return thetas, seeds
+
+
+class Executor:
+    """Base: subclasses implement `_run`, yielding (task index, result) as tasks finish."""
+
+    kind = "base"
+
+    def __init__(self, chunk_policies: int = 64, chunk_seeds: int = 8) -> None:
+        if chunk_policies < 1 or chunk_seeds < 1:
+            raise PacplanError("chunk_policies and chunk_seeds must be >= 1")
+        self.chunk_policies = int(chunk_policies)
+        self.chunk_seeds = int(chunk_seeds)
+
+    @property
+    def workers(self) -> int:
+        return 1
+
+    def _run(self, spec: WorldSpec, tasks: list[list[Block]]
+             ) -> Iterator[tuple[int, list[np.ndarray]]]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release workers; the executor may not be used afterwards."""
+
+    def __enter__(self) -> Executor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the public API -------------------------------------------------------------------------
+    def iter_chunks(
+        self,
+        spec: WorldSpec,
+        thetas: np.ndarray,
+        seeds: np.ndarray,
+        skip: Iterable[tuple[int, int]] = (),
+    ) -> Iterator[Chunk]:
+        """Yield every chunk of the (n_seeds × k) cost matrix not in `skip`, as each finishes.
+
+        Chunk keys are (seed start, theta start) on the grid `chunk_grid`; a crashed worker
+        raises `PacplanError` and no unfinished chunk is ever yielded.
+        """
+        thetas, seeds = _check_inputs(thetas, seeds)
+        done = set(skip)
+        grid = [g for g in chunk_grid(len(seeds), len(thetas), self.chunk_seeds,
+                                      self.chunk_policies)
+                if (g[0].start, g[1].start) not in done]
+        tasks = [[(seeds[s], thetas[t])] for s, t in grid]
+        for idx, result in self._run(spec, tasks):
+            s, t = grid[idx]
+            yield Chunk(seeds=s, thetas=t, block=result[0])
+
+    def cost_matrix(self, spec: WorldSpec, thetas: np.ndarray, seeds: np.ndarray) -> np.ndarray:
+        """Costs (n_seeds, k) of every theta on every seed."""
+        thetas, seeds = _check_inputs(thetas, seeds)
+        out = np.empty((len(seeds), len(thetas)), dtype=np.float64)
+        for ch in self.iter_chunks(spec, thetas, seeds):
+            out[ch.seeds, ch.thetas] = ch.block
+        return out
+
+    def paired_costs(self, spec: WorldSpec, thetas: np.ndarray, seeds: np.ndarray) -> np.ndarray:
+        """Costs (n, k): thetas[i] (k, d) evaluated on seeds[i] only (ES's per-env perturbations).
+
+        Tasks group `chunk_seeds` environments, each with up to `chunk_policies` of its thetas.
+        """
+        seeds = np.ascontiguousarray(np.asarray(seeds, dtype=np.int64).reshape(-1))
+        thetas = np.ascontiguousarray(np.asarray(thetas, dtype=np.float32))
+        if thetas.ndim != 3 or thetas.shape[0] != len(seeds):
+            raise PacplanError(f"paired thetas must be (n_seeds, k, d), got {thetas.shape}")
+        if not np.all(np.isfinite(thetas)):
+            raise PacplanError("policy weights contain NaN or inf")
+        n, k = thetas.shape[:2]
+        grid = chunk_grid(n, k, self.chunk_seeds, self.chunk_policies)
+        tasks = [[(seeds[i : i + 1], thetas[i, t]) for i in range(s.start, s.stop)]
+                 for s, t in grid]
+        out = np.empty((n, k), dtype=np.float64)
+        for idx, result in self._run(spec, tasks):
+            s, t = grid[idx]
+            for i, row in zip(range(s.start, s.stop), result, strict=True):
+                out[i, t] = row[0]
+        return out
+
+
+class SerialExecutor(Executor):
+    """In-process, in task order: the reference every other executor must match."""
+
+    kind = "serial"
+
+    def _run(self, spec: WorldSpec, tasks: list[list[Block]]
+             ) -> Iterator[tuple[int, list[np.ndarray]]]:
+        for i, task in enumerate(tasks):
+            yield i, compute_task(spec, task)
+
+
+def _worker_init() -> None:
+    """One thread per worker process: parallelism comes from processes, not BLAS/torch threads."""
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[var] = "1"
+
+
+def _pool_task(spec: WorldSpec, task: list[Block]) -> list[np.ndarray]:
+    get_world(spec)  # build (and cache) first: the world may import torch
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.get_num_threads() != 1:
+        torch.set_num_threads(1)  # processes give the parallelism; avoid oversubscription
+    return compute_task(spec, task)
+
+
+class ProcessExecutor(Executor):
+    """A persistent pool of spawned worker processes; free workers take the next task."""
+
+    kind = "processes"
+
+    def __init__(self, workers: int | None = None, **chunks: int) -> None:
+        super().__init__(**chunks)
+        self._workers = int(workers or os.cpu_count() or 1)
+        if self._workers < 1:
+            raise PacplanError("workers must be >= 1")
+        self._pool: Any = None
+
+    @property
+    def workers(self) -> int:
+        return self._workers
+
+    def _ensure_pool(self) -> Any:
+        if self._pool is None:
+            import multiprocessing as mp
+            from concurrent.futures import ProcessPoolExecutor
+
+            self._pool = ProcessPoolExecutor(
+                max_workers=self._workers,
+                mp_context=mp.get_context("spawn"),
+                initializer=_worker_init,
+            )
+        return self._pool
+
+    def _run(self, spec: WorldSpec, tasks: list[list[Block]]
+             ) -> Iterator[tuple[int, list[np.ndarray]]]:
+        from concurrent.futures import FIRST_COMPLETED, wait
+        from concurrent.futures.process import BrokenProcessPool
+
+        pool = self._ensure_pool()
+        futures: dict[Any, int] = {}
+        try:
+            futures = {pool.submit(_pool_task, spec, t): i for i, t in enumerate(tasks)}
+            pending = set(futures)
+            while pending:
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in sorted(finished, key=futures.__getitem__):
+                    yield futures[fut], fut.result()
+        except BrokenProcessPool as exc:
+            self._discard_pool()
+            raise PacplanError(
+                f"a worker process died while computing costs for world {spec.name!r} "
+                f"(crash or out of memory); no partial result was kept: {exc}"
+            ) from None
+        finally:
+            for fut in futures:
+                fut.cancel()
+
+    def _discard_pool(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+
+def _ray_task(spec: WorldSpec, task: list[Block]) -> list[np.ndarray]:
+    return _pool_task(spec, task)
+
+
+class RayExecutor(Executor):
+    """Ray tasks on a local Ray (started with `workers` CPUs) or an existing cluster (`address`)."""
+
+    kind = "ray"
+
+    def __init__(self, workers: int | None = None, address: str | None = None,
+                 **chunks: int) -> None:
+        super().__init__(**chunks)
+        try:
+            import ray
+        except ImportError as exc:
+            raise PacplanError(
+                "the ray executor needs Ray: pip install 'pacplan[ray]'"
+            ) from exc
+        self._ray = ray
+        self._started = False
+        if not ray.is_initialized():
+            try:
+                if address:
+                    ray.init(address=address, log_to_driver=False)
+                else:
+                    ray.init(num_cpus=int(workers or os.cpu_count() or 1), log_to_driver=False,
+                             include_dashboard=False)
+            except (ConnectionError, RuntimeError, ValueError) as exc:
+                where = f"cluster at {address}" if address else "a local Ray instance"
+                raise PacplanError(f"could not connect to {where}: {exc}") from None
+            self._started = True
+        self._fn = ray.remote(num_cpus=1)(_ray_task)
+
+    @property
+    def workers(self) -> int:
+        return max(1, int(self._ray.cluster_resources().get("CPU", 1)))
+
+    def _run(self, spec: WorldSpec, tasks: list[list[Block]]
+             ) -> Iterator[tuple[int, list[np.ndarray]]]:
+        ray = self._ray
+        spec_ref = ray.put(spec)
+        refs = {self._fn.remote(spec_ref, t): i for i, t in enumerate(tasks)}
+        pending = list(refs)
+        try:
+            while pending:
+                ready, pending = ray.wait(pending, num_returns=1)
+                for ref in ready:
+                    try:
+                        result = ray.get(ref)
+                    except ray.exceptions.RayTaskError as exc:
+                        cause = exc.as_instanceof_cause()
+                        if isinstance(cause, PacplanError):
+                            raise PacplanError(str(cause).splitlines()[-1]) from None
+                        raise
+                    except ray.exceptions.RayError as exc:
+                        raise PacplanError(
+                            f"a Ray worker died while computing costs for world {spec.name!r}; "
+                            f"no partial result was kept: {type(exc).__name__}"
+                        ) from None
+                    yield refs[ref], result
+        finally:
+            for ref in pending:
+                ray.cancel(ref, force=False)
+
+    def close(self) -> None:
+        if self._started and self._ray.is_initialized():
+            self._ray.shutdown()
+        self._started = False
+
+
+def make_executor(
+    kind: str = "serial",
+    workers: int | None = None,
+    address: str | None = None,
+    chunk_policies: int = 64,
+    chunk_seeds: int = 8,
+) -> Executor:
+    """Build an executor by name; chunk sizes (not kind or workers) determine the task grid."""
+    chunks = {"chunk_policies": chunk_policies, "chunk_seeds": chunk_seeds}
+    if kind == "serial":
+        return SerialExecutor(**chunks)
+    if kind == "processes":
+        return ProcessExecutor(workers=workers, **chunks)
+    if kind == "ray":
+        return RayExecutor(workers=workers, address=address, **chunks)
+    raise PacplanError(f"unknown executor {kind!r}; choose serial, processes or ray")
+
+
+def executor_from_config(cfg: Any) -> Executor:
+    """Build from an `ExecutorConfig` (pacplan.config)."""
+    return make_executor(cfg.kind, cfg.workers, cfg.address, cfg.chunk_policies, cfg.chunk_seeds)
