@@ -5,12 +5,19 @@ Every user-fixable problem surfaces as `PacplanError` and is printed as one line
 
 from __future__ import annotations
 
+import json
 import sys
+from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.table import Table
 
+from pacplan import bounds
+from pacplan.certificate import Certificate, build_certificate, verify
 from pacplan.errors import PacplanError
+from pacplan.matrices import load_cost_matrix
+from pacplan.posterior import BOUND_CHOICES, SOLVERS
 
 app = typer.Typer(
     name="pacplan",
@@ -21,6 +28,99 @@ app = typer.Typer(
 )
 console = Console()
 err_console = Console(stderr=True)
+
+
+BoundOpt = typer.Option("best", "--bound", help="Bound to minimize: mcallester, quadratic, klinv or best.")
+DeltaOpt = typer.Option(0.01, "--delta", help="Confidence parameter δ in (0, 1).")
+
+
+def _print_json(obj: dict) -> None:
+    typer.echo(json.dumps(obj, indent=2))
+
+
+def _certificate_table(c: Certificate) -> Table:
+    table = Table(title=f"PAC-Bayes certificate (δ = {c.delta:g}, N = {c.n}, m = {c.m})")
+    table.add_column("quantity")
+    table.add_column("value", justify="right")
+    table.add_row("empirical cost Ĉ", f"{100 * c.emp_cost:.2f} %")
+    table.add_row("KL(p‖p0)", f"{c.kl:.4f}")
+    for name in bounds.BOUND_NAMES:
+        mark = "  ← certified" if name == c.certified_by else ""
+        table.add_row(f"{name} bound", f"{100 * getattr(c, name):.2f} %{mark}")
+    table.add_row("[bold]certified cost ≤[/]", f"[bold]{100 * c.certified:.2f} %[/]")
+    if c.test_cost is not None and c.test_ci is not None:
+        lo, hi = c.test_ci
+        table.add_row(f"test cost ({c.test_n} envs)",
+                      f"{100 * c.test_cost:.2f} % [{100 * lo:.2f}, {100 * hi:.2f}] (99 %)")
+    table.add_row("posterior", f"{c.solver}, {sum(v > 1e-3 for v in c.p)} policies with p > 0.001")
+    if c.clip:
+        table.add_row("clipped entries", str(c.cert_matrix.clipped +
+                                              (c.test_matrix.clipped if c.test_matrix else 0)))
+    return table
+
+
+@app.command("certify-matrix")
+def certify_matrix(
+    costs: Path = typer.Argument(..., help="Certification cost matrix (.npy, N × m, in [0, 1])."),
+    test: Path | None = typer.Option(None, "--test", help="Held-out test cost matrix (.npy)."),
+    rows: int | None = typer.Option(None, "--rows", help="Use only the first N rows of COSTS."),
+    delta: float = DeltaOpt,
+    bound: str = BoundOpt,
+    solver: str = typer.Option("gibbs", "--solver", help="gibbs (exact, fast) or rep (paper)."),
+    clip: bool = typer.Option(False, "--clip", help="Clip costs outside [0, 1] (recorded)."),
+    out: Path | None = typer.Option(None, "--out", help="Write the certificate JSON here."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Optimize a posterior over the m policies of a cost matrix and certify it."""
+    bounds.check_delta(delta)
+    if bound not in BOUND_CHOICES:
+        raise PacplanError(f"unknown bound {bound!r}; choose one of {', '.join(BOUND_CHOICES)}")
+    if solver not in SOLVERS:
+        raise PacplanError(f"unknown solver {solver!r}; choose one of {', '.join(SOLVERS)}")
+    cert = load_cost_matrix(costs, rows=rows, clip=clip, name=str(costs))
+    test_m = load_cost_matrix(test, clip=clip, name=str(test)) if test is not None else None
+    c = build_certificate(cert, delta, bound=bound, solver=solver, test=test_m)
+    if out is not None:
+        c.save(out)
+    if as_json:
+        _print_json(c.to_dict())
+    else:
+        console.print(_certificate_table(c))
+        if out is not None:
+            console.print(f"certificate written to {out}")
+
+
+@app.command("bound")
+def bound_cmd(
+    emp: float = typer.Option(..., "--emp", help="Empirical cost Ĉ in [0, 1]."),
+    kl: float = typer.Option(..., "--kl", help="KL(p‖p0) ≥ 0."),
+    n: int = typer.Option(..., "-n", "--n", help="Number of certification environments N."),
+    delta: float = DeltaOpt,
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Print the McAllester, quadratic and kl-inverse bounds for given Ĉ, KL, N and δ."""
+    values = bounds.all_bounds(emp, kl, n, delta)
+    if as_json:
+        _print_json({**values, "certified": min(values.values()), "emp_cost": emp, "kl": kl,
+                     "n": n, "delta": delta})
+        return
+    table = Table(title=f"PAC-Bayes bounds (Ĉ = {emp:g}, KL = {kl:g}, N = {n}, δ = {delta:g})")
+    table.add_column("bound")
+    table.add_column("value", justify="right")
+    for name, value in values.items():
+        table.add_row(name, f"{value:.6f}")
+    console.print(table)
+
+
+@app.command("verify")
+def verify_cmd(
+    file: Path = typer.Argument(..., help="certificate.json to check."),
+) -> None:
+    """Recompute a certificate from the matrices it references; fail on any mismatch."""
+    c = verify(file)
+    console.print(f"[green]OK[/] {file}: certified cost ≤ {100 * c.certified:.2f} % "
+                  f"({c.certified_by}, δ = {c.delta:g}, N = {c.n}, m = {c.m}); inputs match "
+                  "their sha256 and every number recomputes")
 
 
 @app.command()
@@ -39,6 +139,40 @@ def render(
         raise PacplanError(f"no renderer for world {world!r}") from exc
     path = module.render_figure(seed=seed, out=out, theta_path=theta)
     console.print(f"wrote {path}")
+
+
+@app.command("train-prior")
+def train_prior_cmd(
+    config: str = typer.Argument(..., help="YAML run config (e.g. configs/toy.yaml)."),
+    out: str = typer.Option(..., "--out", help="Run directory; an existing one is resumed."),
+    executor: str | None = typer.Option(
+        None, "--executor", help="serial | processes | ray (default: the config's)."
+    ),
+    workers: int | None = typer.Option(None, "--workers", help="Worker processes / Ray CPUs."),
+    address: str | None = typer.Option(None, "--address", help="Ray cluster address."),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
+) -> None:
+    """Train the PAC-Bayes prior with Evolution Strategies (resumes a killed run exactly)."""
+    from pacplan.config import load_config
+    from pacplan.es import CURVE_FILE, PRIOR_FILE, train_prior
+
+    cfg = load_config(config)
+    if executor is not None:
+        if executor not in ("serial", "processes", "ray"):
+            raise PacplanError(f"unknown executor {executor!r}; choose serial, processes or ray")
+        cfg.executor.kind = executor  # type: ignore[assignment]
+    if workers is not None:
+        if workers < 1:
+            raise PacplanError("--workers must be >= 1")
+        cfg.executor.workers = workers
+    if address is not None:
+        cfg.executor.address = address
+    state = train_prior(cfg, out, progress=not quiet)
+    console.print(
+        f"prior after {state.iteration} iterations: best training cost {state.best_cost:.4f} "
+        f"(iteration {state.best_iteration}), mean σ {float(state.sigma.mean()):.4f}"
+    )
+    console.print(f"wrote {Path(out) / PRIOR_FILE} and {Path(out) / CURVE_FILE}")
 
 
 def main() -> None:

@@ -1,0 +1,166 @@
+"""PAC-Bayes bounds on the expected cost of a posterior, vectorized over numpy arrays.
+
+All three bounds hold on the same event of probability ≥ 1 − δ (Maurer's kl bound; McAllester
+and the quadratic bound are relaxations of it), so a certificate may report all of them and
+certify the smallest. With R = (KL + ln(2√N/δ)) / (2N) and empirical cost Ĉ:
+
+- McAllester:  Ĉ + √R
+- quadratic:   (√(Ĉ + R) + √R)²          (Rivasplata et al. 2019)
+- kl-inverse:  sup{c ∈ [Ĉ, 1] : kl(Ĉ‖c) ≤ 2R}  (Maurer 2004; Langford & Seeger 2001)
+
+kl inversion returns the *upper* end of its bracket, so a rounded bound is never below the exact one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pacplan.errors import PacplanError
+
+BOUND_NAMES: tuple[str, ...] = ("mcallester", "quadratic", "klinv")
+_NEWTON_STEPS = 60
+_NUDGE = 1e-12  # kl inverse is returned at most this far above the exact root (promise: 1e-9)
+_ONE_MINUS = 1.0 - 1e-15
+
+
+def _as_float_array(name: str, value: np.ndarray | float) -> np.ndarray:
+    arr = np.asarray(value, dtype=np.float64)
+    if np.isnan(arr).any():
+        raise PacplanError(f"{name} is NaN")
+    return arr
+
+
+def check_delta(delta: float | np.ndarray) -> np.ndarray:
+    """δ must lie in the open interval (0, 1)."""
+    d = _as_float_array("delta", delta)
+    if np.any((d <= 0.0) | (d >= 1.0)):
+        raise PacplanError(f"delta must lie in (0, 1), got {delta}")
+    return d
+
+
+def check_n(n: int | np.ndarray) -> np.ndarray:
+    """N, the number of certification environments, must be a positive integer."""
+    arr = np.asarray(n)
+    if arr.dtype.kind not in "iuf" or np.any(arr < 1) or np.any(np.asarray(arr) != np.floor(arr)):
+        raise PacplanError(f"N (number of environments) must be an integer ≥ 1, got {n}")
+    return arr.astype(np.float64)
+
+
+def check_emp_cost(emp: float | np.ndarray) -> np.ndarray:
+    """The empirical cost Ĉ must lie in [0, 1]."""
+    e = _as_float_array("empirical cost", emp)
+    if np.any((e < 0.0) | (e > 1.0)):
+        raise PacplanError(f"empirical cost must lie in [0, 1], got {emp}")
+    return e
+
+
+def check_kl(kl: float | np.ndarray) -> np.ndarray:
+    """KL(p‖p0) must be non-negative (tiny negative round-off from a solver is clipped to 0)."""
+    k = _as_float_array("KL", kl)
+    if np.any(k < -1e-12):
+        raise PacplanError(f"KL divergence must be ≥ 0, got {kl}")
+    return np.maximum(k, 0.0)
+
+
+def kl_bernoulli(q: float | np.ndarray, p: float | np.ndarray) -> np.ndarray:
+    """kl(q‖p) between Bernoulli(q) and Bernoulli(p), with 0·ln 0 = 0 and +inf where undefined."""
+    q = np.asarray(q, dtype=np.float64)
+    p = np.asarray(p, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = np.where(q > 0.0, q * (np.log(q) - np.log(p)), 0.0)
+        b = np.where(q < 1.0, (1.0 - q) * (np.log1p(-q) - np.log1p(-p)), 0.0)
+    out = a + b
+    return np.where(np.isnan(out), np.inf, out)
+
+
+def kl_inverse(q: float | np.ndarray, c: float | np.ndarray) -> np.ndarray:
+    """Upper kl inverse: sup{p ∈ [q, 1] : kl(q‖p) ≤ c}, never below the exact value.
+
+    f(p) = kl(q‖p) − c is convex and increasing on [q, 1), so Newton's method started right of
+    the root (Pinsker: the root is ≤ q + √(c/2)) stays right of it and converges monotonically;
+    each iterate is the upper end of a bracket. A final nudge of 1e-12 covers round-off.
+    """
+    q = check_emp_cost(q)
+    c = _as_float_array("kl budget", c)
+    if np.any(c < 0):
+        raise PacplanError(f"kl budget must be ≥ 0, got {c}")
+    return _kl_inverse(q, c)
+
+
+def _kl_inverse(q: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """kl_inverse without input checks, for inner loops whose inputs are already valid."""
+    q, c = np.broadcast_arrays(np.asarray(q, dtype=np.float64), np.asarray(c, dtype=np.float64))
+    x = np.minimum(q + np.sqrt(c / 2.0), _ONE_MINUS)
+    x = np.maximum(x, q)
+    active = (q < 1.0) & (c > 0.0)
+    # where even p → 1 stays inside the budget, the supremum is 1
+    reaches_one = active & (kl_bernoulli(q, _ONE_MINUS) <= c)
+    active &= ~reaches_one
+    for _ in range(_NEWTON_STEPS):
+        f = kl_bernoulli(q, x) - c
+        with np.errstate(divide="ignore", invalid="ignore"):
+            slope = (x - q) / (x * (1.0 - x))
+            step = np.where(active & (f > 0) & (slope > 0), f / slope, 0.0)
+        x = np.maximum(x - step, q)
+        if not np.any(step > 1e-15):
+            break
+    out = np.where(active, np.minimum(x + _NUDGE, 1.0), np.where(c > 0, 1.0, q))
+    out = np.where(q >= 1.0, 1.0, out)
+    return np.where(reaches_one, 1.0, out)
+
+
+def kl_inverse_lower(q: float | np.ndarray, c: float | np.ndarray) -> np.ndarray:
+    """Lower kl inverse: inf{p ∈ [0, q] : kl(q‖p) ≤ c}, returned as the lower end of the bracket."""
+    q = check_emp_cost(q)
+    return 1.0 - kl_inverse(1.0 - q, c)
+
+
+def r_term(kl: float | np.ndarray, n: int | np.ndarray, delta: float | np.ndarray) -> np.ndarray:
+    """R = (KL + ln(2√N/δ)) / (2N), the complexity term shared by the three bounds."""
+    k, nn, d = check_kl(kl), check_n(n), check_delta(delta)
+    return (k + np.log(2.0 * np.sqrt(nn) / d)) / (2.0 * nn)
+
+
+def mcallester(emp: float | np.ndarray, kl: float | np.ndarray, n: int | np.ndarray,
+               delta: float | np.ndarray) -> np.ndarray:
+    """McAllester's bound Ĉ + √R."""
+    return bound_from_r("mcallester", check_emp_cost(emp), r_term(kl, n, delta))
+
+
+def quadratic(emp: float | np.ndarray, kl: float | np.ndarray, n: int | np.ndarray,
+              delta: float | np.ndarray) -> np.ndarray:
+    """The quadratic bound (√(Ĉ + R) + √R)²."""
+    return bound_from_r("quadratic", check_emp_cost(emp), r_term(kl, n, delta))
+
+
+def klinv(emp: float | np.ndarray, kl: float | np.ndarray, n: int | np.ndarray,
+          delta: float | np.ndarray) -> np.ndarray:
+    """The kl-inverse bound sup{c : kl(Ĉ‖c) ≤ 2R}: the tightest of the three."""
+    return bound_from_r("klinv", check_emp_cost(emp), r_term(kl, n, delta))
+
+
+def bound_from_r(name: str, emp: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """A bound (or `best`, the smallest) from Ĉ and R, unchecked: for optimizers' inner loops."""
+    if name == "mcallester":
+        return emp + np.sqrt(r)
+    if name == "quadratic":
+        return (np.sqrt(emp + r) + np.sqrt(r)) ** 2
+    if name == "klinv":
+        return _kl_inverse(emp, 2.0 * r)
+    if name == "best":  # kl-inverse is never above the other two, but take the min to be exact
+        return np.minimum.reduce([bound_from_r(b, emp, r) for b in BOUND_NAMES])
+    raise PacplanError(f"unknown bound {name!r}; choose one of mcallester, quadratic, klinv, best")
+
+
+BOUND_FUNCTIONS = {"mcallester": mcallester, "quadratic": quadratic, "klinv": klinv}
+
+
+def all_bounds(emp: float, kl: float, n: int, delta: float) -> dict[str, float]:
+    """The three bounds as plain floats, keyed by name."""
+    return {name: float(fn(emp, kl, n, delta)) for name, fn in BOUND_FUNCTIONS.items()}
+
+
+def bound_value(name: str, emp: float | np.ndarray, kl: float | np.ndarray,
+                n: int | np.ndarray, delta: float | np.ndarray) -> np.ndarray:
+    """Evaluate a bound by name, with input checks; `best` is the smallest of the three."""
+    return bound_from_r(name, check_emp_cost(emp), r_term(kl, n, delta))

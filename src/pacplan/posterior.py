@@ -1,0 +1,311 @@
+"""Optimize the posterior p over m stored policies so that a PAC-Bayes bound is smallest.
+
+Why Gibbs is exact: every bound grows with both the empirical cost Ĉ(p) = c̄ᵀp and KL(p‖p0).
+For any fixed KL budget, the p of least Ĉ is the Gibbs distribution p_β ∝ p0·exp(−β c̄)
+(Lagrange duality of a linear objective under a KL ball), so the optimum lies on the
+one-parameter curve β ∈ [0, ∞], β = ∞ meaning all mass on the best column(s). Minimizing a
+bound is then a 1-D search: a dense log-grid over β, refined by bounded Brent steps around the
+best grid points.
+
+`rep` is the paper's parametric relative-entropy program (Veer & Majumdar 2020, Algorithm 2),
+solved with CVXPY and Clarabel (MOSEK when installed). It is the slow baseline Gibbs is checked
+against: a grid over the target Ĉ, each point a REP min KL(p‖p0) s.t. c̄ᵀp ≤ Ĉ, for the
+quadratic and kl-inverse bounds; for McAllester, a search over λ of the REP
+min c̄ᵀp + KL(p‖p0)/(2Nλ), whose optimal value plus ln(2√N/δ)/(2Nλ) + λ/4 is the bound.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import warnings
+
+import numpy as np
+from scipy.optimize import minimize_scalar
+
+from pacplan import bounds
+from pacplan.errors import PacplanError
+
+SOLVERS: tuple[str, ...] = ("gibbs", "rep")
+BOUND_CHOICES: tuple[str, ...] = (*bounds.BOUND_NAMES, "best")
+Objective = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+@dataclass(frozen=True)
+class Posterior:
+    """A posterior over the m policies and what it certifies on its certification matrix."""
+
+    p: np.ndarray
+    emp_cost: float
+    kl: float
+    bound: str
+    value: float
+    solver: str
+    beta: float | None = None
+
+
+def column_means(costs: np.ndarray) -> np.ndarray:
+    """c̄: the empirical cost of each policy (column) of an N × m cost matrix."""
+    return np.asarray(costs, dtype=np.float64).mean(axis=0)
+
+
+def uniform_prior(m: int) -> np.ndarray:
+    return np.full(m, 1.0 / m)
+
+
+def kl_divergence(p: np.ndarray, p0: np.ndarray) -> float:
+    """KL(p‖p0) for distributions over a finite set, with 0·ln 0 = 0."""
+    p = np.asarray(p, dtype=np.float64)
+    mask = p > 0
+    if np.any(p0[mask] <= 0):
+        return float("inf")
+    return float(np.sum(p[mask] * (np.log(p[mask]) - np.log(p0[mask]))))
+
+
+def _check_inputs(costs: np.ndarray, p0: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    costs = np.asarray(costs, dtype=np.float64)
+    if costs.ndim != 2 or costs.shape[0] < 1 or costs.shape[1] < 1:
+        raise PacplanError(f"cost matrix must be 2-D and non-empty (N × m), got shape {costs.shape}")
+    m = costs.shape[1]
+    p0 = uniform_prior(m) if p0 is None else np.asarray(p0, dtype=np.float64)
+    if p0.shape != (m,) or np.any(p0 < 0) or not np.isclose(p0.sum(), 1.0):
+        raise PacplanError(f"prior p0 must be a probability vector of length {m}")
+    return costs, p0
+
+
+# --------------------------------------------------------------------------- Gibbs (default)
+
+
+class _GibbsCurve:
+    """Ĉ(β) and KL(β) of p_β ∝ p0·exp(−β c̄), computed stably in log space."""
+
+    def __init__(self, cbar: np.ndarray, p0: np.ndarray):
+        support = p0 > 0
+        self.cbar = cbar
+        self.p0 = p0
+        self.cmin = float(cbar[support].min())
+        # shift ≥ 0 on the prior's support; off it ln p0 = −inf already removes the column
+        self.shift = np.where(support, cbar - self.cmin, 0.0)
+        with np.errstate(divide="ignore"):
+            self.logp0 = np.log(p0)
+        best = support & (self.shift == 0.0)
+        self.p_inf = np.where(best, p0, 0.0) / p0[best].sum()
+        gaps = self.shift[support & (self.shift > 0)]
+        self.gap = float(gaps.min()) if gaps.size else 0.0
+        self.spread = float(gaps.max()) if gaps.size else 0.0
+
+    def _weights(self, beta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Normalized p (len(beta), m) and ln Σ p0 e^{−β(c̄ − c_min)} for each β."""
+        logits = self.logp0[None, :] - beta[:, None] * self.shift[None, :]
+        top = logits.max(axis=1, keepdims=True)
+        w = np.exp(logits - top)
+        z = w.sum(axis=1, keepdims=True)
+        return w / z, (top + np.log(z))[:, 0]
+
+    def stats(self, beta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Ĉ and KL for each finite β, via KL = −β(Ĉ − c_min) − ln Σ p0 e^{−β(c̄ − c_min)}."""
+        beta = np.atleast_1d(np.asarray(beta, dtype=np.float64))
+        out_c = np.empty(beta.size)
+        out_k = np.empty(beta.size)
+        block = max(1, 2_000_000 // max(self.cbar.size, 1))  # bounded memory for huge m
+        for s in range(0, beta.size, block):
+            b = beta[s : s + block]
+            p, lse = self._weights(b)
+            excess = p @ self.shift  # Ĉ − c_min
+            out_c[s : s + block] = self.cmin + excess
+            out_k[s : s + block] = np.maximum(-b * excess - lse, 0.0)
+        return np.clip(out_c, 0.0, 1.0), out_k
+
+    def p(self, beta: float) -> np.ndarray:
+        if np.isinf(beta):
+            return self.p_inf.copy()
+        return self._weights(np.array([beta]))[0][0]
+
+
+def _gibbs_search(curve: _GibbsCurve, objective: Objective, grid_points: int) -> float:
+    """β minimizing `objective(Ĉ, KL)` over [0, ∞]: a log-grid, then zooming grids around minima.
+
+    The bound along the curve need not be unimodal, so the best few local minima of the coarse
+    grid are each refined by repeated 33-point grids (each round shrinks the bracket 16-fold)
+    until the bracket in ln β is narrower than 1e-10. Everything is vectorized over β.
+    """
+    if curve.gap == 0.0:  # all columns equal on the prior's support: nothing to choose
+        return 0.0
+
+    def f(log_beta: np.ndarray) -> np.ndarray:
+        emp, kl = curve.stats(np.exp(log_beta))
+        return objective(emp, kl)
+
+    # β·gap ≈ 60 already puts e^-60 of relative mass off the best columns: the β = ∞ limit.
+    xs = np.linspace(np.log(1e-4 / curve.spread), np.log(60.0 / curve.gap), grid_points)
+    values = f(xs)
+    interior = np.flatnonzero((values[1:-1] <= values[:-2]) & (values[1:-1] <= values[2:])) + 1
+    # other local minima are refined too when the coarse grid cannot rule them out
+    close = interior[values[interior] <= values.min() + 1e-3]
+    starts = {int(np.argmin(values)), *sorted(close.tolist(), key=lambda i: values[i])[:2]}
+
+    best_x, best_value = 0.0, float(objective(*curve.stats(np.zeros(1)))[0])  # β = 0: p = p0
+    best_is_zero = True
+    for i in starts:
+        lo, hi = xs[max(i - 1, 0)], xs[min(i + 1, xs.size - 1)]
+        while hi - lo > 1e-10:
+            zoom = np.linspace(lo, hi, 33)
+            j = int(np.argmin(f(zoom)))
+            lo, hi = zoom[max(j - 1, 0)], zoom[min(j + 1, 32)]
+        x = 0.5 * (lo + hi)
+        value = float(f(np.array([x]))[0])
+        if value < best_value:
+            best_x, best_value, best_is_zero = x, value, False
+    kl_inf = -float(np.log(curve.p0[curve.p_inf > 0].sum()))
+    if float(objective(np.array([curve.cmin]), np.array([kl_inf]))[0]) < best_value:
+        return float("inf")
+    return 0.0 if best_is_zero else float(np.exp(best_x))
+
+
+def _objective(bound: str, n: int, delta: float) -> Objective:
+    """The bound as a function of (Ĉ, KL) arrays, with N and δ checked once, not per call."""
+    bounds.bound_value(bound, 0.0, 0.0, n, delta)  # validates every argument once
+    log_term = float(np.log(2.0 * np.sqrt(n) / delta))
+
+    def f(emp: np.ndarray, kl: np.ndarray) -> np.ndarray:
+        r = (np.maximum(kl, 0.0) + log_term) / (2.0 * n)
+        return bounds.bound_from_r(bound, np.clip(emp, 0.0, 1.0), r)
+
+    return f
+
+
+def optimize_gibbs(costs: np.ndarray, delta: float, bound: str = "best",
+                   p0: np.ndarray | None = None, grid_points: int = 129) -> Posterior:
+    """Exact bound-optimal posterior over the columns of `costs` (N × m)."""
+    costs, p0 = _check_inputs(costs, p0)
+    _validate_choice(bound, delta)
+    n = costs.shape[0]
+    curve = _GibbsCurve(column_means(costs), p0)
+    beta = _gibbs_search(curve, _objective(bound, n, delta), grid_points)
+    return evaluate_posterior(curve.p(beta), costs, p0, bound, delta, "gibbs", beta)
+
+
+# --------------------------------------------------------------------------- REP (paper)
+
+
+def _rep_problem(cbar: np.ndarray, p0: np.ndarray):
+    """Build DPP-parametrized CVXPY problems once, so each grid point only re-solves."""
+    import cvxpy as cp
+
+    p = cp.Variable(cbar.size, nonneg=True)
+    target = cp.Parameter()
+    weight = cp.Parameter(nonneg=True)
+    kl = cp.sum(cp.rel_entr(p, p0))
+    constrained = cp.Problem(cp.Minimize(kl), [cp.sum(p) == 1, cbar @ p <= target])
+    penalized = cp.Problem(cp.Minimize(cbar @ p + weight * kl), [cp.sum(p) == 1])
+    return p, target, weight, constrained, penalized
+
+
+def _conic_solver() -> str:
+    import cvxpy as cp
+
+    return "MOSEK" if "MOSEK" in cp.installed_solvers() else "CLARABEL"
+
+
+def _solve(problem, solver: str) -> None:
+    """Solve; an inaccurate solution is still checked, since every p is re-evaluated exactly."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            problem.solve(solver=solver)
+    except Exception as exc:  # solver failure: say so plainly
+        raise PacplanError(f"REP solver {solver} failed: {exc}") from exc
+
+
+def _clean(p_value: np.ndarray | None, m: int) -> np.ndarray:
+    if p_value is None:
+        raise PacplanError("REP solver returned no solution")
+    p = np.clip(np.asarray(p_value, dtype=np.float64), 0.0, None)
+    return p / p.sum() if p.sum() > 0 else uniform_prior(m)
+
+
+def optimize_rep(costs: np.ndarray, delta: float, bound: str = "quadratic",
+                 p0: np.ndarray | None = None, grid_points: int = 40,
+                 refine_steps: int = 25) -> Posterior:
+    """The paper's parametric relative-entropy program (slow baseline)."""
+    costs, p0 = _check_inputs(costs, p0)
+    _validate_choice(bound, delta)
+    n, m = costs.shape
+    cbar_v = column_means(costs)
+    solver = _conic_solver()
+    p, target, weight, constrained, penalized = _rep_problem(cbar_v, p0)
+    objective = _objective(bound, n, delta)
+
+    def evaluate(q: np.ndarray) -> float:
+        return float(objective(np.array([cbar_v @ q]), np.array([kl_divergence(q, p0)]))[0])
+
+    best_p, best_value = p0.copy(), evaluate(p0)
+
+    if bound == "mcallester":
+        log_const = np.log(2.0 * np.sqrt(n) / delta)
+
+        def at_lambda(log_lam: float) -> tuple[float, np.ndarray]:
+            lam = np.exp(log_lam)
+            weight.value = 1.0 / (2.0 * n * lam)
+            _solve(penalized, solver)
+            q = _clean(p.value, m)
+            return float(penalized.value + log_const / (2.0 * n * lam) + lam / 4.0), q
+
+        grid = np.linspace(np.log(1e-4), np.log(4.0), grid_points)
+        vals = [at_lambda(x) for x in grid]
+        i = int(np.argmin([v for v, _ in vals]))
+        a, b = grid[max(i - 1, 0)], grid[min(i + 1, grid.size - 1)]
+        res = minimize_scalar(lambda x: at_lambda(x)[0], bounds=(a, b), method="bounded",
+                              options={"maxiter": refine_steps})
+        candidates = [q for _, q in vals] + [at_lambda(res.x)[1]]
+    else:
+        c_lo, c_hi = float(cbar_v[p0 > 0].min()), float(cbar_v @ p0)
+
+        def at_target(c: float) -> np.ndarray:
+            target.value = c
+            _solve(constrained, solver)
+            return _clean(p.value, m)
+
+        grid = np.linspace(c_lo, c_hi, grid_points)
+        qs = [at_target(c) for c in grid]
+        vals = [evaluate(q) for q in qs]
+        i = int(np.argmin(vals))
+        a, b = grid[max(i - 1, 0)], grid[min(i + 1, grid.size - 1)]
+        res = minimize_scalar(lambda c: evaluate(at_target(c)), bounds=(a, b), method="bounded",
+                              options={"maxiter": refine_steps})
+        candidates = [*qs, at_target(float(res.x))]
+
+    for q in candidates:
+        v = evaluate(q)
+        if v < best_value:
+            best_p, best_value = q, v
+    return evaluate_posterior(best_p, costs, p0, bound, delta, f"rep:{solver.lower()}", None)
+
+
+# --------------------------------------------------------------------------- common
+
+
+def _validate_choice(bound: str, delta: float) -> None:
+    if bound not in BOUND_CHOICES:
+        raise PacplanError(f"unknown bound {bound!r}; choose one of {', '.join(BOUND_CHOICES)}")
+    bounds.check_delta(delta)
+
+
+def evaluate_posterior(p: np.ndarray, costs: np.ndarray, p0: np.ndarray, bound: str,
+                       delta: float, solver: str, beta: float | None) -> Posterior:
+    """Ĉ, KL and the bound value of a given posterior p on a cost matrix."""
+    emp = float(np.clip(column_means(costs) @ p, 0.0, 1.0))
+    kl = kl_divergence(p, p0)
+    value = float(bounds.bound_value(bound, emp, kl, costs.shape[0], delta))
+    return Posterior(p=p, emp_cost=emp, kl=kl, bound=bound, value=value, solver=solver, beta=beta)
+
+
+def optimize(costs: np.ndarray, delta: float, bound: str = "best", solver: str = "gibbs",
+             p0: np.ndarray | None = None) -> Posterior:
+    """Bound-optimal posterior with the chosen solver (`gibbs` default, `rep` the baseline)."""
+    if solver == "gibbs":
+        return optimize_gibbs(costs, delta, bound, p0)
+    if solver == "rep":
+        return optimize_rep(costs, delta, bound, p0)
+    raise PacplanError(f"unknown solver {solver!r}; choose gibbs or rep")
