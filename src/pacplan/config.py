@@ -112,16 +112,21 @@ class PoliciesConfig(_Strict):
 
 
 class CertificateConfig(_Strict):
-    """PAC-Bayes certificate settings; `n` lists the certification-set sizes N to report."""
+    """PAC-Bayes certificate settings; `n` lists the certification-set sizes N to report.
 
-    n: list[int] = Field(default_factory=lambda: [1000])
+    `n` left out means one certificate on the whole `seeds.cert` range.
+    """
+
+    n: list[int] | None = None
     delta: float = Field(0.01, gt=0, lt=1)
     bound: Literal["best", "mcallester", "quadratic", "klinv"] = "best"
     solver: Literal["gibbs", "rep"] = "gibbs"
 
     @field_validator("n")
     @classmethod
-    def _positive(cls, v: list[int]) -> list[int]:
+    def _positive(cls, v: list[int] | None) -> list[int] | None:
+        if v is None:
+            return v
         if not v:
             raise ValueError("needs at least one N")
         if any(x < 1 for x in v):
@@ -143,10 +148,13 @@ class RunConfig(_Strict):
     @model_validator(mode="after")
     def _cross(self) -> RunConfig:
         n_cert = seed_range_size(self.seeds.cert)
+        if self.certificate.n is None:
+            self.certificate.n = [n_cert]
         too_big = [n for n in self.certificate.n if n > n_cert]
         if too_big:
             raise ValueError(
-                f"certificate.n {too_big} exceeds the {n_cert} seeds of seeds.cert {self.seeds.cert}"
+                f"certificate.n {too_big} exceeds the {n_cert} seeds of "
+                f"seeds.cert {list(self.seeds.cert)}"
             )
         return self
 
@@ -165,7 +173,9 @@ def _format_error(exc: ValidationError, source: str) -> str:
 def parse_config(data: Any, source: str = "config") -> RunConfig:
     """Validate a mapping (e.g. parsed YAML) into a `RunConfig`, or raise `PacplanError`."""
     if not isinstance(data, dict):
-        raise PacplanError(f"{source}: the config must be a mapping of fields, got {type(data).__name__}")
+        raise PacplanError(
+            f"{source}: the config must be a mapping of fields, got {type(data).__name__}"
+        )
     try:
         return RunConfig.model_validate(data)
     except ValidationError as exc:

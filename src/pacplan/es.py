@@ -75,7 +75,9 @@ def init_state(cfg: Any, dim: int) -> ESState:
     if isinstance(cfg.init_mean, list):
         mu = np.asarray(cfg.init_mean, dtype=np.float64)
         if mu.shape != (dim,):
-            raise PacplanError(f"es.init_mean has {mu.size} values but the policy has {dim} weights")
+            raise PacplanError(
+                f"es.init_mean has {mu.size} values but the policy has {dim} weights"
+            )
     else:
         mu = np.full(dim, float(cfg.init_mean))
     logvar = np.full(dim, math.log(cfg.init_var))
@@ -372,7 +374,13 @@ def run_es(
 def _progress(enabled: bool, total: int, done: int) -> tuple[Any, Any] | None:
     if not enabled:
         return None
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
 
     prog = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                     TimeRemainingColumn())
@@ -420,9 +428,9 @@ def plot_training_curve(run_dir: str | Path, out: str | Path | None = None) -> P
     return path
 
 
-# -- wiring a run config ----------------------------------------------------------------------------
+# -- wiring a run config -------------------------------------------------------------------
 def es_fingerprint(cfg: Any) -> str:
-    """sha256 of what the ES iterates depend on: world, prior seeds, es settings but `iterations`."""
+    """sha256 of what the iterates depend on: world, prior seeds, es settings but `iterations`."""
     es = cfg.es.model_dump(mode="json")
     es.pop("iterations")
     payload = {"world": cfg.world.model_dump(mode="json"), "prior": list(cfg.seeds.prior),
