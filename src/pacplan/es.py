@@ -116,7 +116,9 @@ def rank_utilities(costs: np.ndarray) -> np.ndarray:
         u = np.empty(lam)
         u[order] = u_sorted
         vals, inverse = np.unique(costs[i], return_inverse=True)
-        if len(vals) < lam:  # average over ties
+        if len(vals) == 1:  # a flat row carries no ranking signal
+            u[:] = 0.0
+        elif len(vals) < lam:  # average over ties
             u = (np.bincount(inverse, weights=u) / np.bincount(inverse))[inverse]
         out[i] = u
     return out
