@@ -326,9 +326,9 @@ class RayExecutor(Executor):
                     try:
                         result = ray.get(ref)
                     except ray.exceptions.RayTaskError as exc:
-                        cause = exc.as_instanceof_cause()
+                        cause = getattr(exc, "cause", None)
                         if isinstance(cause, PacplanError):
-                            raise PacplanError(str(cause).splitlines()[-1]) from None
+                            raise PacplanError(str(cause)) from None
                         raise
                     except ray.exceptions.RayError as exc:
                         raise PacplanError(

@@ -1,0 +1,196 @@
+"""Executors: serial, processes and Ray agree to the bit; chunks resume; crashes are clean."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pacplan.config import parse_config
+from pacplan.errors import PacplanError
+from pacplan.es import train_prior
+from pacplan.executors import (
+    _WORLDS,
+    SerialExecutor,
+    WorldSpec,
+    chunk_grid,
+    compute_task,
+    make_executor,
+)
+from pacplan.worlds.toy import ToyWorld
+
+SPEC = WorldSpec("toy", {"dim": 6, "shift": 0.5})
+CHUNKS = {"chunk_policies": 7, "chunk_seeds": 5}
+
+
+@pytest.fixture(scope="module")
+def data() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    thetas = rng.standard_normal((31, 6)).astype(np.float32)
+    seeds = np.arange(500, 523, dtype=np.int64)
+    paired = rng.standard_normal((23, 10, 6)).astype(np.float32)
+    return thetas, seeds, paired
+
+
+@pytest.fixture(scope="module")
+def pool() -> Iterator:
+    with make_executor("processes", workers=2, **CHUNKS) as ex:
+        yield ex
+
+
+def _oracle(thetas: np.ndarray, seeds: np.ndarray) -> np.ndarray:
+    """The world called directly, no executor involved."""
+    return ToyWorld(**SPEC.options).costs(thetas, seeds)
+
+
+def _paired_oracle(paired: np.ndarray, seeds: np.ndarray) -> np.ndarray:
+    w = ToyWorld(**SPEC.options)
+    return np.stack([w.costs(paired[i], seeds[i : i + 1])[0] for i in range(len(seeds))])
+
+
+def test_chunk_grid_tiles_the_matrix_exactly_once() -> None:
+    cover = np.zeros((23, 31), dtype=int)
+    for s, t in chunk_grid(23, 31, 5, 7):
+        cover[s, t] += 1
+    assert np.all(cover == 1)
+    assert len(chunk_grid(23, 31, 5, 7)) == 5 * 5
+
+
+def test_serial_matches_the_world(data: tuple) -> None:
+    thetas, seeds, paired = data
+    ex = SerialExecutor(**CHUNKS)
+    assert np.array_equal(ex.cost_matrix(SPEC, thetas, seeds), _oracle(thetas, seeds))
+    assert np.array_equal(ex.paired_costs(SPEC, paired, seeds), _paired_oracle(paired, seeds))
+
+
+def test_processes_agree_with_serial_to_the_bit(pool, data: tuple) -> None:
+    thetas, seeds, paired = data
+    serial = SerialExecutor(**CHUNKS)
+    assert np.array_equal(pool.cost_matrix(SPEC, thetas, seeds),
+                          serial.cost_matrix(SPEC, thetas, seeds))
+    assert np.array_equal(pool.paired_costs(SPEC, paired, seeds),
+                          serial.paired_costs(SPEC, paired, seeds))
+
+
+def test_iter_chunks_skips_finished_chunks_and_resumes(pool, data: tuple) -> None:
+    """Simulates the pipeline: persist a few chunks, 'die', resume with skip=done."""
+    thetas, seeds, _ = data
+    full = _oracle(thetas, seeds)
+    out = np.full(full.shape, np.nan)
+    done: set[tuple[int, int]] = set()
+    for i, ch in enumerate(pool.iter_chunks(SPEC, thetas, seeds)):
+        assert np.array_equal(ch.block, full[ch.seeds, ch.thetas])
+        out[ch.seeds, ch.thetas] = ch.block
+        done.add(ch.key)
+        if i == 6:
+            break  # killed after 7 chunks
+    rest = list(pool.iter_chunks(SPEC, thetas, seeds, skip=done))
+    assert len(rest) == 25 - 7
+    assert not {c.key for c in rest} & done
+    for ch in rest:
+        out[ch.seeds, ch.thetas] = ch.block
+    assert np.array_equal(out, full)
+
+
+def test_a_crashed_worker_is_a_clear_error_and_the_pool_recovers(pool, data: tuple) -> None:
+    thetas, seeds, _ = data
+    bad = WorldSpec("toy", {**SPEC.options, "crash_on_seed": 512})
+    got = []
+    with pytest.raises(PacplanError, match=r"worker process died.*no partial result"):
+        for ch in pool.iter_chunks(bad, thetas, seeds):
+            got.append(ch)
+    # Nothing yielded covers the crashing seed: no partial block ever leaves the executor.
+    assert all(not (ch.seeds.start <= 512 - 500 < ch.seeds.stop) for ch in got)
+    with pytest.raises(PacplanError, match="worker process died"):
+        pool.cost_matrix(bad, thetas, seeds)
+    # The next call gets a fresh pool and the right answer.
+    assert np.array_equal(pool.cost_matrix(SPEC, thetas, seeds), _oracle(thetas, seeds))
+
+
+def test_world_errors_in_workers_stay_user_errors(pool, data: tuple) -> None:
+    thetas, seeds, _ = data
+    with pytest.raises(PacplanError, match="thetas must be"):
+        pool.cost_matrix(SPEC, thetas[:, :4], seeds)
+
+
+def test_costs_outside_unit_interval_are_rejected() -> None:
+    class Bad:
+        name = "bad"
+
+        def policy_dim(self) -> int:
+            return 1
+
+        def costs(self, thetas: np.ndarray, seeds: np.ndarray) -> np.ndarray:
+            c = np.zeros((len(seeds), len(thetas)))
+            c[-1, -1] = np.nan
+            return c
+
+    spec = WorldSpec("bad-test-world", {})
+    _WORLDS[spec.key()] = Bad()
+    try:
+        with pytest.raises(PacplanError, match="outside"):
+            compute_task(spec, [(np.arange(3), np.zeros((2, 1), np.float32))])
+    finally:
+        del _WORLDS[spec.key()]
+
+
+def test_bad_inputs() -> None:
+    ex = SerialExecutor()
+    with pytest.raises(PacplanError, match="NaN"):
+        ex.cost_matrix(SPEC, np.full((2, 6), np.nan), np.arange(2))
+    with pytest.raises(PacplanError, match="paired thetas"):
+        ex.paired_costs(SPEC, np.zeros((3, 6), np.float32), np.arange(3))
+    with pytest.raises(PacplanError, match="unknown executor"):
+        make_executor("gpu")
+    with pytest.raises(PacplanError, match="unknown world"):
+        ex.cost_matrix(WorldSpec("nope", {}), np.zeros((1, 6)), np.arange(1))
+
+
+def test_es_result_does_not_depend_on_the_executor(pool, tmp_path: Path) -> None:
+    cfg = parse_config({
+        "name": "t", "world": {"name": "toy", "options": SPEC.options},
+        "seeds": {"prior": [0, 300], "cert": [1000, 1100], "test": [2000, 2100]},
+        "es": {"iterations": 6, "envs_per_iter": 8, "pairs_per_env": 3, "seed": 1},
+        "executor": CHUNKS,
+    })
+    a = train_prior(cfg, tmp_path / "serial", progress=False)
+    b = train_prior(cfg, tmp_path / "proc", executor=pool, progress=False)
+    assert np.array_equal(a.mu, b.mu) and np.array_equal(a.logvar, b.logvar)
+
+
+# -- Ray: one local instance for the whole module ----------------------------------------------
+@pytest.fixture(scope="module")
+def ray_executor() -> Iterator:
+    ray = pytest.importorskip("ray")
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        yield make_executor("ray", **CHUNKS)
+    finally:
+        ray.shutdown()
+
+
+def test_ray_agrees_with_serial_to_the_bit(ray_executor, data: tuple, tmp_path: Path) -> None:
+    thetas, seeds, paired = data
+    serial = SerialExecutor(**CHUNKS)
+    assert ray_executor.workers == 2
+    assert np.array_equal(ray_executor.cost_matrix(SPEC, thetas, seeds),
+                          serial.cost_matrix(SPEC, thetas, seeds))
+    assert np.array_equal(ray_executor.paired_costs(SPEC, paired, seeds),
+                          serial.paired_costs(SPEC, paired, seeds))
+    keys = {c.key for c in ray_executor.iter_chunks(SPEC, thetas, seeds, skip={(0, 0), (5, 7)})}
+    assert len(keys) == 23 and (0, 0) not in keys and (5, 7) not in keys
+    with pytest.raises(PacplanError, match="thetas must be"):
+        ray_executor.cost_matrix(SPEC, thetas[:, :4], seeds)
+    cfg = parse_config({
+        "name": "t", "world": {"name": "toy", "options": SPEC.options},
+        "seeds": {"prior": [0, 300], "cert": [1000, 1100], "test": [2000, 2100]},
+        "es": {"iterations": 4, "envs_per_iter": 8, "pairs_per_env": 3, "seed": 1},
+        "executor": CHUNKS,
+    })
+    a = train_prior(cfg, tmp_path / "serial", progress=False)
+    b = train_prior(cfg, tmp_path / "ray", executor=ray_executor, progress=False)
+    assert np.array_equal(a.mu, b.mu) and np.array_equal(a.logvar, b.logvar)
