@@ -8,7 +8,7 @@ certify the smallest. With R = (KL + ln(2√N/δ)) / (2N) and empirical cost Ĉ:
 - quadratic:   (√(Ĉ + R) + √R)²          (Rivasplata et al. 2019)
 - kl-inverse:  sup{c ∈ [Ĉ, 1] : kl(Ĉ‖c) ≤ 2R}  (Maurer 2004; Langford & Seeger 2001)
 
-kl inversion returns the *upper* end of its bracket, so a rounded bound is never below the exact one.
+kl inversion returns the *upper* end of its bracket: a rounded bound is never below the exact one.
 """
 
 from __future__ import annotations
@@ -63,14 +63,19 @@ def check_kl(kl: float | np.ndarray) -> np.ndarray:
 
 
 def kl_bernoulli(q: float | np.ndarray, p: float | np.ndarray) -> np.ndarray:
-    """kl(q‖p) between Bernoulli(q) and Bernoulli(p), with 0·ln 0 = 0 and +inf where undefined."""
+    """kl(q‖p) between Bernoulli(q) and Bernoulli(p), with 0·ln 0 = 0 and +inf where undefined.
+
+    Written with d = p − q and log1p, so that for p near q (tiny kl budgets) the first-order
+    terms cancel exactly instead of losing every digit to log q − log p.
+    """
     q = np.asarray(q, dtype=np.float64)
     p = np.asarray(p, dtype=np.float64)
+    d = p - q
     with np.errstate(divide="ignore", invalid="ignore"):
-        a = np.where(q > 0.0, q * (np.log(q) - np.log(p)), 0.0)
-        b = np.where(q < 1.0, (1.0 - q) * (np.log1p(-q) - np.log1p(-p)), 0.0)
+        a = np.where(q > 0.0, -q * np.log1p(d / np.where(q > 0.0, q, 1.0)), 0.0)
+        b = np.where(q < 1.0, -(1.0 - q) * np.log1p(-d / np.where(q < 1.0, 1.0 - q, 1.0)), 0.0)
     out = a + b
-    return np.where(np.isnan(out), np.inf, out)
+    return np.where(np.isnan(out), np.inf, np.maximum(out, 0.0))
 
 
 def kl_inverse(q: float | np.ndarray, c: float | np.ndarray) -> np.ndarray:
@@ -90,20 +95,25 @@ def kl_inverse(q: float | np.ndarray, c: float | np.ndarray) -> np.ndarray:
 def _kl_inverse(q: np.ndarray, c: np.ndarray) -> np.ndarray:
     """kl_inverse without input checks, for inner loops whose inputs are already valid."""
     q, c = np.broadcast_arrays(np.asarray(q, dtype=np.float64), np.asarray(c, dtype=np.float64))
-    x = np.minimum(q + np.sqrt(c / 2.0), _ONE_MINUS)
-    x = np.maximum(x, q)
+    # two upper starts: Pinsker, and kl ≥ (p − q)²/(2p), which is tighter for small q
+    start = np.minimum(q + np.sqrt(c / 2.0), q + c + np.sqrt(c * c + 2.0 * q * c))
+    x = np.clip(start, q, _ONE_MINUS)
     active = (q < 1.0) & (c > 0.0)
     # where even p → 1 stays inside the budget, the supremum is 1
     reaches_one = active & (kl_bernoulli(q, _ONE_MINUS) <= c)
     active &= ~reaches_one
-    for _ in range(_NEWTON_STEPS):
-        f = kl_bernoulli(q, x) - c
-        with np.errstate(divide="ignore", invalid="ignore"):
-            slope = (x - q) / (x * (1.0 - x))
+    # kl(q‖x) = −q·log1p(d/q) − (1−q)·log1p(−d/(1−q)), d = x − q; q-only parts hoisted
+    wa, wb = np.where(q > 0.0, q, 0.0), np.where(q < 1.0, 1.0 - q, 0.0)
+    qa, qb = np.where(q > 0.0, q, 1.0), np.where(q < 1.0, 1.0 - q, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for _ in range(_NEWTON_STEPS):
+            d = x - q
+            f = -wa * np.log1p(d / qa) - wb * np.log1p(-d / qb) - c
+            slope = d / (x * (1.0 - x))
             step = np.where(active & (f > 0) & (slope > 0), f / slope, 0.0)
-        x = np.maximum(x - step, q)
-        if not np.any(step > 1e-15):
-            break
+            x = np.maximum(x - step, q)
+            if not np.any(step > 1e-15):
+                break
     out = np.where(active, np.minimum(x + _NUDGE, 1.0), np.where(c > 0, 1.0, q))
     out = np.where(q >= 1.0, 1.0, out)
     return np.where(reaches_one, 1.0, out)

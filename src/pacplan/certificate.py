@@ -121,7 +121,8 @@ def _relative_to(target: str, folder: Path) -> str:
         return str(Path(target).resolve())
 
 
-def test_cost_interval(costs: np.ndarray, confidence: float = TEST_CONFIDENCE) -> tuple[float, float]:
+def confidence_interval(costs: np.ndarray,
+                        confidence: float = TEST_CONFIDENCE) -> tuple[float, float]:
     """Two-sided Chernoff–kl confidence interval for the mean of i.i.d. costs in [0, 1]."""
     x = np.asarray(costs, dtype=np.float64)
     mean = float(np.clip(x.mean(), 0.0, 1.0))
@@ -163,7 +164,7 @@ def build_certificate(cert: CostMatrix, delta: float, bound: str = "best", solve
     if test is not None:
         per_env = test.values @ post.p
         c.test_cost = float(per_env.mean())
-        c.test_ci = list(test_cost_interval(per_env))
+        c.test_ci = list(confidence_interval(per_env))
         c.test_confidence = TEST_CONFIDENCE
         c.test_n = int(per_env.size)
         c.test_matrix = _ref(test)
@@ -203,10 +204,12 @@ def verify(path: str | Path) -> Certificate:
                               stored.provenance, posterior=at_p)
     for key in ("mcallester", "quadratic", "klinv", "certified", "emp_cost", "kl", "test_cost"):
         if not _close(getattr(stored, key), getattr(again, key), _REL_TOL):
-            problems.append(f"{key} is {getattr(stored, key)} but recomputes to {getattr(again, key)}")
+            problems.append(f"{key} is {getattr(stored, key)} "
+                            f"but recomputes to {getattr(again, key)}")
     for key in ("n", "m", "certified_by", "test_n"):
         if getattr(stored, key) != getattr(again, key):
-            problems.append(f"{key} is {getattr(stored, key)} but recomputes to {getattr(again, key)}")
+            problems.append(f"{key} is {getattr(stored, key)} "
+                            f"but recomputes to {getattr(again, key)}")
     if stored.test_ci is not None and again.test_ci is not None and not all(
         _close(a, b, _REL_TOL) for a, b in zip(stored.test_ci, again.test_ci)
     ):

@@ -30,7 +30,9 @@ console = Console()
 err_console = Console(stderr=True)
 
 
-BoundOpt = typer.Option("best", "--bound", help="Bound to minimize: mcallester, quadratic, klinv or best.")
+BoundOpt = typer.Option(
+    "best", "--bound", help="Bound to minimize: mcallester, quadratic, klinv or best."
+)
 DeltaOpt = typer.Option(0.01, "--delta", help="Confidence parameter δ in (0, 1).")
 
 
@@ -127,7 +129,9 @@ def verify_cmd(
 def render(
     world: str = typer.Argument(..., help="World to draw: uav or quadruped."),
     seed: int = typer.Option(..., "--seed", help="Environment seed."),
-    theta: str | None = typer.Option(None, "--theta", help="Policy weights (.npy or .safetensors)."),
+    theta: str | None = typer.Option(
+        None, "--theta", help="Policy weights (.npy or .safetensors)."
+    ),
     out: str = typer.Option("render.png", "--out", help="PNG file to write."),
 ) -> None:
     """Draw one environment with the flown (or walked) trajectory and the depth image."""

@@ -16,10 +16,9 @@ min c̄ᵀp + KL(p‖p0)/(2Nλ), whose optimal value plus ln(2√N/δ)/(2Nλ) + 
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-
-import warnings
 
 import numpy as np
 from scipy.optimize import minimize_scalar
@@ -66,7 +65,9 @@ def kl_divergence(p: np.ndarray, p0: np.ndarray) -> float:
 def _check_inputs(costs: np.ndarray, p0: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
     costs = np.asarray(costs, dtype=np.float64)
     if costs.ndim != 2 or costs.shape[0] < 1 or costs.shape[1] < 1:
-        raise PacplanError(f"cost matrix must be 2-D and non-empty (N × m), got shape {costs.shape}")
+        raise PacplanError(
+            f"cost matrix must be 2-D and non-empty (N × m), got shape {costs.shape}"
+        )
     m = costs.shape[1]
     p0 = uniform_prior(m) if p0 is None else np.asarray(p0, dtype=np.float64)
     if p0.shape != (m,) or np.any(p0 < 0) or not np.isclose(p0.sum(), 1.0):
@@ -94,14 +95,20 @@ class _GibbsCurve:
         gaps = self.shift[support & (self.shift > 0)]
         self.gap = float(gaps.min()) if gaps.size else 0.0
         self.spread = float(gaps.max()) if gaps.size else 0.0
+        self.top = float(self.logp0[best].max())
+        self.logp0_rel = self.logp0 - self.top
+        self.ones = np.ones_like(cbar)
 
-    def _weights(self, beta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Normalized p (len(beta), m) and ln Σ p0 e^{−β(c̄ − c_min)} for each β."""
-        logits = self.logp0[None, :] - beta[:, None] * self.shift[None, :]
-        top = logits.max(axis=1, keepdims=True)
-        w = np.exp(logits - top)
-        z = w.sum(axis=1, keepdims=True)
-        return w / z, (top + np.log(z))[:, 0]
+    def _unnormalized(self, beta: np.ndarray) -> np.ndarray:
+        """w = p0·e^{−β(c̄ − c_min)} / p0_top, (len(beta), m), computed in place.
+
+        Dividing by the largest prior mass on the best columns keeps every row's largest entry
+        ≥ p0_best/p0_top, so nothing underflows to an all-zero row however large β is.
+        """
+        w = np.multiply.outer(-beta, self.shift)
+        w += self.logp0_rel
+        np.exp(w, out=w)
+        return w
 
     def stats(self, beta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Ĉ and KL for each finite β, via KL = −β(Ĉ − c_min) − ln Σ p0 e^{−β(c̄ − c_min)}."""
@@ -111,16 +118,18 @@ class _GibbsCurve:
         block = max(1, 2_000_000 // max(self.cbar.size, 1))  # bounded memory for huge m
         for s in range(0, beta.size, block):
             b = beta[s : s + block]
-            p, lse = self._weights(b)
-            excess = p @ self.shift  # Ĉ − c_min
+            w = self._unnormalized(b)
+            z = w @ self.ones
+            excess = (w @ self.shift) / z  # Ĉ − c_min
             out_c[s : s + block] = self.cmin + excess
-            out_k[s : s + block] = np.maximum(-b * excess - lse, 0.0)
+            out_k[s : s + block] = np.maximum(-b * excess - (np.log(z) + self.top), 0.0)
         return np.clip(out_c, 0.0, 1.0), out_k
 
     def p(self, beta: float) -> np.ndarray:
         if np.isinf(beta):
             return self.p_inf.copy()
-        return self._weights(np.array([beta]))[0][0]
+        w = self._unnormalized(np.array([beta]))[0]
+        return w / w.sum()
 
 
 def _gibbs_search(curve: _GibbsCurve, objective: Objective, grid_points: int) -> float:
@@ -128,7 +137,8 @@ def _gibbs_search(curve: _GibbsCurve, objective: Objective, grid_points: int) ->
 
     The bound along the curve need not be unimodal, so the best few local minima of the coarse
     grid are each refined by repeated 33-point grids (each round shrinks the bracket 16-fold)
-    until the bracket in ln β is narrower than 1e-10. Everything is vectorized over β.
+    until the bracket in ln β is narrower than 1e-7 (the bound is flat to ~1e-13 there).
+    Everything is vectorized over β.
     """
     if curve.gap == 0.0:  # all columns equal on the prior's support: nothing to choose
         return 0.0
@@ -149,7 +159,7 @@ def _gibbs_search(curve: _GibbsCurve, objective: Objective, grid_points: int) ->
     best_is_zero = True
     for i in starts:
         lo, hi = xs[max(i - 1, 0)], xs[min(i + 1, xs.size - 1)]
-        while hi - lo > 1e-10:
+        while hi - lo > 1e-7:
             zoom = np.linspace(lo, hi, 33)
             j = int(np.argmin(f(zoom)))
             lo, hi = zoom[max(j - 1, 0)], zoom[min(j + 1, 32)]
@@ -262,19 +272,32 @@ def optimize_rep(costs: np.ndarray, delta: float, bound: str = "quadratic",
     else:
         c_lo, c_hi = float(cbar_v[p0 > 0].min()), float(cbar_v @ p0)
 
-        def at_target(c: float) -> np.ndarray:
+        def at_target(c: float) -> np.ndarray | None:
             target.value = c
-            _solve(constrained, solver)
+            try:
+                _solve(constrained, solver)
+            except PacplanError:  # degenerate targets (Ĉ at its minimum) can fail: skip them
+                return None
             return _clean(p.value, m)
 
-        grid = np.linspace(c_lo, c_hi, grid_points)
-        qs = [at_target(c) for c in grid]
-        vals = [evaluate(q) for q in qs]
+        # Ĉ = c_lo exactly is the β = ∞ face: its REP solution is p0 restricted to the argmin
+        at_min = np.where(cbar_v == c_lo, p0, 0.0)
+        grid = np.linspace(c_lo, c_hi, grid_points)[1:]
+        qs = [at_min / at_min.sum()] + [at_target(c) for c in grid]
+        vals = [evaluate(q) if q is not None else np.inf for q in qs]
+        if not np.isfinite(vals).any():
+            raise PacplanError(f"REP solver {solver} failed on every grid point")
         i = int(np.argmin(vals))
-        a, b = grid[max(i - 1, 0)], grid[min(i + 1, grid.size - 1)]
-        res = minimize_scalar(lambda c: evaluate(at_target(c)), bounds=(a, b), method="bounded",
+        points = np.concatenate([[c_lo], grid])
+        a, b = points[max(i - 1, 0)], points[min(i + 1, points.size - 1)]
+
+        def refine(c: float) -> float:
+            q = at_target(c)
+            return evaluate(q) if q is not None else np.inf
+
+        res = minimize_scalar(refine, bounds=(a, b), method="bounded",
                               options={"maxiter": refine_steps})
-        candidates = [*qs, at_target(float(res.x))]
+        candidates = [q for q in [*qs, at_target(float(res.x))] if q is not None]
 
     for q in candidates:
         v = evaluate(q)
