@@ -1,0 +1,61 @@
+"""The 944-weight quadruped policy, evaluated in numpy (one small forward pass per primitive).
+
+depth (1×50×50) → Conv(1→2, kernel 5, stride 5) → tanh → 200 features, concatenated with the 22
+proprioceptive values → Linear(222→4) → sigmoid = η. The flat weight vector is laid out like the
+parameters of the equivalent torch module, in order: conv.weight (2,1,5,5), conv.bias (2),
+linear.weight (4,222), linear.bias (4); features are flattened channel-major (torch `view`).
+numpy avoids importing torch in every rollout worker and is faster for a net this small.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pacplan.errors import PacplanError
+
+IMAGE_SIZE = 50
+KERNEL = 5
+CHANNELS = 2
+N_PROPRIO = 22
+N_FEATURES = CHANNELS * (IMAGE_SIZE // KERNEL) ** 2  # 200
+N_OUT = 4
+_SIZES = (
+    ("conv_w", (CHANNELS, 1, KERNEL, KERNEL)),
+    ("conv_b", (CHANNELS,)),
+    ("lin_w", (N_OUT, N_FEATURES + N_PROPRIO)),
+    ("lin_b", (N_OUT,)),
+)
+POLICY_DIM = sum(int(np.prod(shape)) for _, shape in _SIZES)  # 944
+
+
+def unpack(theta: np.ndarray) -> dict[str, np.ndarray]:
+    """Split a flat (944,) weight vector into named float64 arrays."""
+    flat = np.asarray(theta, dtype=np.float64).reshape(-1)
+    if flat.size != POLICY_DIM:
+        raise PacplanError(f"quadruped policy needs {POLICY_DIM} weights, got {flat.size}")
+    out: dict[str, np.ndarray] = {}
+    pos = 0
+    for name, shape in _SIZES:
+        n = int(np.prod(shape))
+        out[name] = flat[pos : pos + n].reshape(shape)
+        pos += n
+    return out
+
+
+def depth_features(weights: dict[str, np.ndarray], depth: np.ndarray) -> np.ndarray:
+    """Conv(1→2, k5, s5) + tanh on a (50, 50) image -> (200,) features, channel-major."""
+    cells = IMAGE_SIZE // KERNEL
+    patches = np.asarray(depth, dtype=np.float64).reshape(cells, KERNEL, cells, KERNEL)
+    conv = (
+        np.einsum("ikjl,ckl->cij", patches, weights["conv_w"][:, 0])
+        + weights["conv_b"][:, None, None]
+    )
+    return np.tanh(conv).reshape(-1)
+
+
+def policy_output(theta: np.ndarray, depth: np.ndarray, proprio: np.ndarray) -> np.ndarray:
+    """η ∈ (0, 1)^4 for one observation: depth (50, 50) metres, proprio (22,)."""
+    w = unpack(theta)
+    x = np.concatenate([depth_features(w, depth), np.asarray(proprio, dtype=np.float64)])
+    z = w["lin_w"] @ x + w["lin_b"]
+    return 0.5 * (1.0 + np.tanh(0.5 * z))  # sigmoid without overflow warnings

@@ -1,0 +1,128 @@
+"""`pacplan render quadruped`: terrain profile with the walked torso path, and the depth image."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from pacplan.errors import PacplanError
+from pacplan.worlds.quadruped.gait import GaitParams
+from pacplan.worlds.quadruped.policy import POLICY_DIM
+from pacplan.worlds.quadruped.rollout import (
+    RolloutResult,
+    fixed_gait_controller,
+    policy_controller,
+    rollout,
+)
+from pacplan.worlds.quadruped.terrain import sample_terrain
+from pacplan.worlds.quadruped.world import QuadrupedWorld
+
+# Drawn when no policy is given: the design's reference open-loop gait.
+REFERENCE_GAIT = GaitParams(a1=0.5, a2=0.5, a_st=0.0, omega=30.0)
+
+
+def load_theta(path: str) -> np.ndarray:
+    """Policy weights from .npy (no pickle) or .safetensors (tensor "theta", "mu" or the only
+    one); shape (944,) or (1, 944)."""
+    p = Path(path)
+    if not p.exists():
+        raise PacplanError(f"policy file not found: {path}")
+    if p.suffix == ".npy":
+        try:
+            arr = np.load(p, allow_pickle=False)
+        except ValueError as exc:
+            raise PacplanError(f"{path}: not a plain .npy array ({exc})") from exc
+    elif p.suffix == ".safetensors":
+        from safetensors.numpy import load_file
+
+        tensors = load_file(str(p))
+        key = next((k for k in ("theta", "mu") if k in tensors), None)
+        if key is None and len(tensors) == 1:
+            key = next(iter(tensors))
+        if key is None:
+            raise PacplanError(f"{path}: expected a tensor named 'theta' or 'mu'")
+        arr = tensors[key]
+    else:
+        raise PacplanError(f"{path}: policy weights must be .npy or .safetensors")
+    arr = np.asarray(arr, dtype=np.float32)
+    if arr.ndim == 2 and arr.shape[0] == 1:
+        arr = arr[0]
+    if arr.shape != (POLICY_DIM,):
+        raise PacplanError(f"{path}: expected {POLICY_DIM} quadruped weights, got {arr.shape}")
+    return arr
+
+
+def walk(
+    seed: int, theta: np.ndarray | None = None, world: QuadrupedWorld | None = None
+) -> RolloutResult:
+    """Record one rollout (the reference gait when `theta` is None)."""
+    w = world or QuadrupedWorld()
+    terrain = sample_terrain(seed, w.max_slope_deg, w.plank_length)
+    controller = (
+        fixed_gait_controller(REFERENCE_GAIT) if theta is None else policy_controller(theta)
+    )
+    return rollout(w.sim, terrain, controller, w.rollout_config, record=True)
+
+
+def render_figure(seed: int, out: str, theta_path: str | None = None) -> str:
+    """Draw the terrain of `seed` with the torso path and the first depth image; return the
+    PNG path."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    world = QuadrupedWorld()
+    theta = load_theta(theta_path) if theta_path else None
+    result = walk(seed, theta, world)
+    terrain = sample_terrain(seed, world.max_slope_deg, world.plank_length)
+    x0 = float(result.path[0, 1])
+    finish = x0 + world.rollout_config.finish_dx
+
+    fig = plt.figure(figsize=(12, 4.2))
+    grid = fig.add_gridspec(2, 2, width_ratios=[2.6, 1], height_ratios=[2, 1])
+    ax = fig.add_subplot(grid[0, 0])
+    xs = np.linspace(-0.5, 10.5, 1101)
+    hs = terrain.height(xs)
+    ax.fill_between(xs, hs, -0.1, color="0.75", label="terrain")
+    ax.plot(xs, hs, color="0.3", lw=1)
+    ax.plot(result.path[:, 1], result.path[:, 3], color="tab:blue", lw=1.5, label="torso")
+    ax.axvline(finish, color="tab:green", ls="--", lw=1, label="finish line")
+    end = result.path[-1]
+    marker = "x" if result.fell else "o"
+    ax.plot(end[1], end[3], marker, color="tab:red", ms=8, label="fall" if result.fell else "end")
+    ax.set_xlim(-0.5, 10.5)
+    ax.set_ylim(-0.1, max(0.6, float(hs.max()) + 0.35))
+    ax.set_ylabel("z (m)")
+    who = "reference gait" if theta is None else Path(theta_path or "").name
+    ax.set_title(
+        f"quadruped seed {seed} ({who}): Δx = {result.dx:.2f} m in {result.sim_time:.1f} s, "
+        f"cost {result.cost:.3f}" + (" — fell" if result.fell else ""),
+        fontsize=10,
+    )
+    ax.legend(loc="upper right", fontsize=8, ncol=4)
+
+    top = fig.add_subplot(grid[1, 0], sharex=ax)
+    top.plot(result.path[:, 1], result.path[:, 2], color="tab:blue", lw=1.5)
+    for crest in terrain.ridge_starts + terrain.plank_length:
+        top.axvline(crest, color="0.85", lw=0.8)
+    top.axhline(0.0, color="0.5", lw=0.5)
+    top.set_xlabel("x (m)")
+    top.set_ylabel("y (m)")
+    top.set_ylim(-1.0, 1.0)
+
+    img_ax = fig.add_subplot(grid[:, 1])
+    depth = result.first_depth if result.first_depth is not None else np.zeros((50, 50))
+    shown_max = min(4.0, world.camera.far_m)  # near-field detail; the sky reads the far value
+    im = img_ax.imshow(depth, cmap="viridis_r", vmin=0.0, vmax=shown_max)
+    img_ax.set_title(f"torso depth camera at t = 0 (m; far = {world.camera.far_m:g})", fontsize=10)
+    img_ax.set_xticks([])
+    img_ax.set_yticks([])
+    fig.colorbar(im, ax=img_ax, fraction=0.046, pad=0.04, extend="max")
+    fig.tight_layout()
+    out_path = Path(out)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out_path, dpi=120)
+    plt.close(fig)
+    return str(out_path)

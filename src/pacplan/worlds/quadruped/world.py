@@ -1,0 +1,104 @@
+"""`QuadrupedWorld`: the Minitaur-on-rough-terrain world behind the `World` interface."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from pacplan.errors import PacplanError
+from pacplan.worlds.quadruped.policy import POLICY_DIM
+from pacplan.worlds.quadruped.rollout import (
+    RolloutConfig,
+    RolloutResult,
+    policy_controller,
+    rollout,
+)
+from pacplan.worlds.quadruped.sim import CameraConfig, MinitaurSim, PhysicsConfig
+from pacplan.worlds.quadruped.terrain import sample_terrain
+
+
+class QuadrupedWorld:
+    """Environments are terrains named by seeds; a policy is 944 weights; cost ∈ [0, 1].
+
+    Options (all keyword, from a config): `max_slope_deg` (23.3; the paper's text says 35),
+    `plank_length` (0.5 m), `finish_dx` (6 m), `horizon_s` (10 s), `primitive_s` (0.5 s),
+    `time_step` (0.002 s), `solver_iterations` (60), `self_collision` (True),
+    `camera_pitch_deg` (2.86°), `depth_far_m` (10 m). The constructor only validates; the
+    PyBullet client is opened on the first rollout, so worlds are cheap to rebuild in workers.
+    """
+
+    name = "quadruped"
+
+    def __init__(
+        self,
+        max_slope_deg: float = 23.3,
+        plank_length: float = 0.5,
+        finish_dx: float = 6.0,
+        horizon_s: float = 10.0,
+        primitive_s: float = 0.5,
+        time_step: float = 0.002,
+        solver_iterations: int = 60,
+        self_collision: bool = True,
+        camera_pitch_deg: float | None = None,
+        depth_far_m: float = 10.0,
+    ) -> None:
+        if not 0.0 <= max_slope_deg < 90.0:
+            raise PacplanError(f"max_slope_deg must lie in [0, 90), got {max_slope_deg}")
+        if finish_dx <= 0 or horizon_s <= 0 or primitive_s <= 0:
+            raise PacplanError("finish_dx, horizon_s and primitive_s must be positive")
+        if time_step <= 0 or abs(primitive_s / time_step - round(primitive_s / time_step)) > 1e-6:
+            raise PacplanError("primitive_s must be a whole number of physics time steps")
+        self.max_slope_deg = float(max_slope_deg)
+        self.plank_length = float(plank_length)
+        sample_terrain(0, self.max_slope_deg, self.plank_length)  # validates plank_length
+        self.rollout_config = RolloutConfig(
+            finish_dx=float(finish_dx), horizon_s=float(horizon_s), primitive_s=float(primitive_s)
+        )
+        self.physics = PhysicsConfig(
+            time_step=float(time_step),
+            solver_iterations=int(solver_iterations),
+            self_collision=bool(self_collision),
+        )
+        camera = CameraConfig(far_m=float(depth_far_m))
+        if camera_pitch_deg is not None:
+            camera = CameraConfig(pitch_deg=float(camera_pitch_deg), far_m=float(depth_far_m))
+        self.camera = camera
+        self._sim: MinitaurSim | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_sim"] = None  # a PyBullet connection does not travel between processes
+        return state
+
+    @property
+    def sim(self) -> MinitaurSim:
+        if self._sim is None:
+            self._sim = MinitaurSim(self.physics, self.camera)
+        return self._sim
+
+    def policy_dim(self) -> int:
+        return POLICY_DIM
+
+    def rollout(self, theta: np.ndarray, seed: int, record: bool = False) -> RolloutResult:
+        """One rollout of policy `theta` on the terrain of `seed`, with its details."""
+        terrain = sample_terrain(int(seed), self.max_slope_deg, self.plank_length)
+        return rollout(
+            self.sim, terrain, policy_controller(theta), self.rollout_config, record=record
+        )
+
+    def costs(self, thetas: np.ndarray, seeds: np.ndarray) -> np.ndarray:
+        """(n, k) costs of k policies on n terrains, each a full PyBullet rollout."""
+        th = np.asarray(thetas, dtype=np.float32)
+        if th.ndim != 2 or th.shape[1] != POLICY_DIM:
+            raise PacplanError(f"thetas must have shape (k, {POLICY_DIM}), got {th.shape}")
+        sd = np.asarray(seeds).reshape(-1)
+        if sd.size and not np.issubdtype(sd.dtype, np.integer):
+            raise PacplanError("seeds must be integers")
+        out = np.empty((sd.size, th.shape[0]), dtype=np.float64)
+        for i, seed in enumerate(sd):
+            for j in range(th.shape[0]):
+                out[i, j] = self.rollout(th[j], int(seed)).cost
+        if not np.all((out >= 0.0) & (out <= 1.0)):  # pragma: no cover - clipped by construction
+            raise PacplanError("quadruped costs left [0, 1]")
+        return out
