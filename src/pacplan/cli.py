@@ -173,10 +173,11 @@ def train_prior_cmd(
         cfg.executor.address = address
     state = train_prior(cfg, out, progress=not quiet)
     console.print(
-        f"prior after {state.iteration} iterations: best training cost {state.best_cost:.4f} "
-        f"(iteration {state.best_iteration}), mean σ {float(state.sigma.mean()):.4f}"
+        f"ES: {state.iteration} iterations, best training cost {state.best_cost:.4f} "
+        f"(iteration {state.best_iteration}), mean σ {float(state.sigma.mean()):.4f}",
+        soft_wrap=True,
     )
-    console.print(f"wrote {Path(out) / PRIOR_FILE} and {Path(out) / CURVE_FILE}")
+    console.print(f"wrote {Path(out) / PRIOR_FILE} and {Path(out) / CURVE_FILE}", soft_wrap=True)
 
 
 def main() -> None:
