@@ -1,0 +1,161 @@
+"""The simulated quadruped: time base, walking, falls, costs and determinism."""
+
+from __future__ import annotations
+
+import numpy as np
+import pybullet
+import pytest
+
+from pacplan.errors import PacplanError
+from pacplan.worlds import make_world
+from pacplan.worlds.quadruped import QuadrupedWorld
+from pacplan.worlds.quadruped.gait import GaitParams
+from pacplan.worlds.quadruped.policy import POLICY_DIM
+from pacplan.worlds.quadruped.rollout import (
+    RolloutConfig,
+    cost_from_displacement,
+    fixed_gait_controller,
+    rollout,
+)
+from pacplan.worlds.quadruped.sim import MinitaurSim
+from pacplan.worlds.quadruped.terrain import sample_terrain
+
+STRAIGHT = GaitParams(a1=0.5, a2=0.5, a_st=0.0, omega=30.0)
+
+
+@pytest.fixture(scope="module")
+def sim() -> MinitaurSim:
+    s = MinitaurSim()
+    yield s
+    s.close()
+
+
+def test_primitive_lasts_half_a_second_of_simulated_time(sim: MinitaurSim) -> None:
+    """Checked against the simulator's own clock: the engine's time step times the number of
+    physics steps, and a body in free fall inside the same simulation."""
+    sim.reset(sample_terrain(0, 0.0))
+    assert sim.engine_time_step() == pytest.approx(0.002)
+    ball = pybullet.createMultiBody(
+        baseMass=1.0,
+        baseCollisionShapeIndex=pybullet.createCollisionShape(
+            pybullet.GEOM_SPHERE, radius=0.05, physicsClientId=sim.cid
+        ),
+        basePosition=[0.0, 3.0, 5.0],
+        physicsClientId=sim.cid,
+    )
+    pybullet.changeDynamics(ball, -1, linearDamping=0.0, physicsClientId=sim.cid)
+    outcome = sim.run_primitive(STRAIGHT, 0.5)
+    assert not outcome.fell
+    assert outcome.steps * sim.engine_time_step() == pytest.approx(0.5)
+    assert sim.time == pytest.approx(0.5)
+    z = pybullet.getBasePositionAndOrientation(ball, physicsClientId=sim.cid)[0][2]
+    # ½·g·t² with g = 10 m/s²: 1.25 m in 0.5 s (semi-implicit Euler adds g·dt·t/2 = 5 mm)
+    assert 5.0 - z == pytest.approx(1.25, abs=0.01)
+
+
+def test_straight_gait_walks_on_flat_ground(sim: MinitaurSim) -> None:
+    flat = sample_terrain(0, max_slope_deg=0.0)
+    assert flat.height(np.linspace(0, 10, 101)).max() == 0.0
+    result = rollout(
+        sim,
+        flat,
+        fixed_gait_controller(STRAIGHT),
+        RolloutConfig(horizon_s=5.0),
+        record=True,
+        needs_depth=False,
+    )
+    assert result.sim_time == pytest.approx(5.0)
+    assert not result.fell
+    assert result.dx >= 0.5
+    assert abs(result.path[-1, 2]) < 0.5 * result.dx  # mostly straight ahead
+    assert result.cost == pytest.approx(1.0 - result.dx / 6.0)
+
+
+def test_a_fall_ends_the_rollout(sim: MinitaurSim) -> None:
+    """Knock the robot onto its side during the first decision: the rollout must stop at the
+    first check (0.01 s), flag the fall and still return a cost in [0, 1]."""
+    calls = []
+
+    def knock_over(depth: np.ndarray, proprio: np.ndarray) -> GaitParams:
+        calls.append(1)
+        orn = pybullet.getQuaternionFromEuler([1.6, 0.0, 0.0])
+        pybullet.resetBasePositionAndOrientation(
+            sim.robot, [0.0, 0.0, 0.3], orn, physicsClientId=sim.cid
+        )
+        return STRAIGHT
+
+    result = rollout(sim, sample_terrain(0), knock_over, needs_depth=False)
+    assert result.fell and not result.finished
+    assert len(calls) == 1 and result.primitives == 1
+    assert result.sim_time == pytest.approx(0.01)
+    assert 0.0 <= result.cost <= 1.0
+
+
+def test_finish_line_ends_the_rollout(sim: MinitaurSim) -> None:
+    result = rollout(
+        sim,
+        sample_terrain(0, 0.0),
+        fixed_gait_controller(STRAIGHT),
+        RolloutConfig(finish_dx=0.3),
+        needs_depth=False,
+    )
+    assert result.finished and not result.fell
+    assert result.sim_time < 10.0
+    assert result.cost == 0.0
+
+
+def test_cost_is_clipped() -> None:
+    assert cost_from_displacement(-1.0, 6.0) == 1.0
+    assert cost_from_displacement(7.0, 6.0) == 0.0
+    assert cost_from_displacement(3.0, 6.0) == pytest.approx(0.5)
+
+
+def test_depth_image_sees_terrain_ahead(sim: MinitaurSim) -> None:
+    sim.reset(sample_terrain(5))
+    depth = sim.depth_image()
+    assert depth.shape == (50, 50) and depth.dtype == np.float32
+    assert np.all((depth > 0) & (depth <= 10.0))
+    assert np.all(depth[:20] == pytest.approx(10.0))  # sky above the horizon reads far
+    ground = depth[30:40, 20:30]
+    assert ground.max() < 3.0  # the ground just ahead is close
+    # lower rows look nearer (the camera is pitched down over level ground)
+    assert depth[38, 25] < depth[30, 25]
+    proprio = sim.proprioception()
+    assert proprio.shape == (22,)
+    assert proprio[18] == pytest.approx(0.2, abs=0.05)  # torso height
+
+
+def test_world_costs_shape_range_and_determinism() -> None:
+    world = make_world("quadruped", max_slope_deg=23.3, horizon_s=1.0)
+    assert isinstance(world, QuadrupedWorld) and world.policy_dim() == POLICY_DIM
+    rng = np.random.default_rng(0)
+    thetas = rng.normal(0, 0.3, (2, POLICY_DIM)).astype(np.float32)
+    seeds = np.array([4, 9], dtype=np.int64)
+    c1 = world.costs(thetas, seeds)
+    assert c1.shape == (2, 2) and c1.dtype == np.float64
+    assert np.all((c1 >= 0) & (c1 <= 1))
+    assert np.all(c1 < 1.0)  # one second of walking makes some progress
+    # same seed, same cost: repeated, in another order, in a fresh world
+    np.testing.assert_array_equal(world.costs(thetas[::-1], seeds[::-1]), c1[::-1, ::-1])
+    fresh = QuadrupedWorld(max_slope_deg=23.3, horizon_s=1.0)
+    np.testing.assert_array_equal(fresh.costs(thetas[1:], seeds[:1]), c1[:1, 1:])
+
+
+def test_world_validates_inputs() -> None:
+    world = QuadrupedWorld()
+    with pytest.raises(PacplanError):
+        world.costs(np.zeros((1, 10), np.float32), np.array([0]))
+    with pytest.raises(PacplanError):
+        QuadrupedWorld(max_slope_deg=90.0)
+    with pytest.raises(PacplanError):
+        QuadrupedWorld(primitive_s=0.0031)
+    assert world._sim is None  # construction opened no simulator
+
+
+def test_world_pickles_without_its_simulator() -> None:
+    import pickle
+
+    world = QuadrupedWorld(horizon_s=0.5)
+    world.costs(np.zeros((1, POLICY_DIM), np.float32), np.array([1]))
+    clone = pickle.loads(pickle.dumps(world))
+    assert clone._sim is None and clone.max_slope_deg == world.max_slope_deg
