@@ -125,6 +125,55 @@ def verify_cmd(
                   "their sha256 and every number recomputes")
 
 
+@app.command("run")
+def run_cmd(
+    config: Path = typer.Argument(..., help="Run config (YAML), e.g. configs/uav-quick.yaml."),
+    out: Path | None = typer.Option(None, "--out", help="Run directory (default runs/<name>)."),
+    prior: Path | None = typer.Option(None, "--prior", help="Use this trained prior "
+                                      "(.safetensors) instead of training one."),
+    executor: str | None = typer.Option(None, "--executor", help="serial, processes or ray."),
+    workers: int | None = typer.Option(None, "--workers", help="Worker processes."),
+    address: str | None = typer.Option(None, "--address", help="Ray cluster address."),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress bars."),
+) -> None:
+    """Run every step (prior, policies, cost matrices, certificates, report); resumable."""
+    from pacplan.config import load_config
+    from pacplan.pipeline import run
+    from pacplan.report import write_report
+
+    cfg = load_config(config)
+    _apply_executor_options(cfg, executor, workers, address)
+    run_dir = out or Path("runs") / cfg.name
+    result = run(cfg, run_dir, prior_file=prior, progress=not quiet,
+                 log=lambda msg: console.print(f"[dim]{msg}[/]"))
+    report = write_report(run_dir)
+    console.print(_certificate_table(result.certificates[max(result.certificates)]))
+    console.print(f"run directory {run_dir}; report {report}")
+
+
+@app.command("report")
+def report_cmd(
+    run_dir: Path = typer.Argument(..., help="A run directory made by `pacplan run`."),
+) -> None:
+    """Write report.md and figures/ for a run directory (Table 1 form, one row per N)."""
+    from pacplan.report import write_report
+
+    console.print(f"wrote {write_report(run_dir)}")
+
+
+def _apply_executor_options(cfg, executor: str | None, workers: int | None,
+                            address: str | None) -> None:
+    if executor is not None:
+        if executor not in ("serial", "processes", "ray"):
+            raise PacplanError(f"unknown executor {executor!r}; choose serial, processes or ray")
+        cfg.executor.kind = executor
+    if workers is not None:
+        cfg.executor.workers = workers
+    if address is not None:
+        cfg.executor.address = address
+        cfg.executor.kind = "ray"
+
+
 @app.command()
 def render(
     world: str = typer.Argument(..., help="World to draw: uav or quadruped."),

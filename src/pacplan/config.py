@@ -134,6 +134,24 @@ class CertificateConfig(_Strict):
         return v
 
 
+class BaselineConfig(_Strict):
+    """A fixed policy evaluated on the test set beside the certified posterior (a report row).
+
+    The world is rebuilt with `world_options` overriding the run's options (e.g. the UAV's
+    `use_net: false` for the Depth-Filter-only planner) and flown with all-zero weights.
+    """
+
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    world_options: dict[str, Any] = Field(default_factory=dict)
+
+
+class ReportConfig(_Strict):
+    """What `pacplan report` draws besides the table."""
+
+    trajectories: int = Field(3, ge=0, description="test environments drawn with the posterior's "
+                              "most likely policy")
+
+
 class RunConfig(_Strict):
     """Everything that defines a run; a frozen copy is written to the run directory."""
 
@@ -144,6 +162,10 @@ class RunConfig(_Strict):
     executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
     policies: PoliciesConfig = Field(default_factory=PoliciesConfig)
     certificate: CertificateConfig = Field(default_factory=CertificateConfig)
+    prior: str | None = Field(None, description="a trained prior (.safetensors) used instead of "
+                              "ES training; a relative path is read from the config's folder")
+    baselines: list[BaselineConfig] = Field(default_factory=list)
+    report: ReportConfig = Field(default_factory=ReportConfig)
 
     @model_validator(mode="after")
     def _cross(self) -> RunConfig:
@@ -191,7 +213,10 @@ def load_config(path: str | Path) -> RunConfig:
         data = yaml.safe_load(p.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         raise PacplanError(f"{p}: not valid YAML: {exc}".replace("\n", " ")) from None
-    return parse_config(data, source=str(p))
+    cfg = parse_config(data, source=str(p))
+    if cfg.prior is not None and not Path(cfg.prior).is_absolute():
+        cfg.prior = str((p.parent / cfg.prior).resolve())
+    return cfg
 
 
 def config_to_dict(cfg: RunConfig) -> dict[str, Any]:

@@ -1,0 +1,185 @@
+"""report.md and figures for a finished run: the paper's Table 1 form, plus what it rests on.
+
+Reads only the run directory (certificates, cost matrices, policies), so a report can be redrawn
+at any time without rerunning anything.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from pathlib import Path
+
+import numpy as np
+
+from pacplan.artifacts import load_npy
+from pacplan.certificate import Certificate
+from pacplan.config import load_config
+from pacplan.errors import PacplanError
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:.2f} %"
+
+
+def _certificates(run_dir: Path) -> dict[int, Certificate]:
+    folder = run_dir / "certificates"
+    files = sorted(folder.glob("N*.json")) if folder.is_dir() else []
+    if not files:
+        raise PacplanError(f"{run_dir} has no certificates yet; run `pacplan run` first")
+    certs = {int(f.stem[1:]): Certificate.load(f) for f in files}
+    return dict(sorted(certs.items()))
+
+
+def table1(certs: dict[int, Certificate], baselines: dict[str, np.ndarray]) -> str:
+    """Markdown table in the form of the paper's Table 1, one row per N, then baseline rows."""
+    lines = [
+        "| N | Ĉ (train) | KL | McAllester | quadratic | kl-inverse | **certified** "
+        "| test cost [99 % CI] | gap |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for n, c in certs.items():
+        ci = f" [{_pct(c.test_ci[0])}, {_pct(c.test_ci[1])}]" if c.test_ci else ""
+        gap = "—" if c.test_cost is None else f"{100 * (c.certified - c.test_cost):.2f} pts"
+        lines.append(f"| {n} | {_pct(c.emp_cost)} | {c.kl:.3f} | {_pct(c.mcallester)} | "
+                     f"{_pct(c.quadratic)} | {_pct(c.klinv)} | **{_pct(c.certified)}** | "
+                     f"{_pct(c.test_cost)}{ci} | {gap} |")
+    for name, costs in baselines.items():
+        from pacplan.certificate import confidence_interval
+
+        lo, hi = confidence_interval(costs[:, 0])
+        lines.append(f"| baseline: {name} | — | — | — | — | — | — | {_pct(float(costs.mean()))} "
+                     f"[{_pct(lo)}, {_pct(hi)}] | — |")
+    return "\n".join(lines)
+
+
+def _figures(run_dir: Path, certs: dict[int, Certificate]) -> list[tuple[str, str]]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig_dir = run_dir / "figures"
+    fig_dir.mkdir(exist_ok=True)
+    made: list[tuple[str, str]] = []
+    ns = list(certs)
+    last = certs[ns[-1]]
+
+    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    for key, label in (("mcallester", "McAllester"), ("quadratic", "quadratic"),
+                       ("klinv", "kl-inverse")):
+        ax.plot(ns, [100 * getattr(certs[n], key) for n in ns], marker="o", label=label)
+    if last.test_cost is not None:
+        tc = [100 * certs[n].test_cost for n in ns]
+        lo = [100 * certs[n].test_ci[0] for n in ns]
+        hi = [100 * certs[n].test_ci[1] for n in ns]
+        ax.plot(ns, tc, marker="s", color="k", label="test cost")
+        ax.fill_between(ns, lo, hi, color="k", alpha=0.12, label="99 % CI")
+    ax.set_xlabel("N (certification environments)")
+    ax.set_ylabel("cost (%)")
+    ax.set_title(f"bounds vs N (δ = {last.delta:g})")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(fig_dir / "bounds_vs_n.png", dpi=110)
+    plt.close(fig)
+    made.append(("Bounds and test cost vs N", "figures/bounds_vs_n.png"))
+
+    fig, ax = plt.subplots(figsize=(5.5, 3.0))
+    ax.bar(np.arange(last.m), last.p, color="tab:blue")
+    ax.axhline(1.0 / last.m, color="gray", ls="--", lw=1, label="prior p0 (uniform)")
+    ax.set_xlabel("policy")
+    ax.set_ylabel("posterior p")
+    ax.set_title(f"posterior over the m = {last.m} policies (N = {last.n})")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(fig_dir / "posterior.png", dpi=110)
+    plt.close(fig)
+    made.append(("Posterior weights", "figures/posterior.png"))
+
+    cert = load_npy(run_dir / "costs" / "cert.npy")[: last.n]
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.2))
+    axes[0].hist(cert.mean(axis=0) * 100, bins=20, color="tab:orange")
+    axes[0].set_xlabel("policy's empirical cost on S (%)")
+    axes[0].set_ylabel("policies")
+    per_env = cert @ np.asarray(last.p)
+    axes[1].hist(per_env, bins=40, color="tab:green")
+    axes[1].set_xlabel("posterior's cost per certification environment")
+    axes[1].set_ylabel("environments")
+    axes[1].set_yscale("log")
+    fig.suptitle("cost distribution")
+    fig.tight_layout()
+    fig.savefig(fig_dir / "costs.png", dpi=110)
+    plt.close(fig)
+    made.append(("Cost distribution", "figures/costs.png"))
+    return made
+
+
+def _trajectories(run_dir: Path, last: Certificate, count: int) -> list[tuple[str, str]]:
+    """Draw a few test environments flown by the posterior's most likely policy, if the world
+    has a renderer (`pacplan.worlds.<name>.render.render_figure`)."""
+    if count <= 0:
+        return []
+    cfg = load_config(run_dir / "config.yaml")
+    try:
+        module = importlib.import_module(f"pacplan.worlds.{cfg.world.name}.render")
+    except ModuleNotFoundError:
+        return []
+    best = int(np.argmax(last.p))
+    theta_path = run_dir / "figures" / "most_likely_policy.npy"
+    np.save(theta_path, load_npy(run_dir / "policies.npy")[best], allow_pickle=False)
+    made = []
+    for seed in range(cfg.seeds.test[0], cfg.seeds.test[0] + count):
+        out = run_dir / "figures" / f"trajectory_seed{seed}.png"
+        module.render_figure(seed=seed, out=str(out), theta_path=str(theta_path),
+                             **_render_options(module.render_figure, cfg))
+        made.append((f"Test environment {seed}, policy {best}", f"figures/{out.name}"))
+    return made
+
+
+def _render_options(render_figure, cfg) -> dict:
+    """Pass the run's world options to a renderer that accepts them."""
+    import inspect
+
+    if "world_options" in inspect.signature(render_figure).parameters:
+        return {"world_options": dict(cfg.world.options)}
+    return {}
+
+
+def write_report(run_dir: str | Path) -> Path:
+    """Write report.md (and figures/) for a run directory; returns the report's path."""
+    run_dir = Path(run_dir)
+    certs = _certificates(run_dir)
+    cfg = load_config(run_dir / "config.yaml")
+    baselines = {}
+    for base in cfg.baselines:
+        path = run_dir / "costs" / f"baseline-{base.name}.npy"
+        if path.is_file():
+            baselines[base.name] = load_npy(path)
+    last = certs[max(certs)]
+    figures = _figures(run_dir, certs)
+    figures += _trajectories(run_dir, last, cfg.report.trajectories)
+    timings = run_dir / "timings.json"
+    lines = [
+        f"# pacplan report: {cfg.name}",
+        "",
+        f"World `{cfg.world.name}` {json.dumps(cfg.world.options) if cfg.world.options else ''}; "
+        f"m = {last.m} policies drawn from the prior; δ = {last.delta:g}; posterior by "
+        f"`{last.solver}` minimizing the `{last.bound}` bound. Seeds: prior "
+        f"{list(cfg.seeds.prior)}, certification {last.provenance.get('seeds', {}).get('cert')}, "
+        f"test {list(cfg.seeds.test)} (half-open, disjoint).",
+        "",
+        "With probability ≥ 1 − δ over the certification environments, the posterior's expected "
+        "cost on new environments is at most the **certified** value (the smallest of the three "
+        "bounds, which hold on the same event). The test cost is measured on held-out "
+        "environments, with a 99 % Chernoff–kl interval.",
+        "",
+        table1(certs, baselines),
+        "",
+    ]
+    for title, rel in figures:
+        lines += [f"## {title}", "", f"![{title}]({rel})", ""]
+    if timings.is_file():
+        lines += ["## Step wall times (s)", "", "```json", timings.read_text().strip(), "```", ""]
+    path = run_dir / "report.md"
+    path.write_text("\n".join(lines))
+    return path

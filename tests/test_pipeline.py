@@ -1,0 +1,189 @@
+"""The run pipeline on the toy world: end to end, resumable after kill -9, tamper-evident."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from pacplan.certificate import verify
+from pacplan.config import parse_config
+from pacplan.errors import PacplanError
+from pacplan.executors import SerialExecutor
+from pacplan.pipeline import run
+from pacplan.report import write_report
+
+BASE = {
+    "name": "toy-pipeline",
+    "world": {"name": "toy", "options": {"dim": 6, "shift": 0.3}},
+    "seeds": {"prior": [0, 300], "cert": [10_000, 10_240], "test": [20_000, 20_200]},
+    "es": {"iterations": 8, "envs_per_iter": 6, "pairs_per_env": 3, "seed": 1},
+    "executor": {"kind": "serial", "chunk_policies": 4, "chunk_seeds": 40},
+    "policies": {"m": 12, "seed": 3},
+    "certificate": {"n": [120, 240], "delta": 0.05},
+    "baselines": [{"name": "zeros"}],
+    "report": {"trajectories": 0},
+}
+
+
+def _cfg(**changes):
+    data = yaml.safe_load(yaml.safe_dump(BASE))
+    for key, value in changes.items():
+        data[key] = value
+    return parse_config(data)
+
+
+class CountingExecutor(SerialExecutor):
+    """Serial executor that counts the chunks it actually computes."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.computed = 0
+
+    def _run(self, spec, tasks):
+        for item in super()._run(spec, tasks):
+            self.computed += 1
+            yield item
+
+
+def test_end_to_end_certificates_verify_and_report(tmp_path: Path):
+    result = run(_cfg(), tmp_path, progress=False)
+    assert sorted(result.certificates) == [120, 240]
+    c = verify(tmp_path / "certificate.json")
+    assert c.n == 240 and c.m == 12 and c.test_n == 200
+    assert c.provenance["seeds"] == {"prior": [0, 300], "cert": [10_000, 10_240],
+                                     "test": [20_000, 20_200]}
+    assert verify(tmp_path / "certificates" / "N120.json").provenance["seeds"]["cert"] == [
+        10_000, 10_120]
+    # policies are stored, drawn from the stored prior
+    thetas = np.load(tmp_path / "policies.npy", allow_pickle=False)
+    assert thetas.shape == (12, 6) and thetas.dtype == np.float32
+    # the cert matrix is the world's costs for those policies on those seeds
+    from pacplan.worlds.toy import ToyWorld
+
+    expected = ToyWorld(dim=6, shift=0.3).costs(thetas, np.arange(10_000, 10_240))
+    np.testing.assert_array_equal(np.load(tmp_path / "costs" / "cert.npy"), expected)
+    report = write_report(tmp_path).read_text()
+    assert "| 120 |" in report and "| 240 |" in report and "baseline: zeros" in report
+    assert (tmp_path / "figures" / "bounds_vs_n.png").stat().st_size > 1000
+
+
+def test_second_run_recomputes_nothing(tmp_path: Path):
+    run(_cfg(), tmp_path, progress=False)
+    ex = CountingExecutor(chunk_policies=4, chunk_seeds=40)
+    run(_cfg(), tmp_path, progress=False, executor=ex)
+    assert ex.computed == 0
+
+
+def test_kill_9_during_cost_matrix_resumes_without_recomputing(tmp_path: Path):
+    """SIGKILL `pacplan run` mid-matrix; the rerun computes only the unfinished chunks and the
+    result is bit-identical to an uninterrupted run."""
+    slow = _cfg(world={"name": "toy", "options": {"dim": 6, "shift": 0.3, "work": 400}})
+    cfg_file = tmp_path / "slow.yaml"
+    from pacplan.config import config_to_dict
+
+    cfg_file.write_text(yaml.safe_dump(config_to_dict(slow)))
+    run_dir = tmp_path / "run"
+    chunks = run_dir / "costs" / "cert.chunks"
+    proc = subprocess.Popen([sys.executable, "-m", "pacplan.cli", "run", str(cfg_file), "--out",
+                             str(run_dir), "--quiet"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while time.time() < deadline and len(list(chunks.glob("*.npy"))) < 3:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    finished = list(chunks.glob("*.npy"))
+    assert 3 <= len(finished) < 6 * 3, "kill should land inside the cert matrix step"
+
+    ex = CountingExecutor(chunk_policies=4, chunk_seeds=40)
+    run(slow, run_dir, progress=False, executor=ex)
+    total_cert, total_test, total_base = 6 * 3, 5 * 3, 5
+    assert ex.computed == total_cert - len(finished) + total_test + total_base
+
+    fresh = tmp_path / "fresh"
+    run(slow, fresh, progress=False)
+    for name in ("policies.npy", "costs/cert.npy", "costs/test.npy"):
+        np.testing.assert_array_equal(np.load(run_dir / name), np.load(fresh / name))
+
+
+def test_kept_chunks_are_used_as_they_are(tmp_path: Path):
+    """A chunk already on disk is taken as it is (here: sentinel values), not recomputed."""
+    cfg = _cfg()
+    from pacplan.pipeline import ChunkStore
+
+    # finish the run once, then re-create a partial chunk folder for a new role by hand
+    run(cfg, tmp_path, progress=False)
+    (tmp_path / "costs" / "test.npy").unlink()
+    import json
+
+    m = json.loads((tmp_path / "manifest.json").read_text())
+    del m["costs/test.npy"]
+    (tmp_path / "manifest.json").write_text(json.dumps(m))
+    store = ChunkStore(tmp_path / "costs" / "test.chunks")
+    block = np.load(tmp_path / "costs" / "cert.npy")[:40, :4] * 0 + 0.5  # sentinel values
+    store.save((0, 0), block)
+    ex = CountingExecutor(chunk_policies=4, chunk_seeds=40)
+    run(cfg, tmp_path, progress=False, executor=ex)
+    assert ex.computed == 5 * 3 - 1
+    test = np.load(tmp_path / "costs" / "test.npy")
+    assert np.all(test[:40, :4] == 0.5), "the kept chunk was used, not recomputed"
+
+
+@pytest.mark.parametrize("artifact", ["policies.npy", "costs/cert.npy", "prior.safetensors"])
+def test_changed_artifact_is_named(tmp_path: Path, artifact: str):
+    run(_cfg(), tmp_path, progress=False)
+    path = tmp_path / artifact
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(PacplanError, match=artifact.replace(".", r"\.") + ".*changed"):
+        run(_cfg(), tmp_path, progress=False)
+
+
+def test_different_config_in_same_directory_is_refused(tmp_path: Path):
+    run(_cfg(), tmp_path, progress=False)
+    with pytest.raises(PacplanError, match="different config.*policies"):
+        run(_cfg(policies={"m": 13, "seed": 3}), tmp_path, progress=False)
+    # the executor never changes a result, so it may differ
+    run(_cfg(executor={"kind": "serial", "chunk_policies": 4, "chunk_seeds": 40,
+                       "workers": 1}), tmp_path, progress=False)
+
+
+def test_given_prior_is_used_and_checked(tmp_path: Path):
+    first = tmp_path / "a"
+    run(_cfg(), first, progress=False)
+    second = tmp_path / "b"
+    ex = CountingExecutor(chunk_policies=4, chunk_seeds=40)
+    run(_cfg(), second, prior_file=first / "prior.safetensors", progress=False, executor=ex)
+    assert not (second / "metrics.jsonl").exists(), "no ES training with a given prior"
+    np.testing.assert_array_equal(np.load(first / "policies.npy"),
+                                  np.load(second / "policies.npy"))
+    with pytest.raises(PacplanError, match="prior file not found"):
+        run(_cfg(), tmp_path / "c", prior_file=tmp_path / "nope.safetensors", progress=False)
+    with pytest.raises(PacplanError, match="weights"):
+        run(_cfg(world={"name": "toy", "options": {"dim": 7}}), tmp_path / "d",
+            prior_file=first / "prior.safetensors", progress=False)
+
+
+def test_cli_run_and_report(tmp_path: Path):
+    from pacplan.config import config_to_dict
+
+    cfg_file = tmp_path / "c.yaml"
+    cfg_file.write_text(yaml.safe_dump(config_to_dict(_cfg())))
+    env = {**os.environ, "MPLBACKEND": "Agg"}
+    proc = subprocess.run([sys.executable, "-m", "pacplan.cli", "run", str(cfg_file), "--out",
+                           str(tmp_path / "r"), "--quiet"], capture_output=True, text=True,
+                          env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "certified" in proc.stdout and (tmp_path / "r" / "report.md").is_file()
+    proc = subprocess.run([sys.executable, "-m", "pacplan.cli", "run", str(tmp_path / "x.yaml")],
+                          capture_output=True, text=True, env=env)
+    assert proc.returncode == 2 and "config file not found" in proc.stderr
