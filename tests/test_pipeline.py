@@ -150,7 +150,7 @@ def test_changed_artifact_is_named(tmp_path: Path, artifact: str):
 
 def test_different_config_in_same_directory_is_refused(tmp_path: Path):
     run(_cfg(), tmp_path, progress=False)
-    with pytest.raises(PacplanError, match="different config.*policies"):
+    with pytest.raises(PacplanError, match=r"different config.*policies"):
         run(_cfg(policies={"m": 13, "seed": 3}), tmp_path, progress=False)
     # the executor never changes a result, so it may differ
     run(_cfg(executor={"kind": "serial", "chunk_policies": 4, "chunk_seeds": 40,
