@@ -17,11 +17,28 @@ import os
 import statistics
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from pacplan.executors import Executor, WorldSpec, make_executor
+
+
+def _worker_cpu_s(ex: Executor) -> float | None:
+    """CPU seconds used so far by a process executor's workers (Linux /proc), else None."""
+    pool = getattr(ex, "_pool", None)
+    if pool is None or not sys.platform.startswith("linux"):
+        return None
+    total = 0.0
+    for pid in list(getattr(pool, "_processes", {}) or {}):
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return None
+        fields = stat.rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
 
 
 def _time_call(ex: Executor, spec: WorldSpec, thetas: np.ndarray, seeds: np.ndarray,
@@ -71,9 +88,14 @@ def main() -> None:
             _time_call(ex, spec, thetas, seeds, expect)
             _time_call(ex, spec, thetas, seeds, expect)
         times: dict[str, list[float]] = {k: [] for k in executors}
+        cpu: dict[str, float] = {}
         for _ in range(rounds):
             for name, ex in executors.items():
+                c0 = _worker_cpu_s(ex)
                 times[name].append(_time_call(ex, spec, thetas, seeds, expect))
+                c1 = _worker_cpu_s(ex)
+                if c0 is not None and c1 is not None:
+                    cpu[name] = cpu.get(name, 0.0) + (c1 - c0)
     finally:
         for ex in executors.values():
             ex.close()
@@ -98,6 +120,9 @@ def main() -> None:
         "load_avg_1min": round(os.getloadavg()[0], 2),
         "python": sys.version.split()[0],
     })
+    if cpu:
+        # Cores the workers actually got while timed: < workers means a busy (shared) machine.
+        result["worker_cores_used"] = {k: round(v / sum(times[k]), 2) for k, v in cpu.items()}
     if "ray_2" in rps:
         result["speedup_ray_2_vs_processes_1"] = round(rps["ray_2"] / rps["processes_1"], 3)
     print(json.dumps(result))

@@ -178,9 +178,12 @@ def test_interrupt_and_resume_is_bit_identical(tmp_path: Path) -> None:
     assert part.iteration == 6
     assert len(read_metrics(tmp_path / "part")) == 6
     # A metrics line written just before a crash (checkpoint not yet replaced) is dropped.
+    # So is a line cut short, and a prior.safetensors older than the state is re-derived.
     with open(tmp_path / "part" / "metrics.jsonl", "a") as fh:
-        fh.write(json.dumps({"iteration": 6, "cost": -1}) + "\n")
+        fh.write(json.dumps({"iteration": 6, "cost": -1}) + "\n" + '{"iteration": 7, "co')
+    (tmp_path / "part" / "prior.safetensors").unlink()
     train_prior(cfg, tmp_path / "part", progress=False)
+    assert np.array_equal(load_prior(tmp_path / "part")[0], load_prior(tmp_path / "full")[0])
     _assert_same_state(tmp_path / "full", tmp_path / "part")
 
 
@@ -205,6 +208,11 @@ def test_checkpoint_round_trip(tmp_path: Path) -> None:
     assert back.stall == state.stall and back.utility == state.utility
     # No temporary files are left behind by the atomic writes.
     assert not [p for p in tmp_path.iterdir() if ".tmp" in p.name]
+
+
+def test_progress_bar_runs(tmp_path: Path) -> None:
+    state = train_prior(_cfg(iterations=3), tmp_path, progress=True)
+    assert state.iteration == 3
 
 
 def test_init_mean_length_checked(tmp_path: Path) -> None:

@@ -194,3 +194,21 @@ def test_ray_agrees_with_serial_to_the_bit(ray_executor, data: tuple, tmp_path: 
     a = train_prior(cfg, tmp_path / "serial", progress=False)
     b = train_prior(cfg, tmp_path / "ray", executor=ray_executor, progress=False)
     assert np.array_equal(a.mu, b.mu) and np.array_equal(a.logvar, b.logvar)
+
+
+@pytest.mark.slow
+def test_cli_toy_preset_processes_equals_serial(tmp_path: Path) -> None:
+    """The full toy preset through the CLI on 2 worker processes gives the serial prior's bytes."""
+    import subprocess
+    import sys
+
+    cfg = Path(__file__).resolve().parents[1] / "configs" / "toy.yaml"
+    for kind in ("serial", "processes"):
+        subprocess.run(
+            [sys.executable, "-m", "pacplan.cli", "train-prior", str(cfg), "--out",
+             str(tmp_path / kind), "--executor", kind, "--workers", "2", "--quiet"],
+            check=True, timeout=600, capture_output=True,
+        )
+    a = (tmp_path / "serial" / "es_state.safetensors").read_bytes()
+    b = (tmp_path / "processes" / "es_state.safetensors").read_bytes()
+    assert a == b

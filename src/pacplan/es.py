@@ -299,7 +299,16 @@ def _truncate_metrics(run_dir: Path, upto: int) -> None:
     p = run_dir / METRICS_FILE
     if not p.exists():
         return
-    keep = [r for r in read_metrics(run_dir) if r["iteration"] < upto]
+    keep = []
+    for line in p.read_text(encoding="utf-8").splitlines():
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:  # a line cut short by the crash
+            continue
+        if isinstance(rec, dict) and isinstance(rec.get("iteration"), int) and (
+            rec["iteration"] < upto
+        ):
+            keep.append(rec)
     _atomic_write_bytes(p, "".join(json.dumps(r) + "\n" for r in keep).encode())
 
 
@@ -341,6 +350,7 @@ def run_es(
             if state.mu.size != dim:
                 raise PacplanError(f"{rd}: checkpoint has {state.mu.size} weights, world has {dim}")
             _truncate_metrics(rd, state.iteration)
+            save_checkpoint(rd, state)  # re-derive prior + JSON if a crash split the writes
         elif (rd / METRICS_FILE).exists():
             (rd / METRICS_FILE).unlink()
     if state is None:
