@@ -21,7 +21,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import minimize_scalar
 
 from pacplan import bounds
 from pacplan.errors import PacplanError
@@ -239,6 +238,8 @@ def optimize_rep(costs: np.ndarray, delta: float, bound: str = "quadratic",
                  p0: np.ndarray | None = None, grid_points: int = 40,
                  refine_steps: int = 25) -> Posterior:
     """The paper's parametric relative-entropy program (slow baseline)."""
+    from scipy.optimize import minimize_scalar
+
     costs, p0 = _check_inputs(costs, p0)
     _validate_choice(bound, delta)
     n, m = costs.shape
