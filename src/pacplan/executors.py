@@ -11,6 +11,9 @@ Two callers:
 - The pipeline (`iter_chunks`, `cost_matrix`): a full seeds × policies matrix built chunk by chunk;
   `iter_chunks` yields each finished chunk as it completes so it can be persisted, and skips
   chunks already done, so a killed run resumes without recomputation.
+
+The process pool uses the "spawn" start method (safe with torch, PyBullet and Ray threads), so a
+script that uses it must guard its entry point with `if __name__ == "__main__":`.
 """
 
 from __future__ import annotations
