@@ -1,0 +1,126 @@
+"""The policy: a fixed Depth Filter plus a residual net whose 13,943 weights are θ.
+
+Score of primitive j = DepthFilter_j(image) + net_scale · Net_j(image / FAR); the best score is
+flown, ties broken toward the straighter primitive (spec.tie_break_order). The net sees depth
+divided by the far value so its inputs lie in [0, 1] whatever the far value; the Depth Filter
+scores are in metres.
+
+Default net_scale = 5 m: the net's Tanh output is in [-1, 1], so a saturated net shifts a score
+by at most ±5 m. It can therefore reorder primitives whose cells differ by less than 10 m (pick a
+side gap over a long straight view, or the reverse) but it can never prefer a cell that is more
+than 10 m shallower than the best one: an obstacle 1 m ahead stays vetoed whenever another cell
+sees more than 11 m of free space. Smaller scales make θ nearly irrelevant (the filter decides
+almost everything, so the PAC-Bayes prior has nothing to learn); larger ones let an untrained
+net fly straight into obstacles.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from pacplan.worlds.uav import spec
+
+DEFAULT_NET_SCALE = spec.DEFAULT_NET_SCALE
+NET_SHAPES = spec.NET_SHAPES
+POLICY_DIM = spec.POLICY_DIM
+
+
+class ResidualNet(nn.Module):
+    """The residual net of DESIGN.md, one policy at a time (reference for the batched version)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 2, kernel_size=4, stride=2)
+        self.conv2 = nn.Conv2d(2, 1, kernel_size=2, stride=1)
+        self.fc1 = nn.Linear(529, 25)
+        self.fc2 = nn.Linear(25, 25)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x (B, 1, 50, 50) normalised depth -> (B, 25) in [-1, 1]."""
+        x = F.elu(self.conv1(x))
+        x = F.elu(self.conv2(x))
+        x = F.elu(self.fc1(x.flatten(1)))
+        return torch.tanh(self.fc2(x))
+
+    def load_flat(self, theta: np.ndarray | torch.Tensor) -> ResidualNet:
+        """Set the weights from a flat θ of length 13,943 (layout NET_SHAPES)."""
+        parts = split_theta(torch.as_tensor(np.asarray(theta, dtype=np.float32))[None])
+        with torch.no_grad():
+            for name, p in self.named_parameters():
+                p.copy_(parts[name][0])
+        return self
+
+
+def flatten_net(net: ResidualNet) -> np.ndarray:
+    """The flat θ of a net (inverse of ResidualNet.load_flat)."""
+    sd = net.state_dict()
+    return np.concatenate([sd[name].detach().cpu().numpy().ravel() for name, _ in NET_SHAPES])
+
+
+def split_theta(thetas: torch.Tensor) -> dict[str, torch.Tensor]:
+    """(k, 13943) -> {name: (k, *shape)} views, following NET_SHAPES."""
+    if thetas.ndim != 2 or thetas.shape[1] != POLICY_DIM:
+        raise ValueError(f"thetas must be (k, {POLICY_DIM}), got {tuple(thetas.shape)}")
+    out: dict[str, torch.Tensor] = {}
+    i = 0
+    for name, shape in NET_SHAPES:
+        n = int(np.prod(shape))
+        out[name] = thetas[:, i : i + n].reshape(thetas.shape[0], *shape)
+        i += n
+    return out
+
+
+class FilterCells:
+    """Gathers the 25 Depth Filter cells; built once per device."""
+
+    def __init__(self, device: torch.device | str = "cpu") -> None:
+        tl = spec.filter_cells()
+        r = tl[:, 0:1] + np.arange(spec.CELL)[None, :]  # (25, 5)
+        c = tl[:, 1:2] + np.arange(spec.CELL)[None, :]
+        flat = (r[:, :, None] * spec.IMG + c[:, None, :]).reshape(25, -1)  # (25, 25 pixels)
+        self.index = torch.as_tensor(flat, device=device)
+
+    def scores(self, images: torch.Tensor) -> torch.Tensor:
+        """images (..., 50, 50) metres -> (..., 25) mean depth of each primitive's cell."""
+        flat = images.reshape(*images.shape[:-2], spec.IMG * spec.IMG)
+        return flat[..., self.index].mean(dim=-1)
+
+
+def net_scores_grouped(images: torch.Tensor, parts: dict[str, torch.Tensor]) -> torch.Tensor:
+    """images (B, k, 50, 50) in metres, parts from split_theta (k policies) -> (B, k, 25).
+
+    images[b, j] is scored by policy j. Convolutions use groups=k so that k different weight
+    sets run as one native call without gathering per-rollout weight copies.
+    """
+    b, k = images.shape[:2]
+    x = images / spec.FAR
+    x = F.elu(
+        F.conv2d(
+            x,
+            parts["conv1.weight"].reshape(2 * k, 1, 4, 4),
+            parts["conv1.bias"].reshape(2 * k),
+            stride=2,
+            groups=k,
+        )
+    )
+    x = F.elu(
+        F.conv2d(
+            x,
+            parts["conv2.weight"].reshape(k, 2, 2, 2),
+            parts["conv2.bias"].reshape(k),
+            stride=1,
+            groups=k,
+        )
+    )
+    x = x.reshape(b, k, 529)
+    x = F.elu(torch.einsum("bki,koi->bko", x, parts["fc1.weight"]) + parts["fc1.bias"])
+    return torch.tanh(torch.einsum("bki,koi->bko", x, parts["fc2.weight"]) + parts["fc2.bias"])
+
+
+def choose(scores: torch.Tensor) -> torch.Tensor:
+    """Index of the best primitive along the last axis, ties toward the straighter primitive."""
+    order = torch.as_tensor(spec.tie_break_order(), device=scores.device)
+    return order[scores[..., order].argmax(dim=-1)]

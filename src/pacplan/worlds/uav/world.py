@@ -1,0 +1,200 @@
+"""UAVWorld: the obstacle-field world behind the `World` protocol.
+
+The constructor only stores options (cheap and picklable, since worker processes rebuild worlds
+from (name, options)); simulators are built on first use and dropped when pickled.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from pacplan.errors import PacplanError
+from pacplan.worlds.uav import primitives as prims
+from pacplan.worlds.uav import spec
+from pacplan.worlds.uav.results import RolloutResult
+from pacplan.worlds.uav.scene import Scene, sample_scene
+
+SIMULATORS = ("batched", "bullet")
+
+
+@dataclass
+class Trajectory:
+    """One flight, for figures and inspection.
+
+    positions (M, 3): the start and every collision-check position flown, up to and including
+    the colliding one; decisions (S, 3): positions where a primitive was chosen; prims (S,);
+    checks: first colliding check (0 = none); cost.
+    """
+
+    seed: int
+    scene: Scene
+    positions: np.ndarray
+    decisions: np.ndarray
+    prims: np.ndarray
+    checks: int
+    cost: float
+
+    @property
+    def collision_point(self) -> np.ndarray | None:
+        """Robot centre at the first colliding check, or None."""
+        return self.positions[-1] if self.checks else None
+
+
+class UAVWorld:
+    """Quadrotor-like point robot flying 12 motion primitives through a cylinder field.
+
+    Options (all from a config):
+      simulator: "batched" (PyTorch, default) or "bullet" (PyBullet reference).
+      device: "cpu", "cuda" or "auto" (batched only).
+      net_scale: weight of the residual net's scores against the Depth Filter's (metres).
+      use_net: False flies the Depth Filter alone (θ is ignored): the baseline policy.
+      env_chunk, render_chunk: environments per rollout chunk and frames per render call;
+        they bound memory (≈ env_chunk · k images alive at once), not results.
+      compile: fuse the batched render kernel with torch.compile (default; the first call in
+        a fresh cache compiles for ≈20-40 s on 2 cores, later processes hit torch's on-disk
+        cache). Compiled and eager kernels can differ in the last float bit, which can flip an
+        exact near-tie between primitives, so keep it fixed within a run.
+    """
+
+    name = "uav"
+
+    def __init__(
+        self,
+        simulator: str = "batched",
+        device: str = "cpu",
+        net_scale: float = spec.DEFAULT_NET_SCALE,
+        use_net: bool = True,
+        env_chunk: int = 32,
+        render_chunk: int = 64,
+        compile: bool = True,
+    ) -> None:
+        if simulator not in SIMULATORS:
+            raise PacplanError(f"unknown UAV simulator {simulator!r}; use one of {SIMULATORS}")
+        if device not in ("cpu", "cuda", "auto") and not str(device).startswith("cuda:"):
+            raise PacplanError(f"unknown device {device!r}; use cpu, cuda or auto")
+        if not np.isfinite(net_scale) or net_scale < 0:
+            raise PacplanError(f"net_scale must be a finite number ≥ 0, got {net_scale}")
+        if env_chunk < 1 or render_chunk < 1:
+            raise PacplanError("env_chunk and render_chunk must be ≥ 1")
+        self.simulator = simulator
+        self.device = device
+        self.net_scale = float(net_scale)
+        self.use_net = bool(use_net)
+        self.env_chunk = int(env_chunk)
+        self.render_chunk = int(render_chunk)
+        self.compile = bool(compile)
+        self._sim: Any = None
+
+    def options(self) -> dict[str, Any]:
+        """The keyword options that rebuild this world."""
+        return {
+            "simulator": self.simulator,
+            "device": self.device,
+            "net_scale": self.net_scale,
+            "use_net": self.use_net,
+            "env_chunk": self.env_chunk,
+            "render_chunk": self.render_chunk,
+            "compile": self.compile,
+        }
+
+    def __getstate__(self) -> dict[str, Any]:
+        return self.options()
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(**state)  # type: ignore[misc]
+
+    def __repr__(self) -> str:
+        opts = ", ".join(f"{k}={v!r}" for k, v in self.options().items())
+        return f"UAVWorld({opts})"
+
+    def policy_dim(self) -> int:
+        return spec.POLICY_DIM
+
+    @property
+    def sim(self) -> Any:
+        """The simulator, built on first use."""
+        if self._sim is None:
+            if self.simulator == "batched":
+                from pacplan.worlds.uav.batched import BatchedSimulator
+
+                self._sim = BatchedSimulator(
+                    device=self.device,
+                    render_chunk=self.render_chunk,
+                    env_chunk=self.env_chunk,
+                    compile=self.compile,
+                )
+            else:
+                from pacplan.worlds.uav.bullet import BulletSimulator
+
+                self._sim = BulletSimulator()
+        return self._sim
+
+    def _check(self, thetas: np.ndarray, seeds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        thetas = np.asarray(thetas)
+        if thetas.ndim == 1:
+            thetas = thetas[None]
+        if thetas.ndim != 2 or thetas.shape[1] != spec.POLICY_DIM:
+            raise PacplanError(
+                f"UAV policies must be (k, {spec.POLICY_DIM}) weights, got {thetas.shape}"
+            )
+        thetas = thetas.astype(np.float32)
+        if not np.isfinite(thetas).all():
+            raise PacplanError("UAV policy weights contain NaN or infinity")
+        seeds = np.asarray(seeds).reshape(-1)
+        if seeds.size and (not np.issubdtype(seeds.dtype, np.integer) or seeds.min() < 0):
+            raise PacplanError("environment seeds must be non-negative integers")
+        return thetas, seeds.astype(np.int64)
+
+    def rollouts(self, thetas: np.ndarray, seeds: np.ndarray) -> RolloutResult:
+        """Costs, first colliding checks and primitive sequences of every (seed, policy)."""
+        thetas, seeds = self._check(thetas, seeds)
+        return self.sim.rollout(thetas, seeds, use_net=self.use_net, net_scale=self.net_scale)
+
+    def costs(self, thetas: np.ndarray, seeds: np.ndarray) -> np.ndarray:
+        """(n, k) costs 1 − t_c / 12 s in [0, 1]; deterministic."""
+        return self.rollouts(thetas, seeds).costs
+
+    def replay(self, seeds: np.ndarray, sequences: np.ndarray) -> RolloutResult:
+        """Fly given primitive sequences (n, k, 12) open loop; for cross-validation."""
+        sequences = np.asarray(sequences, dtype=np.int64)
+        dummy = np.zeros((sequences.shape[1], spec.POLICY_DIM), np.float32)
+        thetas, seeds = self._check(dummy, seeds)
+        return self.sim.rollout(thetas, seeds, use_net=False, forced=sequences)
+
+    def trajectory(self, theta: np.ndarray | None, seed: int) -> Trajectory:
+        """The flight of one policy (None: Depth Filter only) in environment `seed`."""
+        th = np.zeros((1, spec.POLICY_DIM), np.float32) if theta is None else theta
+        world = self if theta is not None else UAVWorld(**{**self.options(), "use_net": False})
+        res = world.rollouts(th, np.array([seed]))
+        seq = res.prims[0, 0]
+        checks = int(res.checks[0, 0])
+        return trajectory_from_sequence(int(seed), seq, checks, float(res.costs[0, 0]))
+
+
+def trajectory_from_sequence(seed: int, seq: np.ndarray, checks: int, cost: float) -> Trajectory:
+    """Dense positions of a flown primitive sequence (stopping at the colliding check)."""
+    seq = np.asarray(seq)
+    seq = seq[seq >= 0]
+    disp = prims.check_displacements()
+    pos = np.array(spec.START, dtype=np.float64)
+    points = [pos.copy()]
+    decisions = []
+    for step, k in enumerate(seq):
+        decisions.append(pos.copy())
+        for i in range(spec.CHECKS_PER_PRIM):
+            points.append(pos + disp[k, i])
+            if checks and step * spec.CHECKS_PER_PRIM + i + 1 == checks:
+                break
+        pos = pos + disp[k, -1]
+    return Trajectory(
+        seed,
+        sample_scene(seed),
+        np.array(points),
+        np.array(decisions).reshape(-1, 3),
+        seq.astype(np.int64),
+        checks,
+        cost,
+    )
