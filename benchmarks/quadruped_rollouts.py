@@ -30,7 +30,8 @@ from pacplan.worlds.quadruped.sim import CameraConfig, MinitaurSim, PhysicsConfi
 from pacplan.worlds.quadruped.terrain import sample_terrain
 
 PUBLIC_PHYSICS = {
-    "source": "pybullet_envs.minitaur.envs.minitaur_gym_env.MinitaurGymEnv(pd_control_enabled=True)",
+    "source": "pybullet_envs.minitaur.envs.minitaur_gym_env.MinitaurGymEnv"
+    "(pd_control_enabled=True)",
     "physics_time_step_s": 0.002,
     "action_repeat": 5,
     "control_time_step_s": 0.01,
