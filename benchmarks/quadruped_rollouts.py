@@ -1,149 +1,231 @@
 """Quadruped rollout speed: prints ONE JSON object.
 
-    python benchmarks/quadruped_rollouts.py [--rollouts 6] [--slope 23.3]
+    nice -n 5 python benchmarks/quadruped_rollouts.py [--rollouts 4]
 
-Measures full 10 s rollouts of `QuadrupedWorld` (depth camera and policy included) with 1 and 2
-worker processes, the wall seconds per 10 s of simulated walking, the same figure with the public
-code's contact model (`mounted_contacts=True`), and projects the paper preset (m = 50 policies on
-N = 4000 certification + 5000 test terrains) onto k workers. Every rollout is charged as if it ran
-the full 10 s horizon (rollouts that fall or finish early are cheaper), so projections are upper
-bounds for the given machine. Physics facts of the public code's environment (pybullet_envs'
-MinitaurGymEnv with pd_control_enabled, as the paper's code built it) are stated alongside.
+Measures, on this machine:
+- full 10 s rollouts (the open-loop reference gait on 23.3° terrain with the finish line moved out
+  of reach, depth camera rendered every primitive as in a policy rollout) with 1 and 2 worker
+  processes: rollouts/s and wall (and CPU) seconds per 10 s of simulated walking;
+- rollouts of random 944-weight policies θ ∼ N(0, 0.1²) through `QuadrupedWorld.costs`
+  (these usually fall within a few seconds, so they are cheaper than the 10 s bound);
+- costs of the reference gait at 23.3° and 35° (0.5 m planks) and 35° with 0.25 m planks;
+- the public code's environment (pybullet_envs' MinitaurGymEnv, PD control, flat plane, no
+  camera) driven by the same gait for 10 s, when pybullet_envs is importable (it needs gym 0.25.2
+  and protobuf 3.20.3; run this script from a throwaway venv that has them to fill it in);
+- a projection of the paper preset, m = 50 policies on N = 4000 certification + 5000 test
+  terrains = 450,000 rollouts, onto k workers, charging every rollout the full 10 s (an upper
+  bound; prior training by ES is not included).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import multiprocessing as mp
 import os
 import platform
 import time
+from typing import Any
 
 import numpy as np
 
 from pacplan.worlds.quadruped import QuadrupedWorld
 from pacplan.worlds.quadruped.gait import GaitParams
 from pacplan.worlds.quadruped.policy import POLICY_DIM
-from pacplan.worlds.quadruped.rollout import fixed_gait_controller, rollout
-from pacplan.worlds.quadruped.sim import CameraConfig, MinitaurSim, PhysicsConfig
+from pacplan.worlds.quadruped.rollout import RolloutConfig, fixed_gait_controller, rollout
+from pacplan.worlds.quadruped.sim import MinitaurSim, PhysicsConfig
 from pacplan.worlds.quadruped.terrain import sample_terrain
 
+STRAIGHT = GaitParams(a1=0.5, a2=0.5, a_st=0.0, omega=30.0)
 PUBLIC_PHYSICS = {
     "source": "pybullet_envs.minitaur.envs.minitaur_gym_env.MinitaurGymEnv"
-    "(pd_control_enabled=True)",
+    "(pd_control_enabled=True), as the paper's code built it",
     "physics_time_step_s": 0.002,
     "action_repeat": 5,
     "control_time_step_s": 0.01,
     "solver_iterations": 60,
-    "pd_gains": {"kp": 8.0, "kd": 0.3},
-    "pd_torque_recomputed": "every physics step (0.002 s)",
+    "pd": "explicit torque kp=8, kd=0.3, recomputed every physics step",
     "self_collision": True,
     "cone_friction": False,
-    "primitive_in_sim_s": 0.25,
-    "rollout_in_sim_s": 5.0,
-    "note": "its gait clock advanced 0.02 s per 0.01 s control step: 20 primitives of 25 steps "
-    "simulated 5 s, not 10 s",
+    "paper_code_primitive_s": 0.25,
+    "paper_code_rollout_s": 5.0,
+    "note": "the paper's code advanced its gait clock 0.02 s per 0.01 s control step, so its "
+    "20 primitives of 25 steps simulated 5 s, not 10 s",
 }
-STRAIGHT = GaitParams(a1=0.5, a2=0.5, a_st=0.0, omega=30.0)
 
 
-def _policies(n: int, seed: int) -> np.ndarray:
-    return np.random.default_rng(seed).normal(0.0, 0.1, (n, POLICY_DIM)).astype(np.float32)
-
-
-def _timed_rollouts(args: tuple[float, list[tuple[int, np.ndarray]]]) -> tuple[float, float]:
-    """Run (seed, theta) rollouts in this process; return (wall s, simulated s)."""
-    slope, jobs = args
-    world = QuadrupedWorld(max_slope_deg=slope)
-    world.rollout(jobs[0][1], 10_000)  # warm-up (connect, load) outside the timing
-    sim_s = 0.0
-    t0 = time.perf_counter()
-    for seed, theta in jobs:
-        sim_s += world.rollout(theta, seed).sim_time
-    return time.perf_counter() - t0, sim_s
-
-
-def _reference_gait_per_10s(slope: float, mounted_contacts: bool, n: int) -> dict[str, float]:
-    """Wall seconds per 10 s simulated for the open-loop reference gait, and its costs."""
-    sim = MinitaurSim(PhysicsConfig(mounted_contacts=mounted_contacts), CameraConfig())
-    wall = sim_s = 0.0
-    costs = []
-    for seed in range(n):
-        terrain = sample_terrain(seed, slope)
-        t0 = time.perf_counter()
-        r = rollout(sim, terrain, fixed_gait_controller(STRAIGHT), needs_depth=True)
+def _full_rollouts(args: tuple[list[int], bool]) -> dict[str, float]:
+    """Reference-gait rollouts that run the whole horizon; (wall, cpu, simulated) seconds."""
+    seeds, mounted = args
+    sim = MinitaurSim(PhysicsConfig(mounted_contacts=mounted))
+    config = RolloutConfig(finish_dx=1e6)
+    sim.reset(sample_terrain(10_000, 23.3))  # connect and load once before timing
+    wall = cpu = sim_s = 0.0
+    for seed in seeds:
+        t0, c0 = time.perf_counter(), time.process_time()
+        r = rollout(sim, sample_terrain(seed, 23.3), fixed_gait_controller(STRAIGHT), config)
         wall += time.perf_counter() - t0
+        cpu += time.process_time() - c0
         sim_s += r.sim_time
-        costs.append(r.cost)
     sim.close()
+    return {"wall": wall, "cpu": cpu, "sim": sim_s, "n": len(seeds)}
+
+
+def _policy_rollouts(args: tuple[list[int], int]) -> dict[str, float]:
+    """Rollouts of random policies through the World interface."""
+    seeds, first = args
+    thetas = np.random.default_rng(first).normal(0.0, 0.1, (len(seeds), POLICY_DIM))
+    world = QuadrupedWorld()
+    world.sim.reset(sample_terrain(10_000))  # connect and load once before timing
+    wall = sim_s = 0.0
+    for seed, theta in zip(seeds, thetas, strict=True):
+        t0 = time.perf_counter()
+        sim_s += world.rollout(theta, seed).sim_time
+        wall += time.perf_counter() - t0
+    return {"wall": wall, "sim": sim_s, "n": len(seeds)}
+
+
+def _two_processes(fn: Any, halves: list[Any]) -> tuple[float, list[dict[str, float]]]:
+    ctx = mp.get_context("spawn")
+    with ctx.Pool(2) as pool:
+        pool.map(math.sqrt, [1.0, 2.0])  # start both workers before timing
+        t0 = time.perf_counter()
+        parts = pool.map(fn, halves)
+        return time.perf_counter() - t0, parts
+
+
+def _gait_costs(slope: float, plank: float, n: int) -> dict[str, Any]:
+    world = QuadrupedWorld(max_slope_deg=slope, plank_length=plank)
+    rs = [
+        rollout(
+            world.sim,
+            sample_terrain(seed, slope, plank),
+            fixed_gait_controller(STRAIGHT),
+            needs_depth=False,
+        )
+        for seed in range(n)
+    ]
     return {
-        "wall_s_per_10s_sim": 10.0 * wall / sim_s,
-        "mean_cost": float(np.mean(costs)),
-        "rollouts": n,
+        "seeds": f"0..{n - 1}",
+        "costs": [round(r.cost, 3) for r in rs],
+        "mean_cost": round(float(np.mean([r.cost for r in rs])), 3),
+        "dx_m": [round(r.dx, 2) for r in rs],
+        "falls": sum(r.fell for r in rs),
+        "finished": sum(r.finished for r in rs),
+    }
+
+
+def _public_env() -> dict[str, Any]:
+    """10 s of the reference gait in the public code's environment, if it can be imported."""
+    try:
+        fd = os.dup(1)
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)  # pybullet_envs prints to stdout
+        try:
+            from pybullet_envs.minitaur.envs import minitaur_gym_env
+
+            env = minitaur_gym_env.MinitaurGymEnv(
+                urdf_version=minitaur_gym_env.DERPY_V0_URDF_VERSION,
+                render=False,
+                motor_velocity_limit=np.inf,
+                pd_control_enabled=True,
+                hard_reset=False,
+                on_rack=False,
+            )
+            env.reset()
+        finally:
+            os.dup2(fd, 1)
+            os.close(fd)
+            os.close(null)
+    except Exception as exc:
+        return {"available": False, "reason": repr(exc)}
+    facts = {
+        "time_step_s": env._time_step,
+        "action_repeat": env._action_repeat,
+        "solver_iterations": env._num_bullet_solver_iterations,
+    }
+    steps = round(10.0 / env.control_time_step)
+    t0, c0 = time.perf_counter(), time.process_time()
+    for k in range(steps):
+        t = k * env.control_time_step
+        u, v = math.sin(30.0 * t) * 0.5, math.sin(30.0 * t + math.pi) * 0.5
+        env.step([u, v, v, u, u, v, v, u])
+    return {
+        "available": True,
+        "facts": facts,
+        "wall_s_per_10s_sim": time.perf_counter() - t0,
+        "cpu_s_per_10s_sim": time.process_time() - c0,
+        "dx_m": env.minitaur.GetBasePosition()[0],
+        "what": "flat plane, no camera, same gait; excludes reset",
     }
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rollouts", type=int, default=6, help="rollouts per measurement")
-    parser.add_argument("--slope", type=float, default=23.3, help="max_slope_deg")
-    args = parser.parse_args()
-    n = args.rollouts
-    thetas = _policies(2 * n, 0)
-    jobs = [(1000 + i, thetas[i]) for i in range(2 * n)]
+    parser = argparse.ArgumentParser(description="quadruped rollout speed (one JSON object)")
+    parser.add_argument("--rollouts", type=int, default=4, help="rollouts per measurement")
+    n = parser.parse_args().rollouts
+    load_before = os.getloadavg()
 
-    wall1, sim1 = _timed_rollouts((args.slope, jobs[:n]))
-    ctx = mp.get_context("spawn")
-    with ctx.Pool(2) as pool:
-        pool.map(_timed_rollouts, [(args.slope, jobs[:1]), (args.slope, jobs[1:2])])  # warm
-        t0 = time.perf_counter()
-        parts = pool.map(_timed_rollouts, [(args.slope, jobs[0::2]), (args.slope, jobs[1::2])])
-        wall2 = time.perf_counter() - t0
-    sim2 = sum(p[1] for p in parts)
-
-    per10 = 10.0 * wall1 / sim1
-    per10_2 = 10.0 * wall2 / sim2 * 2  # wall per 10 s simulated, per process
+    one = _full_rollouts((list(range(n)), False))
+    wall2, parts = _two_processes(
+        _full_rollouts, [(list(range(n)), False), (list(range(n, 2 * n)), False)]
+    )
+    public_contacts = _full_rollouts((list(range(max(1, n // 2))), True))
+    pol1 = _policy_rollouts((list(range(100, 100 + 2 * n)), 1))
+    pwall2, _ = _two_processes(
+        _policy_rollouts,
+        [(list(range(100, 100 + 2 * n)), 1), (list(range(200, 200 + 2 * n)), 2)],
+    )
+    per10 = 10.0 * one["wall"] / one["sim"]
     rollouts_total = 50 * (4000 + 5000)
-    projection = {
-        f"k={k}": round(rollouts_total * per10 / k / 3600.0, 2) for k in (1, 2, 16, 64, 256)
-    }
     out = {
         "machine": {
-            "cpu_count": os.cpu_count(),
-            "processor": platform.processor() or platform.machine(),
-            "loadavg_before": os.getloadavg(),
+            "cpus": os.cpu_count(),
+            "arch": platform.machine(),
+            "loadavg_before": [round(x, 2) for x in load_before],
+            "note": "shared machine: wall times include other users' load; CPU seconds less so",
         },
-        "max_slope_deg": args.slope,
         "physics": {
             "time_step_s": 0.002,
             "solver_iterations": 60,
-            "pd_torque_recomputed": "every physics step (0.002 s); gait target too",
+            "pd": "explicit torque kp=8, kd=0.3, every physics step; gait target every step",
             "self_collision": True,
+            "fixed_links_merged": True,
             "mounted_contacts": False,
-            "depth_camera": "TinyRenderer 50x50 once per 0.5 s primitive",
+            "depth": "50x50 TinyRenderer frame per 0.5 s primitive",
         },
         "public_code_physics": PUBLIC_PHYSICS,
-        "policy_rollouts": {
-            "policies": "theta ~ N(0, 0.1^2), 944 weights",
-            "rollouts_per_s_1_process": n / wall1,
-            "rollouts_per_s_2_processes": 2 * n / wall2,
-            "mean_sim_s_per_rollout": sim1 / n,
+        "full_10s_rollouts": {
+            "rollouts_per_s_1_process": one["n"] / one["wall"],
+            "rollouts_per_s_2_processes": sum(p["n"] for p in parts) / wall2,
             "wall_s_per_10s_sim_1_process": per10,
-            "wall_s_per_10s_sim_2_processes_each": per10_2,
+            "cpu_s_per_10s_sim_1_process": 10.0 * one["cpu"] / one["sim"],
+            "wall_s_per_10s_sim_2_processes_each": 2 * 10.0 * wall2 / sum(p["sim"] for p in parts),
+            "with_public_mounted_contacts_wall_s_per_10s_sim": 10.0
+            * public_contacts["wall"]
+            / public_contacts["sim"],
         },
-        "reference_gait": {
-            "gait": "a1=a2=0.5, a_st=0, omega=30 rad/s",
-            "this_code": _reference_gait_per_10s(args.slope, False, max(2, n // 2)),
-            "with_public_mounted_contacts": _reference_gait_per_10s(args.slope, True, 2),
+        "random_policy_rollouts": {
+            "policies": "theta ~ N(0, 0.1^2); they mostly fall early",
+            "rollouts_per_s_1_process": pol1["n"] / pol1["wall"],
+            "rollouts_per_s_2_processes": 4 * n / pwall2,
+            "mean_sim_s_per_rollout": pol1["sim"] / pol1["n"],
         },
+        "reference_gait_costs": {
+            "gait": "a1=a2=0.5, a_st=0, omega=30 rad/s, open loop",
+            "slope_23.3_plank_0.5": _gait_costs(23.3, 0.5, n),
+            "slope_35_plank_0.5": _gait_costs(35.0, 0.5, n),
+            "slope_35_plank_0.25": _gait_costs(35.0, 0.25, n),
+        },
+        "public_code_env": _public_env(),
         "paper_preset_projection_hours": {
             "rollouts": rollouts_total,
-            "assumes": "every rollout runs the full 10 s; 1-process wall per 10 s; "
-            "prior training (ES) not included",
-            **projection,
+            "assumes": "m=50 x (N=4000 + 5000 test); every rollout charged 10 s; "
+            "1-process wall per 10 s from this run; ES prior not included",
+            **{f"k={k}": round(rollouts_total * per10 / k / 3600.0, 2) for k in (1, 2, 16, 64)},
         },
-        "loadavg_after": os.getloadavg(),
+        "loadavg_after": [round(x, 2) for x in os.getloadavg()],
     }
     print(json.dumps(out, indent=2))
 

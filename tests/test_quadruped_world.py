@@ -159,3 +159,21 @@ def test_world_pickles_without_its_simulator() -> None:
     world.costs(np.zeros((1, POLICY_DIM), np.float32), np.array([1]))
     clone = pickle.loads(pickle.dumps(world))
     assert clone._sim is None and clone.max_slope_deg == world.max_slope_deg
+
+
+@pytest.mark.parametrize("mounted", [False, True])
+def test_mounted_contacts_option(mounted: bool) -> None:
+    """By default the chassis does not touch the motors bolted to it; the public contact model
+    (`mounted_contacts=True`) has those permanent self-contacts."""
+    from pacplan.worlds.quadruped.sim import PhysicsConfig
+
+    s = MinitaurSim(PhysicsConfig(mounted_contacts=mounted))
+    s.reset(sample_terrain(0, 0.0))
+    pybullet.performCollisionDetection(physicsClientId=s.cid)
+    self_contacts = pybullet.getContactPoints(s.robot, s.robot, physicsClientId=s.cid)
+    n_links = pybullet.getNumJoints(s.robot, physicsClientId=s.cid)
+    if mounted:
+        assert n_links == 26 and len(self_contacts) >= 4
+    else:
+        assert n_links == 16 and len(self_contacts) == 0
+    s.close()
