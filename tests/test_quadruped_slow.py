@@ -43,3 +43,23 @@ def test_reference_gait_is_hard_but_passable(slope: float, plank: float) -> None
     for r in results:
         assert r.sim_time <= 10.0 + 1e-9
         assert r.fell or r.finished or r.sim_time == pytest.approx(10.0)
+
+
+def _costs_in_worker(args: tuple[dict, np.ndarray, np.ndarray]) -> np.ndarray:
+    from pacplan.worlds import make_world
+
+    options, thetas, seeds = args
+    return make_world("quadruped", **options).costs(thetas, seeds)
+
+
+def test_costs_identical_in_a_worker_process() -> None:
+    """Workers rebuild the world from (name, options) and must reproduce costs bit for bit."""
+    import multiprocessing as mp
+
+    options = {"max_slope_deg": 35.0, "horizon_s": 2.0}
+    thetas = np.random.default_rng(8).normal(0, 0.1, (2, POLICY_DIM)).astype(np.float32)
+    seeds = np.array([3, 30], dtype=np.int64)
+    here = QuadrupedWorld(**options).costs(thetas, seeds)
+    with mp.get_context("spawn").Pool(1) as pool:
+        there = pool.map(_costs_in_worker, [(options, thetas, seeds)])[0]
+    np.testing.assert_array_equal(here, there)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import pybullet
 import pytest
@@ -24,7 +26,7 @@ STRAIGHT = GaitParams(a1=0.5, a2=0.5, a_st=0.0, omega=30.0)
 
 
 @pytest.fixture(scope="module")
-def sim() -> MinitaurSim:
+def sim() -> Iterator[MinitaurSim]:
     s = MinitaurSim()
     yield s
     s.close()

@@ -19,6 +19,7 @@ from gymnasium import spaces
 from pacplan.worlds.quadruped.gait import GaitParams
 from pacplan.worlds.quadruped.policy import IMAGE_SIZE, N_PROPRIO
 from pacplan.worlds.quadruped.rollout import cost_from_displacement
+from pacplan.worlds.quadruped.terrain import sample_terrain
 from pacplan.worlds.quadruped.world import QuadrupedWorld
 
 _MAX_TERRAIN_SEED = 2**31 - 1
@@ -55,8 +56,6 @@ class MinitaurTerrainEnv(gym.Env):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         super().reset(seed=seed)
-        from pacplan.worlds.quadruped.terrain import sample_terrain
-
         if options and "terrain_seed" in options:
             self.terrain_seed = int(options["terrain_seed"])
         else:
