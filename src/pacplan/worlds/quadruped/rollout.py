@@ -46,10 +46,16 @@ class RolloutResult:
 
 
 def policy_controller(theta: np.ndarray) -> Controller:
-    """Controller of the 944-weight network with weights `theta`."""
+    """Controller of the 944-weight network with weights `theta`.
+
+    Observations and η pass through float32, as they do through the Gymnasium environment, so
+    an episode driven by the same network there reproduces this rollout exactly.
+    """
 
     def control(depth: np.ndarray, proprio: np.ndarray) -> GaitParams:
-        return GaitParams.from_policy_output(policy_output(theta, depth, proprio))
+        obs = np.asarray(proprio, dtype=np.float32)
+        eta = policy_output(theta, np.asarray(depth, dtype=np.float32), obs).astype(np.float32)
+        return GaitParams.from_policy_output(eta)
 
     return control
 

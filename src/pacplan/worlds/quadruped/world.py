@@ -24,8 +24,9 @@ class QuadrupedWorld:
     Options (all keyword, from a config): `max_slope_deg` (23.3; the paper's text says 35),
     `plank_length` (0.5 m), `finish_dx` (6 m), `horizon_s` (10 s), `primitive_s` (0.5 s),
     `time_step` (0.002 s), `solver_iterations` (60), `self_collision` (True),
-    `mounted_contacts` (False: drop the chassis/motor-housing contacts of the URDF's assembly;
-    True reproduces the public code's contact model, about 1.6x slower, and a harder gait),
+    `mounted_contacts` (True: the public code's contact model, in which the motor hubs rub on
+    the chassis they are mounted on; False: the clean model, about 1.6x faster, in which the
+    open-loop gait walks much better — see `pacplan.worlds.quadruped.sim`),
     `camera_pitch_deg` (2.86°), `depth_far_m` (10 m). The constructor only validates; the
     PyBullet client is opened on the first rollout, so worlds are cheap to rebuild in workers.
     """
@@ -42,7 +43,7 @@ class QuadrupedWorld:
         time_step: float = 0.002,
         solver_iterations: int = 60,
         self_collision: bool = True,
-        mounted_contacts: bool = False,
+        mounted_contacts: bool = True,
         camera_pitch_deg: float | None = None,
         depth_far_m: float = 10.0,
     ) -> None:
