@@ -146,3 +146,15 @@ def test_tilt_distribution_matches_design() -> None:
         [np.degrees(np.arccos(np.abs(sample_scene(s).axes[:, 2]))) for s in range(100)]
     )
     assert 45 < np.median(tilts) < 55
+
+
+def test_bullet_images_do_not_show_the_robot(bullet) -> None:
+    """PyBullet renders shapes without visuals from their collision shape: a collision check
+    that left the robot sphere 2 m ahead must not appear in the next image (a bug the
+    closed-loop cross-validation caught)."""
+    scene = sample_scene(31)
+    bullet.load(scene)
+    start = np.array(spec.START)
+    before = bullet.render(start)
+    bullet.collides(start + np.array([0.0, 2.0, 0.0]))
+    np.testing.assert_array_equal(bullet.render(start), before)

@@ -22,6 +22,7 @@ from pacplan.worlds.uav.results import RolloutResult, cost_from_checks
 from pacplan.worlds.uav.scene import Scene, sample_scene
 
 _IDENTITY = (0.0, 0.0, 0.0, 1.0)
+_PARKED = (0.0, 0.0, -100.0)  # where the robot sphere waits while the camera renders
 
 
 class BulletSimulator:
@@ -117,9 +118,15 @@ class BulletSimulator:
     def render(self, position: np.ndarray) -> np.ndarray:
         """z-depth image (50, 50) float32 in metres from the robot at `position`.
 
+        PyBullet draws bodies without a visual shape from their collision shape, so the robot
+        sphere (left wherever the last collision check put it) is first parked far below the
+        floor; otherwise it shows up in the next rollout's images.
         The depth buffer value b maps to z = far·near / (far − (far − near)·b); values within
         1e-4 relative of the far plane are the far value (nothing hit).
         """
+        p.resetBasePositionAndOrientation(
+            self.robot, _PARKED, _IDENTITY, physicsClientId=self.cid
+        )
         eye = np.asarray(position, dtype=np.float64) + np.asarray(spec.CAM_OFFSET)
         view = p.computeViewMatrix(
             eye.tolist(), (eye + self._forward).tolist(), self._up, physicsClientId=self.cid

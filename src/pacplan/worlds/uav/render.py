@@ -1,0 +1,175 @@
+"""`pacplan render uav`: a figure of one flight for eyeballing the world and for reports.
+
+Top view (x–y) and side view (y–z) of the tunnel and cylinders with the flown trajectory and the
+collision point, and the depth images at the first and at the last decision with the Depth
+Filter's 5x5 cells and the chosen primitive's cell highlighted.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from pacplan.errors import PacplanError
+from pacplan.worlds.uav import spec
+from pacplan.worlds.uav.policy_np import NumpyPolicy
+from pacplan.worlds.uav.scene import Scene
+
+
+def load_theta(path: str | Path) -> np.ndarray:
+    """A flat θ (13,943,) from .npy (no pickle) or .safetensors (key theta, mu, or the only one).
+
+    A 2-D array (m policies) gives its first row.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise PacplanError(f"no such policy file: {path}")
+    if path.suffix == ".npy":
+        try:
+            arr = np.load(path, allow_pickle=False)
+        except ValueError as exc:
+            raise PacplanError(f"{path}: not a plain .npy array ({exc})") from exc
+    elif path.suffix == ".safetensors":
+        from safetensors.numpy import load_file
+
+        tensors = load_file(str(path))
+        key = next((k for k in ("theta", "mu") if k in tensors), None)
+        if key is None and len(tensors) == 1:
+            key = next(iter(tensors))
+        if key is None:
+            found = sorted(tensors)
+            raise PacplanError(f"{path}: expected a tensor named theta or mu, found {found}")
+        arr = tensors[key]
+    else:
+        raise PacplanError(f"{path}: policy weights must be .npy or .safetensors")
+    arr = np.asarray(arr, dtype=np.float32)
+    if arr.ndim == 2:
+        arr = arr[0]
+    if arr.shape != (spec.POLICY_DIM,):
+        raise PacplanError(f"{path}: expected {spec.POLICY_DIM} UAV weights, got shape {arr.shape}")
+    if not np.isfinite(arr).all():
+        raise PacplanError(f"{path}: weights contain NaN or infinity")
+    return arr
+
+
+def _clipped_axis(scene: Scene, i: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """End points of cylinder i's axis clipped to the tunnel box (x in ±5, z in [0, 4])."""
+    c, a = scene.centres[i], scene.axes[i]
+    lo, hi = -spec.OBST_HALF, spec.OBST_HALF
+    for dim, (bmin, bmax) in ((0, (-spec.WALL_X, spec.WALL_X)), (2, (spec.FLOOR_Z, spec.CEIL_Z))):
+        if abs(a[dim]) < 1e-12:
+            if not bmin <= c[dim] <= bmax:
+                return None
+            continue
+        t1, t2 = sorted(((bmin - c[dim]) / a[dim], (bmax - c[dim]) / a[dim]))
+        lo, hi = max(lo, t1), min(hi, t2)
+    if lo >= hi:
+        return None
+    return c + lo * a, c + hi * a
+
+
+def _silhouette(scene: Scene, i: int, dims: tuple[int, int]) -> np.ndarray | None:
+    """2-D outline (convex hull) of the clipped cylinder i projected on axes `dims`."""
+    from scipy.spatial import ConvexHull
+
+    ends = _clipped_axis(scene, i)
+    if ends is None:
+        return None
+    a, r = scene.axes[i], scene.radii[i]
+    u = np.cross(a, [1.0, 0.0, 0.0] if abs(a[0]) < 0.9 else [0.0, 1.0, 0.0])
+    u /= np.linalg.norm(u)
+    v = np.cross(a, u)
+    ang = np.linspace(0, 2 * np.pi, 24, endpoint=False)
+    ring = r * (np.cos(ang)[:, None] * u + np.sin(ang)[:, None] * v)
+    pts = np.concatenate([ends[0] + ring, ends[1] + ring])[:, dims]
+    hull = ConvexHull(pts)
+    return pts[hull.vertices]
+
+
+def render_figure(seed: int, out: str | Path, theta_path: str | None = None) -> str:
+    """Draw environment `seed` flown by θ from theta_path (None: Depth Filter only)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Circle, Polygon, Rectangle
+
+    from pacplan.worlds.uav.batched import render_positions
+    from pacplan.worlds.uav.world import UAVWorld
+
+    theta = None if theta_path is None else load_theta(theta_path)
+    world = UAVWorld(compile=False)
+    tr = world.trajectory(theta, int(seed))
+    scene = tr.scene
+    policy = NumpyPolicy(theta, world.net_scale)
+
+    fig = plt.figure(figsize=(13, 9))
+    grid = fig.add_gridspec(2, 3, width_ratios=[1.0, 1.6, 1.1])
+    ax_top = fig.add_subplot(grid[:, 0])
+    ax_side = fig.add_subplot(grid[0, 1])
+    ax_img = [fig.add_subplot(grid[0, 2]), fig.add_subplot(grid[1, 2])]
+    ax_txt = fig.add_subplot(grid[1, 1])
+    ax_txt.axis("off")
+
+    ylim = (-1.0, 16.0)
+    for ax, dims, xlim, yl in (
+        (ax_top, (0, 1), (-spec.WALL_X, spec.WALL_X), ylim),
+        (ax_side, (1, 2), ylim, (spec.FLOOR_Z, spec.CEIL_Z)),
+    ):
+        for i in range(spec.N_OBSTACLES):
+            poly = _silhouette(scene, i, dims)
+            if poly is not None:
+                ax.add_patch(Polygon(poly, closed=True, color="0.45", alpha=0.6, lw=0))
+        ax.plot(tr.positions[:, dims[0]], tr.positions[:, dims[1]], "-", color="tab:blue", lw=2,
+                label="flown path")
+        ax.plot(tr.decisions[:, dims[0]], tr.decisions[:, dims[1]], "o", color="tab:blue", ms=3)
+        if tr.collision_point is not None:
+            cp = tr.collision_point
+            ax.add_patch(Circle((cp[dims[0]], cp[dims[1]]), spec.ROBOT_RADIUS, fill=False,
+                                color="tab:red", lw=1.5))
+            ax.plot(cp[dims[0]], cp[dims[1]], "x", color="tab:red", ms=10, mew=2,
+                    label="collision")
+        ax.set_xlim(*xlim)
+        ax.set_ylim(*yl)
+        ax.set_aspect("equal")
+    ax_top.set_xlabel("x [m]")
+    ax_top.set_ylabel("y [m] (forward)")
+    ax_top.set_title("top view")
+    ax_top.legend(loc="lower left", fontsize=8)
+    ax_side.set_xlabel("y [m] (forward)")
+    ax_side.set_ylabel("z [m]")
+    ax_side.set_title("side view")
+
+    steps = [0, len(tr.decisions) - 1] if len(tr.decisions) > 1 else [0, 0]
+    images = render_positions(scene, tr.decisions[steps])
+    cells = spec.filter_cells()
+    offs = spec.primitive_offsets()
+    for ax, step, img in zip(ax_img, steps, images, strict=True):
+        im = ax.imshow(img, cmap="viridis", vmin=0, vmax=spec.FAR)
+        chosen = int(tr.prims[step])
+        for k, (r, c) in enumerate(cells):
+            hot = k == chosen
+            ax.add_patch(Rectangle((c - 0.5, r - 0.5), spec.CELL, spec.CELL, fill=False,
+                                   ec="red" if hot else "white", lw=2 if hot else 0.6))
+        dx, dz = offs[chosen]
+        ax.set_title(f"depth at decision {step + 1}: primitive {chosen} "
+                     f"(dx={dx:+.1f}, dz={dz:+.1f})", fontsize=9)
+        ax.set_xticks([])
+        ax.set_yticks([])
+        fig.colorbar(im, ax=ax, fraction=0.046, pad=0.02, label="z-depth [m]")
+        assert policy.choose(img) == chosen  # the figure shows the decision actually flown
+
+    who = "Depth Filter only (no θ)" if theta is None else f"θ from {Path(theta_path).name}"
+    outcome = (f"collision at t = {tr.checks * spec.CHECK_DT:.2f} s"
+               if tr.checks else "no collision in 12 s")
+    ax_txt.text(0.0, 0.9, f"UAV world, seed {seed}\npolicy: {who} (net scale "
+                f"{world.net_scale:g} m)\n{outcome}; cost = {tr.cost:.4f}\n"
+                f"primitives flown: {', '.join(str(int(p)) for p in tr.prims)}",
+                va="top", fontsize=10, family="monospace", wrap=True)
+    fig.tight_layout()
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return str(out)
