@@ -42,6 +42,7 @@ import numpy as np
 import pybullet
 import pybullet_data
 
+from pacplan.worlds.quadruped.camera import CameraConfig, camera_pose, render_depth
 from pacplan.worlds.quadruped.gait import NEUTRAL_MOTOR_ANGLES, GaitParams, gait_motor_angles
 from pacplan.worlds.quadruped.terrain import (
     GRID_DY_M,
@@ -61,7 +62,6 @@ _RESET_KNEE_ANGLE = -2.1834
 _MOUNTED_GAP_M = 1e-3  # links closer than this in the assembled rest pose are mounted together
 FALL_UP_DOT = 0.5
 FELL_OFF_Z = -1.0
-_CAMERA_NEAR_M = 0.01
 
 
 @dataclass(frozen=True)
@@ -80,17 +80,6 @@ class PhysicsConfig:
     terrain_friction: float = 1.0
     settle_s: float = 0.25
     check_every: int = 5  # fall / finish checks every 5 steps = 0.01 s, the public control step
-
-
-@dataclass(frozen=True)
-class CameraConfig:
-    """Torso depth camera: offset in the torso frame, downward pitch, field of view, far value."""
-
-    offset: tuple[float, float, float] = (0.1, 0.0, 0.1)
-    pitch_deg: float = math.degrees(math.atan(0.05))  # the public code's view axis (1, 0, -0.05)
-    fov_deg: float = 90.0
-    size: int = 50
-    far_m: float = 10.0
 
 
 @dataclass
@@ -312,44 +301,14 @@ class MinitaurSim:
 
     # ------------------------------------------------------------------ camera
     def camera_frame(self) -> tuple[np.ndarray, np.ndarray]:
-        """World position of the camera and the (3, 3) rotation camera -> world (columns:
-        optical axis, left, up)."""
+        """World position of the torso camera and its rotation camera -> world."""
         pos, orn = self.torso_pose()
-        rot = np.array(pybullet.getMatrixFromQuaternion(orn)).reshape(3, 3)
-        p = math.radians(self.camera.pitch_deg)
-        pitch = np.array(
-            [[math.cos(p), 0.0, math.sin(p)], [0.0, 1.0, 0.0], [-math.sin(p), 0.0, math.cos(p)]]
-        )  # rotation about y that tips the optical axis down by p
-        return pos + rot @ np.array(self.camera.offset), rot @ pitch
+        return camera_pose(pos, orn, self.camera)
 
     def depth_image(self) -> np.ndarray:
-        """(size, size) z-depth in metres (distance along the optical axis), row 0 at the top;
-        nothing within the far value reads far.
-
-        Rendered by PyBullet's software renderer (what the public code's camera used in DIRECT
-        mode); the depth buffer is linearised to metres.
-        """
-        cam = self.camera
-        eye, rot = self.camera_frame()
-        view = pybullet.computeViewMatrix(
-            eye.tolist(), (eye + rot[:, 0]).tolist(), rot[:, 2].tolist(), physicsClientId=self.cid
-        )
-        proj = pybullet.computeProjectionMatrixFOV(
-            cam.fov_deg, 1.0, _CAMERA_NEAR_M, cam.far_m, physicsClientId=self.cid
-        )
-        _, _, _, buffer, _ = pybullet.getCameraImage(
-            cam.size,
-            cam.size,
-            view,
-            proj,
-            renderer=pybullet.ER_TINY_RENDERER,
-            flags=pybullet.ER_NO_SEGMENTATION_MASK,
-            physicsClientId=self.cid,
-        )
-        d = np.asarray(buffer, dtype=np.float64).reshape(cam.size, cam.size)
-        near, far = _CAMERA_NEAR_M, cam.far_m
-        z = far * near / (far - (far - near) * d)
-        return np.clip(z, near, far).astype(np.float32)
+        """(size, size) z-depth image from the torso camera, metres (see `camera.render_depth`)."""
+        pos, orn = self.torso_pose()
+        return render_depth(self.cid, pos, orn, self.camera)
 
     # ------------------------------------------------------------------ control
     def _apply_pd(self, target: np.ndarray) -> None:

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from pacplan.errors import PacplanError
+from pacplan.worlds.quadruped.camera import CameraConfig
 from pacplan.worlds.quadruped.policy import POLICY_DIM
 from pacplan.worlds.quadruped.rollout import (
     RolloutConfig,
@@ -14,7 +15,7 @@ from pacplan.worlds.quadruped.rollout import (
     policy_controller,
     rollout,
 )
-from pacplan.worlds.quadruped.sim import CameraConfig, MinitaurSim, PhysicsConfig
+from pacplan.worlds.quadruped.sim import MinitaurSim, PhysicsConfig
 from pacplan.worlds.quadruped.terrain import sample_terrain
 
 
