@@ -151,6 +151,8 @@ def test_world_validates_inputs() -> None:
         QuadrupedWorld(max_slope_deg=90.0)
     with pytest.raises(PacplanError):
         QuadrupedWorld(primitive_s=0.0031)
+    with pytest.raises(PacplanError):
+        QuadrupedWorld(horizon_s=10.2)
     assert world._sim is None  # construction opened no simulator
 
 

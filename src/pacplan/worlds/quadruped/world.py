@@ -24,7 +24,8 @@ class QuadrupedWorld:
 
     Options (all keyword, from a config): `max_slope_deg` (23.3; the paper's text says 35),
     `plank_length` (0.5 m), `finish_dx` (6 m), `horizon_s` (10 s), `primitive_s` (0.5 s),
-    `time_step` (0.002 s), `solver_iterations` (60), `self_collision` (True),
+    `time_step` (0.002 s) and `solver_iterations` (60) (the public code's physics; a larger step
+    or fewer iterations is coarser than it), `self_collision` (True),
     `mounted_contacts` (True: the public code's contact model, in which the motor hubs rub on
     the chassis they are mounted on; False: the clean model, about 1.6x faster, in which the
     open-loop gait walks much better — see `pacplan.worlds.quadruped.sim`),
@@ -54,6 +55,8 @@ class QuadrupedWorld:
             raise PacplanError("finish_dx, horizon_s and primitive_s must be positive")
         if time_step <= 0 or abs(primitive_s / time_step - round(primitive_s / time_step)) > 1e-6:
             raise PacplanError("primitive_s must be a whole number of physics time steps")
+        if abs(horizon_s / primitive_s - round(horizon_s / primitive_s)) > 1e-6:
+            raise PacplanError("horizon_s must be a whole number of primitives")
         self.max_slope_deg = float(max_slope_deg)
         self.plank_length = float(plank_length)
         sample_terrain(0, self.max_slope_deg, self.plank_length)  # validates plank_length
