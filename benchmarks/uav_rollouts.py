@@ -17,7 +17,6 @@ import os
 import time
 
 import numpy as np
-import torch
 
 from pacplan.worlds.uav import UAVWorld, spec
 
@@ -29,7 +28,7 @@ def main() -> None:
     ap.add_argument("--eager", action="store_true", help="batched without torch.compile")
     ap.add_argument("--policies", type=int, default=50)
     args = ap.parse_args()
-    n_seeds, n_scale, repeats = (4, 256, 3) if args.quick else (16, 1024, 5)
+    n_seeds, n_scale, repeats = (6, 256, 3) if args.quick else (16, 1024, 5)
     k = args.policies
     thetas = np.random.default_rng(0).normal(0, 0.1, (k, spec.POLICY_DIM)).astype(np.float32)
     seeds = np.arange(100_000, 100_000 + n_seeds)
@@ -68,7 +67,7 @@ def main() -> None:
         "compile_s": round(compile_s, 1),
         "device": str(batched.sim.device),
         "compile": not args.eager,
-        "torch_threads": torch.get_num_threads(),
+        "torch_threads": batched.threads,
         "cpu_count": os.cpu_count(),
         "load_avg_1min": round(os.getloadavg()[0], 2),
     }))

@@ -16,6 +16,8 @@ def _check(out: dict, replay_min: float, depth_p99: float) -> None:
     d = out["depth"]
     assert d["median_abs_err_m"] < 1e-3
     assert d["p99_abs_err_m"] < depth_p99
+    # large errors are silhouette pixels (renderer sampling vs exact ray casting)
+    assert d["share_of_those_on_depth_edges"] > 0.9
     for rep in out["replay"].values():
         assert rep["share_same_collision_time"] >= replay_min
         # any disagreement is a graze: the robot surface within 2 cm of a shape
@@ -24,10 +26,11 @@ def _check(out: dict, replay_min: float, depth_p99: float) -> None:
     cl = out["closed_loop"]
     assert abs(cl["mean_cost_diff_pp"]) <= 1.0
     for dis in cl["disagreements"]:
-        # flights part only where the two best scores were close (a near-tie flipped by pixel
-        # differences at silhouettes), or they share the path and differ by a graze
-        if dis["first_different_step"] is not None:
-            assert abs(dis["score_margin_m"]) < 1.0
+        # the flights part where the two images differ (silhouette pixels) and the two best
+        # scores were close: one pixel moves a 5x5 cell mean by at most 20 m / 25 = 0.8 m
+        assert dis["first_different_step"] is not None
+        assert dis["image_pixels_over_10cm"] >= 1
+        assert abs(dis["score_margin_m"]) < 0.8 * dis["image_pixels_over_10cm"] + 0.5
 
 
 def test_crossval_small() -> None:

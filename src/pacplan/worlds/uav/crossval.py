@@ -8,7 +8,8 @@ Three checks on the same seeds and policies (DESIGN.md / issue 3):
 Every disagreement is returned with what is needed to explain it: for (b) the analytic
 clearance (distance to the nearest shape minus the robot radius) at the checks where the two
 differ; for (c) the step where the flights part, the batched Depth Filter + net score margin
-between the two choices there, and the image difference at that pose.
+between the two choices there, and the image difference at that pose (the flights are identical
+up to that step, so a split can only come from the two images at that pose).
 """
 
 from __future__ import annotations
@@ -40,6 +41,20 @@ def clearance(scene: Scene, pos: np.ndarray) -> float:
         spec.WALL_X - abs(pos[0]), pos[2] - spec.FLOOR_Z, spec.CEIL_Z - pos[2]
     )
     return float(min(d, planes) - spec.ROBOT_RADIUS)
+
+
+def depth_edges(images: np.ndarray, jump: float = 0.1) -> np.ndarray:
+    """Pixels next to a depth discontinuity: some 8-neighbour differs by more than `jump`
+    (relative). Silhouette pixels are where a sampled renderer and a ray caster can see
+    different surfaces."""
+    pad = np.pad(images, [(0, 0), (1, 1), (1, 1)], mode="edge")
+    h, w = images.shape[-2:]
+    out = np.zeros(images.shape, dtype=bool)
+    for dy in (-1, 0, 1):
+        for dx in (-1, 0, 1):
+            nb = pad[:, 1 + dy : 1 + dy + h, 1 + dx : 1 + dx + w]
+            out |= np.abs(nb - images) > jump * np.minimum(nb, images)
+    return out
 
 
 def _positions_along(seq: np.ndarray, checks: int) -> list[np.ndarray]:
@@ -149,7 +164,7 @@ def run(
     out["replay"] = replay
 
     # (a) depth at the same poses: every distinct decision pose of the batched closed loop
-    errs = []
+    errs, edges = [], []
     n_poses = 0
     for i, seed in enumerate(seeds):
         scene = sample_scene(int(seed))
@@ -159,13 +174,17 @@ def run(
         bullet.load(scene)
         img_b = np.stack([bullet.render(p) for p in poses_arr])
         errs.append(np.abs(img_a - img_b).ravel())
+        edges.append(depth_edges(img_a).ravel())
         n_poses += len(poses_arr)
     e = np.concatenate(errs)
+    on_edge = np.concatenate(edges)
+    big = e > 0.1
     out["depth"] = {
         "poses": n_poses, "pixels": int(e.size),
         "median_abs_err_m": float(np.median(e)), "p99_abs_err_m": float(np.percentile(e, 99)),
         "p999_abs_err_m": float(np.percentile(e, 99.9)), "max_abs_err_m": float(e.max()),
-        "share_pixels_over_10cm": float((e > 0.1).mean()),
+        "share_pixels_over_10cm": float(big.mean()),
+        "share_of_those_on_depth_edges": float(on_edge[big].mean()) if big.any() else 1.0,
     }
     bullet.close()
     return out
