@@ -128,6 +128,8 @@ class BatchedSimulator:
         self.rays = torch.as_tensor(spec.pixel_rays(), dtype=dtype, device=self.device)
         self.cells = pol.FilterCells(self.device)
         self.compiled = torch.compile(_render_kernel, dynamic=False) if compile else None
+        self.features = torch.compile(pol.conv_features, dynamic=False) if compile else None
+        self.net_chunk = 512
         self.check_disp = torch.as_tensor(prims.check_displacements(), device=self.device)
         dix, diz = prims.grid_step(np.arange(spec.N_PRIMS))
         self.dix = torch.as_tensor(dix, device=self.device)
@@ -315,20 +317,42 @@ class BatchedSimulator:
         alive: torch.Tensor,
         parts: dict[str, torch.Tensor],
     ) -> torch.Tensor:
-        """Net scores for the alive (env, policy) pairs, in alive order.
+        """Net scores (R, 25) for the alive (env, policy) pairs, in alive order.
 
-        Runs the grouped net on the rows (environments) that still have a live rollout; dead
-        slots in those rows see an empty image and are discarded.
+        The conv layers run per alive pair in fixed-size chunks (one static shape for the
+        compiled kernel); the linear layers run on a dense (rows, k) grid so each policy's
+        13k fc weights are used in place rather than copied per pair.
         """
         k = alive.shape[1]
-        rows = alive.any(1).nonzero(as_tuple=True)[0]
-        sub_alive = alive[rows]
-        grid = torch.zeros(
-            len(rows), k, spec.IMG, spec.IMG, dtype=images.dtype, device=images.device
-        )
-        grid[sub_alive] = images[inv]
-        out = pol.net_scores_grouped(grid, parts)  # (rows, k, 25)
-        return out[sub_alive]
+        env_idx, pol_idx = alive.nonzero(as_tuple=True)
+        n_alive = env_idx.shape[0]
+        feats = torch.empty(n_alive, 529, dtype=images.dtype, device=images.device)
+        nc = self.net_chunk
+        for i in range(0, n_alive, nc):
+            g, pi = inv[i : i + nc], pol_idx[i : i + nc]
+            m = g.shape[0]
+            if self.features is not None and m < nc:
+                g = torch.cat([g, g[:1].expand(nc - m)])
+                pi = torch.cat([pi, pi[:1].expand(nc - m)])
+            args = (images[g], *pol.conv_weights(parts, pi))
+            feats[i : i + m] = self._features(*args)[:m]
+        has = alive.any(1)
+        row_of = torch.cumsum(has.long(), 0) - 1
+        grid = torch.zeros(int(has.sum()), k, 529, dtype=images.dtype, device=images.device)
+        grid[row_of[env_idx], pol_idx] = feats
+        return pol.head(grid, parts)[row_of[env_idx], pol_idx]
+
+    def _features(self, *args: torch.Tensor) -> torch.Tensor:
+        if self.features is not None:
+            try:
+                return self.features(*args)
+            except Exception as exc:  # pragma: no cover - no working compiler
+                warnings.warn(
+                    f"torch.compile failed ({exc!r}); using the eager net", RuntimeWarning,
+                    stacklevel=2,
+                )
+                self.features = None
+        return pol.conv_features(*args)
 
 
 @contextlib.contextmanager

@@ -89,35 +89,60 @@ class FilterCells:
         return flat[..., self.index].mean(dim=-1)
 
 
+def conv_features(
+    images: torch.Tensor,  # (R, 50, 50) metres
+    w1: torch.Tensor,  # (R, 2, 4, 4)
+    b1: torch.Tensor,  # (R, 2)
+    w2: torch.Tensor,  # (R, 2, 2, 2)
+    b2: torch.Tensor,  # (R,)
+) -> torch.Tensor:
+    """The two conv layers (+ ELU) with a different weight set per image -> (R, 529).
+
+    Written as explicit taps (16 + 8 strided multiply-adds) instead of a grouped convolution:
+    torch.compile fuses it into one loop that reads each image once, 5-6x faster than oneDNN's
+    grouped conv with 1-2 channels per group measured here; eager it is about as fast.
+    """
+    x = images / spec.FAR
+    hidden = []
+    for c in range(2):
+        acc = b1[:, c, None, None]
+        for a in range(4):
+            for b in range(4):
+                acc = acc + w1[:, c, a, b, None, None] * x[:, a : a + 47 : 2, b : b + 47 : 2]
+        hidden.append(F.elu(acc))  # (R, 24, 24)
+    acc = b2[:, None, None]
+    for c in range(2):
+        for a in range(2):
+            for b in range(2):
+                acc = acc + w2[:, c, a, b, None, None] * hidden[c][:, a : a + 23, b : b + 23]
+    return F.elu(acc).reshape(-1, 529)
+
+
+def head(features: torch.Tensor, parts: dict[str, torch.Tensor]) -> torch.Tensor:
+    """features (B, k, 529) -> (B, k, 25) through policy j's two linear layers for column j."""
+    x = F.elu(torch.einsum("bki,koi->bko", features, parts["fc1.weight"]) + parts["fc1.bias"])
+    return torch.tanh(torch.einsum("bki,koi->bko", x, parts["fc2.weight"]) + parts["fc2.bias"])
+
+
+def conv_weights(parts: dict[str, torch.Tensor], policy: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Per-item conv weights (w1, b1, w2, b2) for items using policies `policy` (R,)."""
+    return (
+        parts["conv1.weight"][policy, :, 0],
+        parts["conv1.bias"][policy],
+        parts["conv2.weight"][policy, 0],
+        parts["conv2.bias"][policy, 0],
+    )
+
+
 def net_scores_grouped(images: torch.Tensor, parts: dict[str, torch.Tensor]) -> torch.Tensor:
     """images (B, k, 50, 50) in metres, parts from split_theta (k policies) -> (B, k, 25).
 
-    images[b, j] is scored by policy j. Convolutions use groups=k so that k different weight
-    sets run as one native call without gathering per-rollout weight copies.
+    images[b, j] is scored by policy j.
     """
     b, k = images.shape[:2]
-    x = images / spec.FAR
-    x = F.elu(
-        F.conv2d(
-            x,
-            parts["conv1.weight"].reshape(2 * k, 1, 4, 4),
-            parts["conv1.bias"].reshape(2 * k),
-            stride=2,
-            groups=k,
-        )
-    )
-    x = F.elu(
-        F.conv2d(
-            x,
-            parts["conv2.weight"].reshape(k, 2, 2, 2),
-            parts["conv2.bias"].reshape(k),
-            stride=1,
-            groups=k,
-        )
-    )
-    x = x.reshape(b, k, 529)
-    x = F.elu(torch.einsum("bki,koi->bko", x, parts["fc1.weight"]) + parts["fc1.bias"])
-    return torch.tanh(torch.einsum("bki,koi->bko", x, parts["fc2.weight"]) + parts["fc2.bias"])
+    policy = torch.arange(k, device=images.device).repeat(b)
+    feats = conv_features(images.reshape(b * k, spec.IMG, spec.IMG), *conv_weights(parts, policy))
+    return head(feats.reshape(b, k, 529), parts)
 
 
 def choose(scores: torch.Tensor) -> torch.Tensor:
