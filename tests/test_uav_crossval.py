@@ -30,6 +30,7 @@ def _check(out: dict, replay_min: float, depth_p99: float) -> None:
         # scores were close: one pixel moves a 5x5 cell mean by at most 20 m / 25 = 0.8 m
         assert dis["first_different_step"] is not None
         assert dis["image_pixels_over_10cm"] >= 1
+        assert dis["choices_follow_images"]
         assert abs(dis["score_margin_m"]) < 0.8 * dis["image_pixels_over_10cm"] + 0.5
 
 

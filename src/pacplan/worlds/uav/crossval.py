@@ -128,6 +128,11 @@ def run(
             rec.update(
                 first_different_step=step, prim_batched=pa, prim_bullet=pb,
                 score_margin_m=float(s[pa] - s[pb]),
+                # the same policy code on each simulator's own image reproduces each choice, so
+                # the split comes from the images alone
+                choices_follow_images=bool(
+                    policies[j].choose(img_a) == pa and policies[j].choose(img_b) == pb
+                ),
                 image_max_abs_diff_m=float(np.abs(img_a - img_b).max()),
                 image_pixels_over_10cm=int((np.abs(img_a - img_b) > 0.1).sum()),
             )
