@@ -154,6 +154,11 @@ def main() -> None:
     if cpu:
         # Cores the workers actually got while timed: < workers means a busy (shared) machine.
         result["worker_cores_used"] = {k: round(v / sum(times[k]), 2) for k, v in cpu.items()}
+        # Throughput per CPU-second the workers actually received: equal values for 1 and 2
+        # workers mean no parallel overhead, whatever share of the machine was free.
+        result["rollouts_per_worker_cpu_s"] = {
+            k: round(rollouts * len(times[k]) / v, 1) for k, v in cpu.items() if v > 0
+        }
     if "ray_2" in rps:
         result["speedup_ray_2_vs_processes_1"] = round(rps["ray_2"] / rps["processes_1"], 3)
     print(json.dumps(result))
