@@ -168,8 +168,10 @@ def _apply_executor_options(cfg, executor: str | None, workers: int | None,
             raise PacplanError(f"unknown executor {executor!r}; choose serial, processes or ray")
         cfg.executor.kind = executor
     if workers is not None:
+        if workers < 1:
+            raise PacplanError("--workers must be >= 1")
         cfg.executor.workers = workers
-    if address is not None:
+    if address is not None:  # a cluster address only means something to Ray
         cfg.executor.address = address
         cfg.executor.kind = "ray"
 
@@ -210,16 +212,7 @@ def train_prior_cmd(
     from pacplan.es import CURVE_FILE, PRIOR_FILE, train_prior
 
     cfg = load_config(config)
-    if executor is not None:
-        if executor not in ("serial", "processes", "ray"):
-            raise PacplanError(f"unknown executor {executor!r}; choose serial, processes or ray")
-        cfg.executor.kind = executor  # type: ignore[assignment]
-    if workers is not None:
-        if workers < 1:
-            raise PacplanError("--workers must be >= 1")
-        cfg.executor.workers = workers
-    if address is not None:
-        cfg.executor.address = address
+    _apply_executor_options(cfg, executor, workers, address)
     state = train_prior(cfg, out, progress=not quiet)
     console.print(
         f"ES: {state.iteration} iterations, best training cost {state.best_cost:.4f} "
@@ -232,7 +225,7 @@ def train_prior_cmd(
 def main() -> None:
     """Console-script entry point: one-line errors, exit code 2, no traceback."""
     try:
-        app(standalone_mode=False)
+        rc = app(standalone_mode=False)
     except PacplanError as exc:
         err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
         sys.exit(2)
@@ -253,6 +246,10 @@ def main() -> None:
         if isinstance(exc, click.exceptions.Abort):
             sys.exit(1)
         raise
+    if isinstance(rc, int) and rc:  # Typer returns 130 for Ctrl-C in non-standalone mode
+        if rc == 130:
+            err_console.print("interrupted; finished work is kept in the run directory")
+        sys.exit(rc)
 
 
 if __name__ == "__main__":
