@@ -30,12 +30,18 @@ def main() -> None:
         for scale in (1.0, 5.0, 10.0, 20.0):
             r = UAVWorld(net_scale=scale).rollouts(th, seeds)
             c = r.costs.mean(0)
-            rows.append({
-                "sigma": sigma, "net_scale": scale, "mean": round(float(c.mean()), 4),
-                "best": round(float(c.min()), 4), "worst": round(float(c.max()), 4),
-                "first_primitive_agreement": round(
-                    float((r.prims[:, :, 0] == r.prims[:, :1, 0]).mean()), 3),
-            })
+            rows.append(
+                {
+                    "sigma": sigma,
+                    "net_scale": scale,
+                    "mean": round(float(c.mean()), 4),
+                    "best": round(float(c.min()), 4),
+                    "worst": round(float(c.max()), 4),
+                    "first_primitive_agreement": round(
+                        float((r.prims[:, :, 0] == r.prims[:, :1, 0]).mean()), 3
+                    ),
+                }
+            )
     out["random_policies"] = rows
     print(json.dumps(out))
 

@@ -55,22 +55,26 @@ def main() -> None:
     b_rate = cb.size / best
     p_rate = cp.size / bullet_s
     scale_rate = n_scale * k / scale_s
-    print(json.dumps({
-        "batched_rollouts_per_s": round(b_rate, 1),
-        "bullet_rollouts_per_s": round(p_rate, 2),
-        "ratio": round(b_rate / p_rate, 1),
-        "rollouts": int(cb.size),
-        "share_identical_cost": float((cb == cp).mean()),
-        "batched_rollouts_per_s_at_scale": round(scale_rate, 1),
-        "rollouts_at_scale": n_scale * k,
-        "paper_matrix_4000x50_minutes_est": round(4000 * 50 / scale_rate / 60, 2),
-        "compile_s": round(compile_s, 1),
-        "device": str(batched.sim.device),
-        "compile": not args.eager,
-        "torch_threads": batched.threads,
-        "cpu_count": os.cpu_count(),
-        "load_avg_1min": round(os.getloadavg()[0], 2),
-    }))
+    print(
+        json.dumps(
+            {
+                "batched_rollouts_per_s": round(b_rate, 1),
+                "bullet_rollouts_per_s": round(p_rate, 2),
+                "ratio": round(b_rate / p_rate, 1),
+                "rollouts": int(cb.size),
+                "share_identical_cost": float((cb == cp).mean()),
+                "batched_rollouts_per_s_at_scale": round(scale_rate, 1),
+                "rollouts_at_scale": n_scale * k,
+                "paper_matrix_4000x50_minutes_est": round(4000 * 50 / scale_rate / 60, 2),
+                "compile_s": round(compile_s, 1),
+                "device": str(batched.sim.device),
+                "compile": not args.eager,
+                "torch_threads": batched.threads,
+                "cpu_count": os.cpu_count(),
+                "load_avg_1min": round(os.getloadavg()[0], 2),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ def test_protocol_shape_range_and_determinism() -> None:
     np.testing.assert_array_equal(c1, c2)
     # chunking changes nothing
     np.testing.assert_array_equal(
-        c1, UAVWorld(env_chunk=2, render_chunk=7, compile=False).costs(th, seeds)
+        c1, UAVWorld(env_chunk=2, policy_chunk=3, render_chunk=7, compile=False).costs(th, seeds)
     )
     # a column of one policy alone equals its column in the batch
     np.testing.assert_array_equal(c1[:, 2:3], world.costs(th[2:3], seeds))

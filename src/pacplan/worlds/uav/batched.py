@@ -97,7 +97,8 @@ class BatchedSimulator:
     """Rolls k policies on n environments as chunked tensor programs.
 
     device: "cpu", "cuda" or "auto"; render_chunk: frames per render call (static shape);
-    env_chunk: environments per rollout chunk (bounds memory: about env_chunk · k images live).
+    env_chunk, policy_chunk: environments and policies per rollout chunk; memory is bounded by
+    about env_chunk · policy_chunk live images and net features, whatever n and k are.
     compile: fuse the render kernel with torch.compile. The compiled kernel is always called
     with exactly render_chunk frames and env_chunk scene tables (padded), so it compiles once
     and its results do not depend on how many rollouts a call asks for; if compilation fails
@@ -117,11 +118,13 @@ class BatchedSimulator:
         compile: bool = False,
         dtype: torch.dtype = torch.float32,
         threads: int = 1,
+        policy_chunk: int = 256,
     ) -> None:
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
         self.device = torch.device(device)
         self.threads = int(threads)
+        self.policy_chunk = int(policy_chunk)
         self.render_chunk = int(render_chunk)
         self.env_chunk = int(env_chunk)
         self.dtype = dtype
@@ -240,17 +243,20 @@ class BatchedSimulator:
         k = thetas.shape[0]
         th = torch.as_tensor(thetas, device=self.device)
         parts = pol.split_theta(th.to(self.dtype)) if use_net and forced is None else None
-        costs, checks, chosen = [], [], []
-        for i in range(0, len(seeds), self.env_chunk):
-            sub = seeds[i : i + self.env_chunk]
-            f = None if forced is None else forced[i : i + self.env_chunk]
-            c, p = self._rollout_chunk(sub, k, parts, net_scale, f)
-            checks.append(c)
-            chosen.append(p)
-        chk = np.concatenate(checks) if checks else np.zeros((0, k), np.int64)
-        pr = np.concatenate(chosen) if chosen else np.zeros((0, k, spec.N_STEPS), np.int64)
-        costs = cost_from_checks(chk)
-        return RolloutResult(costs, chk, pr)
+        chk = np.zeros((len(seeds), k), np.int64)
+        pr = np.full((len(seeds), k, spec.N_STEPS), -1, np.int64)
+        ec, pc = self.env_chunk, self.policy_chunk
+        for j in range(0, k, pc):
+            sub_parts = None
+            if parts is not None:
+                sub_parts = {name: v[j : j + pc] for name, v in parts.items()}
+            kj = min(pc, k - j)
+            for i in range(0, len(seeds), ec):
+                f = None if forced is None else forced[i : i + ec, j : j + pc]
+                c, p = self._rollout_chunk(seeds[i : i + ec], kj, sub_parts, net_scale, f)
+                chk[i : i + ec, j : j + pc] = c
+                pr[i : i + ec, j : j + pc] = p
+        return RolloutResult(cost_from_checks(chk), chk, pr)
 
     def _rollout_chunk(
         self,
@@ -348,7 +354,8 @@ class BatchedSimulator:
                 return self.features(*args)
             except Exception as exc:  # pragma: no cover - no working compiler
                 warnings.warn(
-                    f"torch.compile failed ({exc!r}); using the eager net", RuntimeWarning,
+                    f"torch.compile failed ({exc!r}); using the eager net",
+                    RuntimeWarning,
                     stacklevel=2,
                 )
                 self.features = None

@@ -124,9 +124,7 @@ class BulletSimulator:
         The depth buffer value b maps to z = far·near / (far − (far − near)·b); values within
         1e-4 relative of the far plane are the far value (nothing hit).
         """
-        p.resetBasePositionAndOrientation(
-            self.robot, _PARKED, _IDENTITY, physicsClientId=self.cid
-        )
+        p.resetBasePositionAndOrientation(self.robot, _PARKED, _IDENTITY, physicsClientId=self.cid)
         eye = np.asarray(position, dtype=np.float64) + np.asarray(spec.CAM_OFFSET)
         view = p.computeViewMatrix(
             eye.tolist(), (eye + self._forward).tolist(), self._up, physicsClientId=self.cid

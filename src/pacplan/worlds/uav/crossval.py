@@ -37,9 +37,7 @@ def test_policies(k: int, seed: int = 12345) -> np.ndarray:
 def clearance(scene: Scene, pos: np.ndarray) -> float:
     """Distance from the robot surface to the nearest shape (negative: penetration)."""
     d = point_cylinder_distance(pos, scene.centres, scene.axes, scene.radii).min()
-    planes = min(
-        spec.WALL_X - abs(pos[0]), pos[2] - spec.FLOOR_Z, spec.CEIL_Z - pos[2]
-    )
+    planes = min(spec.WALL_X - abs(pos[0]), pos[2] - spec.FLOOR_Z, spec.CEIL_Z - pos[2])
     return float(min(d, planes) - spec.ROBOT_RADIUS)
 
 
@@ -114,8 +112,10 @@ def run(
         scene = sample_scene(int(seeds[i]))
         differ = np.nonzero(ra.prims[i, j] != rb.prims[i, j])[0]
         rec: dict[str, Any] = {
-            "seed": int(seeds[i]), "policy": int(j),
-            "checks_batched": int(ra.checks[i, j]), "checks_bullet": int(rb.checks[i, j]),
+            "seed": int(seeds[i]),
+            "policy": int(j),
+            "checks_batched": int(ra.checks[i, j]),
+            "checks_bullet": int(rb.checks[i, j]),
         }
         if len(differ):
             step = int(differ[0])
@@ -126,7 +126,9 @@ def run(
             s = policies[j].scores(img_a)
             pa, pb = int(ra.prims[i, j, step]), int(rb.prims[i, j, step])
             rec.update(
-                first_different_step=step, prim_batched=pa, prim_bullet=pb,
+                first_different_step=step,
+                prim_batched=pa,
+                prim_bullet=pb,
                 score_margin_m=float(s[pa] - s[pb]),
                 # the same policy code on each simulator's own image reproduces each choice, so
                 # the split comes from the images alone
@@ -157,14 +159,22 @@ def run(
             scene = sample_scene(int(seeds[i]))
             ca, cb = int(a.checks[i, j]), int(b.checks[i, j])
             first = min(c for c in (ca, cb) if c > 0)
-            dis.append({
-                "seed": int(seeds[i]), "policy": int(j), "checks_batched": ca,
-                "checks_bullet": cb,
-                "clearance_at_earlier_check_m": clearance(scene, check_position(seq[i, j], first)),
-            })
+            dis.append(
+                {
+                    "seed": int(seeds[i]),
+                    "policy": int(j),
+                    "checks_batched": ca,
+                    "checks_bullet": cb,
+                    "clearance_at_earlier_check_m": clearance(
+                        scene, check_position(seq[i, j], first)
+                    ),
+                }
+            )
         replay[name] = {
-            "rollouts": int(agree.size), "share_same_collision_time": float(agree.mean()),
-            "share_colliding": float((a.checks > 0).mean()), "disagreements": dis,
+            "rollouts": int(agree.size),
+            "share_same_collision_time": float(agree.mean()),
+            "share_colliding": float((a.checks > 0).mean()),
+            "disagreements": dis,
         }
     out["replay"] = replay
 
@@ -185,9 +195,12 @@ def run(
     on_edge = np.concatenate(edges)
     big = e > 0.1
     out["depth"] = {
-        "poses": n_poses, "pixels": int(e.size),
-        "median_abs_err_m": float(np.median(e)), "p99_abs_err_m": float(np.percentile(e, 99)),
-        "p999_abs_err_m": float(np.percentile(e, 99.9)), "max_abs_err_m": float(e.max()),
+        "poses": n_poses,
+        "pixels": int(e.size),
+        "median_abs_err_m": float(np.median(e)),
+        "p99_abs_err_m": float(np.percentile(e, 99)),
+        "p999_abs_err_m": float(np.percentile(e, 99.9)),
+        "max_abs_err_m": float(e.max()),
         "share_pixels_over_10cm": float(big.mean()),
         "share_of_those_on_depth_edges": float(on_edge[big].mean()) if big.any() else 1.0,
     }

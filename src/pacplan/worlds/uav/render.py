@@ -121,15 +121,27 @@ def render_figure(seed: int, out: str | Path, theta_path: str | None = None) -> 
             poly = _silhouette(scene, i, dims)
             if poly is not None:
                 ax.add_patch(Polygon(poly, closed=True, color="0.45", alpha=0.6, lw=0))
-        ax.plot(tr.positions[:, dims[0]], tr.positions[:, dims[1]], "-", color="tab:blue", lw=2,
-                label="flown path")
+        ax.plot(
+            tr.positions[:, dims[0]],
+            tr.positions[:, dims[1]],
+            "-",
+            color="tab:blue",
+            lw=2,
+            label="flown path",
+        )
         ax.plot(tr.decisions[:, dims[0]], tr.decisions[:, dims[1]], "o", color="tab:blue", ms=3)
         if tr.collision_point is not None:
             cp = tr.collision_point
-            ax.add_patch(Circle((cp[dims[0]], cp[dims[1]]), spec.ROBOT_RADIUS, fill=False,
-                                color="tab:red", lw=1.5))
-            ax.plot(cp[dims[0]], cp[dims[1]], "x", color="tab:red", ms=10, mew=2,
-                    label="collision")
+            ax.add_patch(
+                Circle(
+                    (cp[dims[0]], cp[dims[1]]),
+                    spec.ROBOT_RADIUS,
+                    fill=False,
+                    color="tab:red",
+                    lw=1.5,
+                )
+            )
+            ax.plot(cp[dims[0]], cp[dims[1]], "x", color="tab:red", ms=10, mew=2, label="collision")
         ax.set_xlim(*xlim)
         ax.set_ylim(*yl)
         ax.set_aspect("equal")
@@ -150,23 +162,43 @@ def render_figure(seed: int, out: str | Path, theta_path: str | None = None) -> 
         chosen = int(tr.prims[step])
         for k, (r, c) in enumerate(cells):
             hot = k == chosen
-            ax.add_patch(Rectangle((c - 0.5, r - 0.5), spec.CELL, spec.CELL, fill=False,
-                                   ec="red" if hot else "white", lw=2 if hot else 0.6))
+            ax.add_patch(
+                Rectangle(
+                    (c - 0.5, r - 0.5),
+                    spec.CELL,
+                    spec.CELL,
+                    fill=False,
+                    ec="red" if hot else "white",
+                    lw=2 if hot else 0.6,
+                )
+            )
         dx, dz = offs[chosen]
-        ax.set_title(f"depth at decision {step + 1}: primitive {chosen} "
-                     f"(dx={dx:+.1f}, dz={dz:+.1f})", fontsize=9)
+        ax.set_title(
+            f"depth at decision {step + 1}: primitive {chosen} (dx={dx:+.1f}, dz={dz:+.1f})",
+            fontsize=9,
+        )
         ax.set_xticks([])
         ax.set_yticks([])
         fig.colorbar(im, ax=ax, fraction=0.046, pad=0.02, label="z-depth [m]")
         assert policy.choose(img) == chosen  # the figure shows the decision actually flown
 
     who = "Depth Filter only (no θ)" if theta is None else f"θ from {Path(theta_path).name}"
-    outcome = (f"collision at t = {tr.checks * spec.CHECK_DT:.2f} s"
-               if tr.checks else "no collision in 12 s")
-    ax_txt.text(0.0, 0.9, f"UAV world, seed {seed}\npolicy: {who} (net scale "
-                f"{world.net_scale:g} m)\n{outcome}; cost = {tr.cost:.4f}\n"
-                f"primitives flown: {', '.join(str(int(p)) for p in tr.prims)}",
-                va="top", fontsize=10, family="monospace", wrap=True)
+    outcome = (
+        f"collision at t = {tr.checks * spec.CHECK_DT:.2f} s"
+        if tr.checks
+        else "no collision in 12 s"
+    )
+    ax_txt.text(
+        0.0,
+        0.9,
+        f"UAV world, seed {seed}\npolicy: {who} (net scale "
+        f"{world.net_scale:g} m)\n{outcome}; cost = {tr.cost:.4f}\n"
+        f"primitives flown: {', '.join(str(int(p)) for p in tr.prims)}",
+        va="top",
+        fontsize=10,
+        family="monospace",
+        wrap=True,
+    )
     fig.tight_layout()
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)

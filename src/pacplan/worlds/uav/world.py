@@ -51,8 +51,11 @@ class UAVWorld:
       device: "cpu", "cuda" or "auto" (batched only).
       net_scale: weight of the residual net's scores against the Depth Filter's (metres).
       use_net: False flies the Depth Filter alone (θ is ignored): the baseline policy.
-      env_chunk, render_chunk: environments per rollout chunk and frames per render call;
-        they bound memory (≈ env_chunk · k images alive at once), not results.
+      env_chunk, policy_chunk, render_chunk: environments and policies per rollout chunk and
+        frames per render call; they bound memory (≈ env_chunk · policy_chunk images and net
+        feature maps alive at once) whatever n and k are. They do not change results (eager);
+        compiled kernels are built for one (render_chunk, env_chunk) shape, so keep those
+        fixed within a run like `compile`.
       compile: fuse the batched render kernel with torch.compile (default; the first call in
         a fresh cache compiles for ≈20-40 s on 2 cores, later processes hit torch's on-disk
         cache). Compiled and eager kernels can differ in the last float bit, which can flip an
@@ -74,6 +77,7 @@ class UAVWorld:
         render_chunk: int = 64,
         compile: bool = True,
         threads: int = 1,
+        policy_chunk: int = 256,
     ) -> None:
         if simulator not in SIMULATORS:
             raise PacplanError(f"unknown UAV simulator {simulator!r}; use one of {SIMULATORS}")
@@ -81,8 +85,8 @@ class UAVWorld:
             raise PacplanError(f"unknown device {device!r}; use cpu, cuda or auto")
         if not np.isfinite(net_scale) or net_scale < 0:
             raise PacplanError(f"net_scale must be a finite number ≥ 0, got {net_scale}")
-        if env_chunk < 1 or render_chunk < 1:
-            raise PacplanError("env_chunk and render_chunk must be ≥ 1")
+        if min(env_chunk, render_chunk, policy_chunk) < 1:
+            raise PacplanError("env_chunk, policy_chunk and render_chunk must be ≥ 1")
         self.simulator = simulator
         self.device = device
         self.net_scale = float(net_scale)
@@ -91,6 +95,7 @@ class UAVWorld:
         self.render_chunk = int(render_chunk)
         self.compile = bool(compile)
         self.threads = int(threads)
+        self.policy_chunk = int(policy_chunk)
         self._sim: Any = None
 
     def options(self) -> dict[str, Any]:
@@ -104,6 +109,7 @@ class UAVWorld:
             "render_chunk": self.render_chunk,
             "compile": self.compile,
             "threads": self.threads,
+            "policy_chunk": self.policy_chunk,
         }
 
     def __getstate__(self) -> dict[str, Any]:
@@ -132,6 +138,7 @@ class UAVWorld:
                     env_chunk=self.env_chunk,
                     compile=self.compile,
                     threads=self.threads,
+                    policy_chunk=self.policy_chunk,
                 )
             else:
                 from pacplan.worlds.uav.bullet import BulletSimulator
