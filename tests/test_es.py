@@ -281,3 +281,39 @@ def test_run_es_on_a_plain_cost_function_lowers_the_oracle_cost(tmp_path: Path) 
 
 def _paired(world: ToyWorld, thetas: np.ndarray, seeds: np.ndarray) -> np.ndarray:
     return np.stack([world.costs(thetas[i], seeds[i : i + 1])[0] for i in range(len(seeds))])
+
+
+# -- shared perturbations (common random numbers across environments) ---------------------------
+def test_shared_gradient_equals_paired_formula_with_repeated_eps() -> None:
+    """Averaging fitness over environments first is the paired estimator with ε repeated."""
+    rng = np.random.default_rng(0)
+    n, m, d = 5, 3, 4
+    eps1 = rng.standard_normal((1, m, d))
+    f_plus, f_minus = rng.random((n, m)), rng.random((n, m))
+    sigma = rng.uniform(0.5, 2.0, d)
+    paired = es_gradients(np.repeat(eps1, n, axis=0), f_plus, f_minus, sigma)
+    shared = es_gradients(eps1, f_plus.mean(0, keepdims=True), f_minus.mean(0, keepdims=True),
+                          sigma)
+    for a, b in zip(paired, shared):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)
+
+
+def test_shared_perturbations_fly_one_matrix_and_reach_the_toy_optimum(tmp_path: Path) -> None:
+    cfg = load_config(REPO / "configs" / "toy.yaml")
+    cfg.es.shared_perturbations = True
+    calls: list[tuple[int, ...]] = []
+
+    from pacplan.executors import SerialExecutor
+
+    class Recording(SerialExecutor):
+        def cost_matrix(self, spec, thetas, seeds):
+            calls.append(np.shape(thetas))
+            return super().cost_matrix(spec, thetas, seeds)
+
+        def paired_costs(self, spec, thetas, seeds):  # pragma: no cover - must not be used
+            raise AssertionError("shared perturbations must not fly per-environment pairs")
+
+    state = train_prior(cfg, tmp_path, executor=Recording(), progress=False)
+    assert calls and all(c == (2 * cfg.es.pairs_per_env, 8) for c in calls)
+    world = ToyWorld(**cfg.world.options)
+    assert world.expected_cost(state.mu, state.sigma**2) - world.min_expected_cost() < 0.03

@@ -86,6 +86,8 @@ class ESConfig(_Strict):
     adam_beta2: float = Field(0.999, ge=0, lt=1)
     adam_eps: float = Field(1e-8, gt=0)
     seed: int = Field(0, ge=0)
+    shared_perturbations: bool = Field(False, description="fly one set of pairs on every "
+                                       "environment of an iteration (batches in one matrix)")
 
     @model_validator(mode="after")
     def _bounds(self) -> ESConfig:

@@ -8,7 +8,11 @@ antithetic pairs θ = mu ± sigma·ε. With fitness f (the cost, or minus the ra
 
 (the score-function gradients of E f w.r.t. mu and log sigma² = logvar; b_env, the mean fitness
 of the environment's 2m̂ rollouts, is a per-environment baseline that leaves the expectation
-unchanged). Adam updates mu and logvar with separate learning rates. Rank-utility shaping
+unchanged). Adam updates mu and logvar with separate learning rates. With
+`shared_perturbations` the m̂ pairs are drawn once per iteration and flown on every environment
+(common random numbers): the estimator is the same with the fitness averaged over environments
+(after the per-environment baseline or ranking), and the n × 2m̂ rollouts form one cost matrix
+that a batching world (the UAV's) evaluates as one tensor program. Rank-utility shaping
 (NES utilities, per environment) switches on when the training cost has not improved for
 `utility_patience` iterations and off again as soon as it improves.
 
@@ -155,10 +159,14 @@ def es_step(state: ESState, cfg: Any, cost_fn: PairedCostFn, seed_range: tuple[i
     rng = iteration_rng(cfg.seed, t)
     seeds = sample_envs(rng, seed_range, cfg.envs_per_iter)
     n, m, d = len(seeds), cfg.pairs_per_env, state.mu.size
-    eps = rng.standard_normal((n, m, d))
+    shared = bool(getattr(cfg, "shared_perturbations", False))
+    # shared: one set of m pairs flown on every environment (common random numbers)
+    eps = rng.standard_normal((1 if shared else n, m, d))
     sigma = state.sigma
     step = sigma * eps
     thetas = np.concatenate([state.mu + step, state.mu - step], axis=1).astype(np.float32)
+    if shared:
+        thetas = np.broadcast_to(thetas, (n, *thetas.shape[1:]))
     costs = np.asarray(cost_fn(thetas, seeds), dtype=np.float64)
     if costs.shape != (n, 2 * m):
         raise PacplanError(f"cost function returned shape {costs.shape}, expected {(n, 2 * m)}")
@@ -176,6 +184,8 @@ def es_step(state: ESState, cfg: Any, cost_fn: PairedCostFn, seed_range: tuple[i
     utility = stall >= cfg.utility_patience
 
     fitness = -rank_utilities(costs) if utility else costs
+    if shared:  # same ε on every environment: the estimator of the env-averaged fitness
+        fitness = fitness.mean(axis=0, keepdims=True)
     g_mu, g_lv = es_gradients(eps, fitness[:, :m], fitness[:, m:], sigma)
     k = t + 1
     mu, m_mu, v_mu = _adam(state.mu, g_mu, state.m_mu, state.v_mu, k, cfg.lr_mu, cfg)
@@ -482,6 +492,8 @@ def train_prior(
         dump_config(cfg, rd / "config.yaml")
 
         def cost_fn(thetas: np.ndarray, seeds: np.ndarray) -> np.ndarray:
+            if cfg.es.shared_perturbations:  # the same policies everywhere: one full matrix
+                return ex.cost_matrix(spec, thetas[0], seeds)
             return ex.paired_costs(spec, thetas, seeds)
 
         return run_es(cfg.es, dim, cost_fn, tuple(cfg.seeds.prior), rd, fingerprint=fp,
