@@ -62,6 +62,13 @@ def _figures(run_dir: Path, certs: dict[int, Certificate]) -> list[tuple[str, st
     fig_dir = run_dir / "figures"
     fig_dir.mkdir(exist_ok=True)
     made: list[tuple[str, str]] = []
+
+    def save(fig, name: str) -> str:
+        fig.tight_layout()
+        fig.savefig(fig_dir / name, dpi=110)
+        plt.close(fig)
+        return f"figures/{name}"
+
     ns = list(certs)
     last = certs[ns[-1]]
 
@@ -79,10 +86,7 @@ def _figures(run_dir: Path, certs: dict[int, Certificate]) -> list[tuple[str, st
     ax.set_ylabel("cost (%)")
     ax.set_title(f"bounds vs N (δ = {last.delta:g})")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(fig_dir / "bounds_vs_n.png", dpi=110)
-    plt.close(fig)
-    made.append(("Bounds and test cost vs N", "figures/bounds_vs_n.png"))
+    made.append(("Bounds and test cost vs N", save(fig, "bounds_vs_n.png")))
 
     fig, ax = plt.subplots(figsize=(5.5, 3.0))
     ax.bar(np.arange(last.m), last.p, color="tab:blue")
@@ -91,10 +95,7 @@ def _figures(run_dir: Path, certs: dict[int, Certificate]) -> list[tuple[str, st
     ax.set_ylabel("posterior p")
     ax.set_title(f"posterior over the m = {last.m} policies (N = {last.n})")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(fig_dir / "posterior.png", dpi=110)
-    plt.close(fig)
-    made.append(("Posterior weights", "figures/posterior.png"))
+    made.append(("Posterior weights", save(fig, "posterior.png")))
 
     cert = load_npy(run_dir / "costs" / "cert.npy")[: last.n]
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.2))
@@ -107,10 +108,7 @@ def _figures(run_dir: Path, certs: dict[int, Certificate]) -> list[tuple[str, st
     axes[1].set_ylabel("environments")
     axes[1].set_yscale("log")
     fig.suptitle("cost distribution")
-    fig.tight_layout()
-    fig.savefig(fig_dir / "costs.png", dpi=110)
-    plt.close(fig)
-    made.append(("Cost distribution", "figures/costs.png"))
+    made.append(("Cost distribution", save(fig, "costs.png")))
     return made
 
 
