@@ -189,10 +189,11 @@ def run(
         img_a = render_positions(scene, poses_arr)
         bullet.load(scene)
         img_b = np.stack([bullet.render(p) for p in poses_arr])
-        errs.append(np.abs(img_a - img_b).ravel())
+        errs.append((img_b - img_a).ravel())  # signed: > 0 where PyBullet reads deeper
         edges.append((depth_edges(img_a) | depth_edges(img_b)).ravel())
         n_poses += len(poses_arr)
-    e = np.concatenate(errs)
+    signed = np.concatenate(errs)
+    e = np.abs(signed)
     on_edge = np.concatenate(edges)
     big = e > 0.1
     out["depth"] = {
@@ -204,6 +205,9 @@ def run(
         "max_abs_err_m": float(e.max()),
         "share_pixels_over_10cm": float(big.mean()),
         "share_of_those_on_depth_edges": float(on_edge[big].mean()) if big.any() else 1.0,
+        # PyBullet draws cylinders as prisms inscribed in the true surface: deeper and thinner
+        "share_of_those_bullet_deeper": float((signed[big] > 0).mean()) if big.any() else 0.0,
+        "share_bullet_deeper_1mm_to_10cm": float((signed[(e > 1e-3) & ~big] > 0).mean()),
     }
     bullet.close()
     return out
