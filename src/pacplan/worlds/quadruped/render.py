@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pacplan.errors import PacplanError
+from pacplan.weights import load_theta as load_policy_weights
 from pacplan.worlds.quadruped.gait import GaitParams
 from pacplan.worlds.quadruped.policy import POLICY_DIM
 from pacplan.worlds.quadruped.rollout import (
@@ -22,35 +22,9 @@ from pacplan.worlds.quadruped.world import QuadrupedWorld
 REFERENCE_GAIT = GaitParams(a1=0.5, a2=0.5, a_st=0.0, omega=30.0)
 
 
-def load_theta(path: str) -> np.ndarray:
-    """Policy weights from .npy (no pickle) or .safetensors (tensor "theta", "mu" or the only
-    one); shape (944,) or (1, 944)."""
-    p = Path(path)
-    if not p.exists():
-        raise PacplanError(f"policy file not found: {path}")
-    if p.suffix == ".npy":
-        try:
-            arr = np.load(p, allow_pickle=False)
-        except ValueError as exc:
-            raise PacplanError(f"{path}: not a plain .npy array ({exc})") from exc
-    elif p.suffix == ".safetensors":
-        from safetensors.numpy import load_file
-
-        tensors = load_file(str(p))
-        key = next((k for k in ("theta", "mu") if k in tensors), None)
-        if key is None and len(tensors) == 1:
-            key = next(iter(tensors))
-        if key is None:
-            raise PacplanError(f"{path}: expected a tensor named 'theta' or 'mu'")
-        arr = tensors[key]
-    else:
-        raise PacplanError(f"{path}: policy weights must be .npy or .safetensors")
-    arr = np.asarray(arr, dtype=np.float32)
-    if arr.ndim == 2 and arr.shape[0] == 1:
-        arr = arr[0]
-    if arr.shape != (POLICY_DIM,):
-        raise PacplanError(f"{path}: expected {POLICY_DIM} quadruped weights, got {arr.shape}")
-    return arr
+def load_theta(path: str | Path) -> np.ndarray:
+    """This world's θ from .npy or .safetensors (see `pacplan.weights.load_theta`)."""
+    return load_policy_weights(path, POLICY_DIM, "quadruped")
 
 
 def walk(

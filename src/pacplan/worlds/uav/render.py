@@ -11,46 +11,15 @@ from pathlib import Path
 
 import numpy as np
 
-from pacplan.errors import PacplanError
+from pacplan.weights import load_theta as load_policy_weights
 from pacplan.worlds.uav import spec
 from pacplan.worlds.uav.policy_np import NumpyPolicy
 from pacplan.worlds.uav.scene import Scene
 
 
 def load_theta(path: str | Path) -> np.ndarray:
-    """A flat θ (13,943,) from .npy (no pickle) or .safetensors (key theta, mu, or the only one).
-
-    A 2-D array (m policies) gives its first row.
-    """
-    path = Path(path)
-    if not path.exists():
-        raise PacplanError(f"no such policy file: {path}")
-    if path.suffix == ".npy":
-        try:
-            arr = np.load(path, allow_pickle=False)
-        except ValueError as exc:
-            raise PacplanError(f"{path}: not a plain .npy array ({exc})") from exc
-    elif path.suffix == ".safetensors":
-        from safetensors.numpy import load_file
-
-        tensors = load_file(str(path))
-        key = next((k for k in ("theta", "mu") if k in tensors), None)
-        if key is None and len(tensors) == 1:
-            key = next(iter(tensors))
-        if key is None:
-            found = sorted(tensors)
-            raise PacplanError(f"{path}: expected a tensor named theta or mu, found {found}")
-        arr = tensors[key]
-    else:
-        raise PacplanError(f"{path}: policy weights must be .npy or .safetensors")
-    arr = np.asarray(arr, dtype=np.float32)
-    if arr.ndim == 2:
-        arr = arr[0]
-    if arr.shape != (spec.POLICY_DIM,):
-        raise PacplanError(f"{path}: expected {spec.POLICY_DIM} UAV weights, got shape {arr.shape}")
-    if not np.isfinite(arr).all():
-        raise PacplanError(f"{path}: weights contain NaN or infinity")
-    return arr
+    """This world's θ from .npy or .safetensors (see `pacplan.weights.load_theta`)."""
+    return load_policy_weights(path, spec.POLICY_DIM, "UAV")
 
 
 def _clipped_axis(scene: Scene, i: int) -> tuple[np.ndarray, np.ndarray] | None:

@@ -1,0 +1,50 @@
+"""Reading one policy's weights from a user file: .npy (never unpickled) or .safetensors.
+
+Shared by every world's renderer and by anything that takes `--theta FILE`. A .safetensors file
+may hold a tensor named `theta`, a prior (`mu`, taken as the policy), or a single tensor; a 2-D
+array (several policies, e.g. a run's policies.npy) gives its first row.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from pacplan.errors import PacplanError
+
+
+def load_theta(path: str | Path, dim: int, world: str = "policy") -> np.ndarray:
+    """A flat float32 θ of `dim` finite weights, or a `PacplanError` naming the problem."""
+    path = Path(path)
+    if not path.is_file():
+        raise PacplanError(f"no such policy file: {path}")
+    if path.suffix == ".npy":
+        try:
+            arr = np.load(path, allow_pickle=False)
+        except ValueError as exc:
+            raise PacplanError(f"{path}: not a plain .npy array ({exc})") from exc
+    elif path.suffix == ".safetensors":
+        from safetensors.numpy import load_file
+
+        try:
+            tensors = load_file(str(path))
+        except Exception as exc:
+            raise PacplanError(f"{path}: unreadable safetensors file ({exc})") from None
+        key = next((k for k in ("theta", "mu") if k in tensors), None)
+        if key is None and len(tensors) == 1:
+            key = next(iter(tensors))
+        if key is None:
+            raise PacplanError(f"{path}: expected a tensor named theta or mu, "
+                               f"found {sorted(tensors)}")
+        arr = tensors[key]
+    else:
+        raise PacplanError(f"{path}: policy weights must be .npy or .safetensors")
+    arr = np.asarray(arr, dtype=np.float32)
+    if arr.ndim == 2:
+        arr = arr[0]
+    if arr.shape != (dim,):
+        raise PacplanError(f"{path}: expected {dim} {world} weights, got shape {arr.shape}")
+    if not np.isfinite(arr).all():
+        raise PacplanError(f"{path}: weights contain NaN or infinity")
+    return arr
