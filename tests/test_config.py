@@ -102,3 +102,13 @@ def test_yaml_python_tags_are_refused(tmp_path: Path) -> None:
 def test_certificate_n_defaults_to_the_whole_cert_range() -> None:
     cfg = parse_config(_base() | {"seeds": {"prior": [0, 10], "cert": [10, 35], "test": [40, 50]}})
     assert cfg.certificate.n == [25]
+
+
+def test_every_shipped_preset_loads() -> None:
+    """Each configs/*.yaml is a valid RunConfig with disjoint seed ranges."""
+    presets = sorted((Path(__file__).resolve().parents[1] / "configs").glob("*.yaml"))
+    assert {p.stem for p in presets} >= {"toy", "uav-quick", "uav-paper", "quadruped-quick",
+                                          "quadruped-hard", "quadruped-paper"}
+    for p in presets:
+        cfg = load_config(p)
+        assert cfg.name == p.stem
