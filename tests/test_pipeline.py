@@ -166,6 +166,8 @@ def test_given_prior_is_used_and_checked(tmp_path: Path):
     assert not (second / "metrics.jsonl").exists(), "no ES training with a given prior"
     np.testing.assert_array_equal(np.load(first / "policies.npy"),
                                   np.load(second / "policies.npy"))
+    with pytest.raises(PacplanError, match="holds a different prior"):
+        run(_cfg(), first, prior_file=second / "policies.npy", progress=False)
     with pytest.raises(PacplanError, match="prior file not found"):
         run(_cfg(), tmp_path / "c", prior_file=tmp_path / "nope.safetensors", progress=False)
     with pytest.raises(PacplanError, match="weights"):

@@ -24,7 +24,7 @@ from pacplan.config import RunConfig, config_to_dict, dump_config
 from pacplan.errors import PacplanError
 from pacplan.es import PRIOR_FILE, load_prior, train_prior
 from pacplan.executors import Executor, WorldSpec, executor_from_config, get_world
-from pacplan.matrices import CostMatrix, check_costs
+from pacplan.matrices import CostMatrix, check_costs, sha256_file
 
 POLICIES_FILE = "policies.npy"
 CERTIFICATE_FILE = "certificate.json"
@@ -74,10 +74,11 @@ def ensure_prior(cfg: RunConfig, run_dir: Path, manifest: Manifest, executor: Ex
     source = prior_file or cfg.prior
     target = run_dir / PRIOR_FILE
     if manifest.check(PRIOR_FILE):
-        if source is not None and manifest.entries[PRIOR_FILE]["inputs"].get("source") == "es":
-            raise PacplanError(f"{run_dir} holds an ES-trained prior; use a new --out directory "
-                               "to run with a given prior")
-        return manifest.sha(PRIOR_FILE) or ""
+        held = manifest.sha(PRIOR_FILE) or ""
+        if source is not None and (not Path(source).is_file() or sha256_file(source) != held):
+            raise PacplanError(f"{run_dir} holds a different prior than {source}; use a new "
+                               "--out directory to run with this one")
+        return held
     if source is not None:
         source = Path(source)
         if not source.is_file():
