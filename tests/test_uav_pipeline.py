@@ -49,3 +49,10 @@ def test_uav_quick_pipeline_small(tmp_path: Path):
     report = write_report(tmp_path).read_text()
     assert "baseline: depth-filter-only" in report
     assert (tmp_path / "figures" / "trajectory_seed200000.png").is_file()
+
+
+def test_shipped_uav_result_verifies():
+    """results/uav/certificate.json recomputes from its stored matrices, bound above test CI."""
+    c = verify(REPO / "results" / "uav" / "certificate.json")
+    assert c.n == 4000 and c.m == 50 and c.test_n == 5000
+    assert c.certified >= c.test_ci[0]
