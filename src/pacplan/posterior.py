@@ -44,8 +44,8 @@ class Posterior:
 
 
 def column_means(costs: np.ndarray) -> np.ndarray:
-    """c̄: the empirical cost of each policy (column) of an N × m cost matrix."""
-    return np.asarray(costs, dtype=np.float64).mean(axis=0)
+    """c̄: the empirical cost of each policy (column) of an N × m cost matrix (float64 sums)."""
+    return np.asarray(costs).mean(axis=0, dtype=np.float64)
 
 
 def uniform_prior(m: int) -> np.ndarray:
@@ -61,8 +61,9 @@ def kl_divergence(p: np.ndarray, p0: np.ndarray) -> float:
     return float(np.sum(p[mask] * (np.log(p[mask]) - np.log(p0[mask]))))
 
 
-def _check_inputs(costs: np.ndarray, p0: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-    costs = np.asarray(costs, dtype=np.float64)
+def _check_inputs(costs: np.ndarray, p0: np.ndarray | None) -> tuple[np.ndarray, int, np.ndarray]:
+    """(c̄, N, p0) of a valid N × m matrix; the matrix itself is not copied."""
+    costs = np.asarray(costs)
     if costs.ndim != 2 or costs.shape[0] < 1 or costs.shape[1] < 1:
         raise PacplanError(
             f"cost matrix must be 2-D and non-empty (N × m), got shape {costs.shape}"
@@ -71,7 +72,7 @@ def _check_inputs(costs: np.ndarray, p0: np.ndarray | None) -> tuple[np.ndarray,
     p0 = uniform_prior(m) if p0 is None else np.asarray(p0, dtype=np.float64)
     if p0.shape != (m,) or np.any(p0 < 0) or not np.isclose(p0.sum(), 1.0):
         raise PacplanError(f"prior p0 must be a probability vector of length {m}")
-    return costs, p0
+    return column_means(costs), costs.shape[0], p0
 
 
 # --------------------------------------------------------------------------- Gibbs (default)
@@ -136,7 +137,8 @@ def _gibbs_search(curve: _GibbsCurve, objective: Objective, grid_points: int) ->
 
     The bound along the curve need not be unimodal, so the best few local minima of the coarse
     grid are each refined by repeated 33-point grids (each round shrinks the bracket 16-fold)
-    until the bracket in ln β is narrower than 1e-7 (the bound is flat to ~1e-13 there).
+    until the bracket in ln β is narrower than 1e-6 (the bound is flat to ~1e-12 there).
+    β = 0 (p = p0) rides along in the coarse grid and β = ∞ is compared in closed form.
     Everything is vectorized over β.
     """
     if curve.gap == 0.0:  # all columns equal on the prior's support: nothing to choose
@@ -147,29 +149,31 @@ def _gibbs_search(curve: _GibbsCurve, objective: Objective, grid_points: int) ->
         return objective(emp, kl)
 
     # β·gap ≈ 60 already puts e^-60 of relative mass off the best columns: the β = ∞ limit.
-    xs = np.linspace(np.log(1e-4 / curve.spread), np.log(60.0 / curve.gap), grid_points)
-    values = f(xs)
+    xs = np.concatenate([[-np.inf], np.linspace(np.log(1e-4 / curve.spread),
+                                                np.log(60.0 / curve.gap), grid_points)])
+    values = f(xs)  # exp(−inf) = 0: the first entry is β = 0
     interior = np.flatnonzero((values[1:-1] <= values[:-2]) & (values[1:-1] <= values[2:])) + 1
     # other local minima are refined too when the coarse grid cannot rule them out
     close = interior[values[interior] <= values.min() + 1e-3]
     starts = {int(np.argmin(values)), *sorted(close.tolist(), key=lambda i: values[i])[:2]}
 
-    best_x, best_value = 0.0, float(objective(*curve.stats(np.zeros(1)))[0])  # β = 0: p = p0
-    best_is_zero = True
-    for i in starts:
-        lo, hi = xs[max(i - 1, 0)], xs[min(i + 1, xs.size - 1)]
-        while hi - lo > 1e-7:
+    best_x, best_value = -np.inf, float(values[0])
+    for i in starts - {0}:
+        lo, hi = xs[max(i - 1, 1)], xs[min(i + 1, xs.size - 1)]
+        x, value = xs[i], float(values[i])
+        while hi - lo > 1e-6:
             zoom = np.linspace(lo, hi, 33)
-            j = int(np.argmin(f(zoom)))
+            zv = f(zoom)
+            j = int(np.argmin(zv))
+            if zv[j] <= value:
+                x, value = zoom[j], float(zv[j])
             lo, hi = zoom[max(j - 1, 0)], zoom[min(j + 1, 32)]
-        x = 0.5 * (lo + hi)
-        value = float(f(np.array([x]))[0])
         if value < best_value:
-            best_x, best_value, best_is_zero = x, value, False
+            best_x, best_value = x, value
     kl_inf = -float(np.log(curve.p0[curve.p_inf > 0].sum()))
     if float(objective(np.array([curve.cmin]), np.array([kl_inf]))[0]) < best_value:
         return float("inf")
-    return 0.0 if best_is_zero else float(np.exp(best_x))
+    return float(np.exp(best_x))
 
 
 def _objective(bound: str, n: int, delta: float) -> Objective:
@@ -187,12 +191,11 @@ def _objective(bound: str, n: int, delta: float) -> Objective:
 def optimize_gibbs(costs: np.ndarray, delta: float, bound: str = "best",
                    p0: np.ndarray | None = None, grid_points: int = 129) -> Posterior:
     """Exact bound-optimal posterior over the columns of `costs` (N × m)."""
-    costs, p0 = _check_inputs(costs, p0)
+    cbar, n, p0 = _check_inputs(costs, p0)
     _validate_choice(bound, delta)
-    n = costs.shape[0]
-    curve = _GibbsCurve(column_means(costs), p0)
+    curve = _GibbsCurve(cbar, p0)
     beta = _gibbs_search(curve, _objective(bound, n, delta), grid_points)
-    return evaluate_posterior(curve.p(beta), costs, p0, bound, delta, "gibbs", beta)
+    return _posterior_at(curve.p(beta), cbar, n, p0, bound, delta, "gibbs", beta)
 
 
 # --------------------------------------------------------------------------- REP (paper)
@@ -240,10 +243,9 @@ def optimize_rep(costs: np.ndarray, delta: float, bound: str = "quadratic",
     """The paper's parametric relative-entropy program (slow baseline)."""
     from scipy.optimize import minimize_scalar
 
-    costs, p0 = _check_inputs(costs, p0)
+    cbar_v, n, p0 = _check_inputs(costs, p0)
     _validate_choice(bound, delta)
-    n, m = costs.shape
-    cbar_v = column_means(costs)
+    m = cbar_v.size
     solver = _conic_solver()
     p, target, weight, constrained, penalized = _rep_problem(cbar_v, p0)
     objective = _objective(bound, n, delta)
@@ -304,7 +306,7 @@ def optimize_rep(costs: np.ndarray, delta: float, bound: str = "quadratic",
         v = evaluate(q)
         if v < best_value:
             best_p, best_value = q, v
-    return evaluate_posterior(best_p, costs, p0, bound, delta, f"rep:{solver.lower()}", None)
+    return _posterior_at(best_p, cbar_v, n, p0, bound, delta, f"rep:{solver.lower()}", None)
 
 
 # --------------------------------------------------------------------------- common
@@ -319,9 +321,15 @@ def _validate_choice(bound: str, delta: float) -> None:
 def evaluate_posterior(p: np.ndarray, costs: np.ndarray, p0: np.ndarray, bound: str,
                        delta: float, solver: str, beta: float | None) -> Posterior:
     """Ĉ, KL and the bound value of a given posterior p on a cost matrix."""
-    emp = float(np.clip(column_means(costs) @ p, 0.0, 1.0))
+    cbar, n, p0 = _check_inputs(costs, p0)
+    return _posterior_at(p, cbar, n, p0, bound, delta, solver, beta)
+
+
+def _posterior_at(p: np.ndarray, cbar: np.ndarray, n: int, p0: np.ndarray, bound: str,
+                  delta: float, solver: str, beta: float | None) -> Posterior:
+    emp = float(np.clip(cbar @ p, 0.0, 1.0))
     kl = kl_divergence(p, p0)
-    value = float(bounds.bound_value(bound, emp, kl, costs.shape[0], delta))
+    value = float(bounds.bound_value(bound, emp, kl, n, delta))
     return Posterior(p=p, emp_cost=emp, kl=kl, bound=bound, value=value, solver=solver, beta=beta)
 
 
