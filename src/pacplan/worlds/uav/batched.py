@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import warnings
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -170,17 +171,23 @@ class BatchedSimulator:
         return out.reshape(n, spec.IMG, spec.IMG)
 
     def _kernel(self, *args: torch.Tensor) -> torch.Tensor:
-        if self.compiled is not None:
+        return self._compiled_or_eager("compiled", _render_kernel, "ray caster", *args)
+
+    def _compiled_or_eager(self, attr: str, eager: Any, what: str, *args: torch.Tensor
+                           ) -> torch.Tensor:
+        """Call the compiled function in `attr`; if compiling fails, warn once and use eager."""
+        fn = getattr(self, attr)
+        if fn is not None:
             try:
-                return self.compiled(*args)
+                return fn(*args)
             except Exception as exc:  # pragma: no cover - no working compiler
                 warnings.warn(
-                    f"torch.compile failed ({exc!r}); using the eager ray caster",
+                    f"torch.compile failed ({exc!r}); using the eager {what}",
                     RuntimeWarning,
-                    stacklevel=2,
+                    stacklevel=3,
                 )
-                self.compiled = None
-        return _render_kernel(*args)
+                setattr(self, attr, None)
+        return eager(*args)
 
     def sweep(
         self, st: SceneTensors, env: torch.Tensor, pos: torch.Tensor, prim: torch.Tensor
@@ -349,17 +356,7 @@ class BatchedSimulator:
         return pol.head(grid, parts)[row_of[env_idx], pol_idx]
 
     def _features(self, *args: torch.Tensor) -> torch.Tensor:
-        if self.features is not None:
-            try:
-                return self.features(*args)
-            except Exception as exc:  # pragma: no cover - no working compiler
-                warnings.warn(
-                    f"torch.compile failed ({exc!r}); using the eager net",
-                    RuntimeWarning,
-                    stacklevel=2,
-                )
-                self.features = None
-        return pol.conv_features(*args)
+        return self._compiled_or_eager("features", pol.conv_features, "net", *args)
 
 
 @contextlib.contextmanager
