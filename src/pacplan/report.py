@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from pacplan.artifacts import load_npy
-from pacplan.certificate import Certificate
+from pacplan.certificate import Certificate, confidence_interval
 from pacplan.config import load_config
 from pacplan.errors import PacplanError
 
@@ -45,8 +45,6 @@ def table1(certs: dict[int, Certificate], baselines: dict[str, np.ndarray]) -> s
                      f"{_pct(c.quadratic)} | {_pct(c.klinv)} | **{_pct(c.certified)}** | "
                      f"{_pct(c.test_cost)}{ci} | {gap} |")
     for name, costs in baselines.items():
-        from pacplan.certificate import confidence_interval
-
         lo, hi = confidence_interval(costs[:, 0])
         lines.append(f"| baseline: {name} | — | — | — | — | — | — | {_pct(float(costs.mean()))} "
                      f"[{_pct(lo)}, {_pct(hi)}] | — |")
@@ -129,18 +127,9 @@ def _trajectories(run_dir: Path, last: Certificate, count: int) -> list[tuple[st
     for seed in range(cfg.seeds.test[0], cfg.seeds.test[0] + count):
         out = run_dir / "figures" / f"trajectory_seed{seed}.png"
         module.render_figure(seed=seed, out=str(out), theta_path=str(theta_path),
-                             **_render_options(module.render_figure, cfg))
+                             world_options=dict(cfg.world.options))
         made.append((f"Test environment {seed}, policy {best}", f"figures/{out.name}"))
     return made
-
-
-def _render_options(render_figure, cfg) -> dict:
-    """Pass the run's world options to a renderer that accepts them."""
-    import inspect
-
-    if "world_options" in inspect.signature(render_figure).parameters:
-        return {"world_options": dict(cfg.world.options)}
-    return {}
 
 
 def write_report(run_dir: str | Path) -> Path:

@@ -39,7 +39,8 @@ def walk(
     return rollout(w.sim, terrain, controller, w.rollout_config, record=True)
 
 
-def render_figure(seed: int, out: str, theta_path: str | None = None) -> str:
+def render_figure(seed: int, out: str, theta_path: str | None = None,
+                  world_options: dict | None = None) -> str:
     """Draw the terrain of `seed` with the torso path and the first depth image; return the
     PNG path."""
     import matplotlib
@@ -47,7 +48,7 @@ def render_figure(seed: int, out: str, theta_path: str | None = None) -> str:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    world = QuadrupedWorld()
+    world = QuadrupedWorld(**(world_options or {}))  # a run's options (slopes, physics)
     theta = load_theta(theta_path) if theta_path else None
     result = walk(seed, theta, world)
     terrain = sample_terrain(seed, world.max_slope_deg, world.plank_length)

@@ -56,7 +56,8 @@ def _silhouette(scene: Scene, i: int, dims: tuple[int, int]) -> np.ndarray | Non
     return pts[hull.vertices]
 
 
-def render_figure(seed: int, out: str | Path, theta_path: str | None = None) -> str:
+def render_figure(seed: int, out: str | Path, theta_path: str | None = None,
+                  world_options: dict | None = None) -> str:
     """Draw environment `seed` flown by θ from theta_path (None: Depth Filter only)."""
     import matplotlib
 
@@ -68,7 +69,8 @@ def render_figure(seed: int, out: str | Path, theta_path: str | None = None) -> 
     from pacplan.worlds.uav.world import UAVWorld
 
     theta = None if theta_path is None else load_theta(theta_path)
-    world = UAVWorld(compile=False)
+    # the run's options (net_scale, use_net); eager rendering is faster for one flight
+    world = UAVWorld(**{**(world_options or {}), "compile": False})
     tr = world.trajectory(theta, int(seed))
     scene = tr.scene
     policy = NumpyPolicy(theta, world.net_scale)
