@@ -192,12 +192,13 @@ def _seed_array(seed_range: tuple[int, int] | list[int], count: int | None = Non
     return np.arange(start, stop, dtype=np.int64)
 
 
-def certify(cfg: RunConfig, run_dir: Path, manifest: Manifest) -> dict[int, Certificate]:
+def certify(cfg: RunConfig, run_dir: Path, manifest: Manifest, cert: np.ndarray,
+            test: np.ndarray) -> dict[int, Certificate]:
     """One certificate per N in the config (first N rows); certificate.json is the largest N."""
-    test_ref = _matrix(run_dir, manifest, "costs/test.npy")
+    test_ref = _matrix(run_dir, manifest, "costs/test.npy", test)
     out: dict[int, Certificate] = {}
     for n in sorted(cfg.certificate.n or []):
-        cert_ref = _matrix(run_dir, manifest, "costs/cert.npy", rows=n)
+        cert_ref = _matrix(run_dir, manifest, "costs/cert.npy", cert[:n])
         provenance = {
             "world": config_to_dict(cfg)["world"],
             "seeds": {"prior": list(cfg.seeds.prior),
@@ -215,10 +216,8 @@ def certify(cfg: RunConfig, run_dir: Path, manifest: Manifest) -> dict[int, Cert
     return out
 
 
-def _matrix(run_dir: Path, manifest: Manifest, name: str, rows: int | None = None) -> CostMatrix:
-    values = load_npy(run_dir / name)
-    if rows is not None:
-        values = values[:rows]
+def _matrix(run_dir: Path, manifest: Manifest, name: str, values: np.ndarray) -> CostMatrix:
+    """The (first rows of the) finished matrix `name`, with its recorded hash."""
     checked, clipped = check_costs(values, name)
     return CostMatrix(values=checked, path=run_dir / name, sha256=manifest.sha(name) or "",
                       rows=checked.shape[0], clipped=clipped)
@@ -256,11 +255,13 @@ def run(cfg: RunConfig, run_dir: str | Path, prior_file: str | Path | None = Non
         world = config_to_dict(cfg)["world"]
         n_cert = max(cfg.certificate.n or [1])
         roles = {"cert": _seed_array(cfg.seeds.cert, n_cert), "test": _seed_array(cfg.seeds.test)}
+        matrices = {}
         for role, seeds in roles.items():
             inputs = {"policies": policies_sha, "world": world,
                       "seeds": [int(seeds[0]), int(seeds[-1]) + 1]}
-            step(f"{role} costs", lambda role=role, seeds=seeds, inputs=inputs: ensure_costs(
-                role, spec, thetas, seeds, run_dir, manifest, ex, inputs, progress))
+            matrices[role] = step(f"{role} costs", lambda role=role, seeds=seeds, inputs=inputs:
+                                  ensure_costs(role, spec, thetas, seeds, run_dir, manifest, ex,
+                                               inputs, progress))
         for base in cfg.baselines:
             b_spec = world_spec(cfg, **base.world_options)
             inputs = {"world": {"name": b_spec.name, "options": b_spec.options},
@@ -269,7 +270,8 @@ def run(cfg: RunConfig, run_dir: str | Path, prior_file: str | Path | None = Non
             step(f"baseline {base.name}", lambda base=base, b_spec=b_spec, inputs=inputs,
                  zero=zero: ensure_costs(f"baseline-{base.name}", b_spec, zero, roles["test"],
                                          run_dir, manifest, ex, inputs, progress))
-        certificates = step("certificates", lambda: certify(cfg, run_dir, manifest))
+        certificates = step("certificates", lambda: certify(cfg, run_dir, manifest,
+                                                            matrices["cert"], matrices["test"]))
     finally:
         if own:
             ex.close()
