@@ -149,13 +149,18 @@ def test_bad_inputs() -> None:
         ex.cost_matrix(WorldSpec("nope", {}), np.zeros((1, 6)), np.arange(1))
 
 
-def test_es_result_does_not_depend_on_the_executor(pool, tmp_path: Path) -> None:
-    cfg = parse_config({
+def _es_config(iterations: int):
+    """A small toy ES run with this module's chunking."""
+    return parse_config({
         "name": "t", "world": {"name": "toy", "options": SPEC.options},
         "seeds": {"prior": [0, 300], "cert": [1000, 1100], "test": [2000, 2100]},
-        "es": {"iterations": 6, "envs_per_iter": 8, "pairs_per_env": 3, "seed": 1},
+        "es": {"iterations": iterations, "envs_per_iter": 8, "pairs_per_env": 3, "seed": 1},
         "executor": CHUNKS,
     })
+
+
+def test_es_result_does_not_depend_on_the_executor(pool, tmp_path: Path) -> None:
+    cfg = _es_config(iterations=6)
     a = train_prior(cfg, tmp_path / "serial", progress=False)
     b = train_prior(cfg, tmp_path / "proc", executor=pool, progress=False)
     assert np.array_equal(a.mu, b.mu) and np.array_equal(a.logvar, b.logvar)
@@ -185,12 +190,7 @@ def test_ray_agrees_with_serial_to_the_bit(ray_executor, data: tuple, tmp_path: 
     assert len(keys) == 23 and (0, 0) not in keys and (5, 7) not in keys
     with pytest.raises(PacplanError, match="thetas must be"):
         ray_executor.cost_matrix(SPEC, thetas[:, :4], seeds)
-    cfg = parse_config({
-        "name": "t", "world": {"name": "toy", "options": SPEC.options},
-        "seeds": {"prior": [0, 300], "cert": [1000, 1100], "test": [2000, 2100]},
-        "es": {"iterations": 4, "envs_per_iter": 8, "pairs_per_env": 3, "seed": 1},
-        "executor": CHUNKS,
-    })
+    cfg = _es_config(iterations=4)
     a = train_prior(cfg, tmp_path / "serial", progress=False)
     b = train_prior(cfg, tmp_path / "ray", executor=ray_executor, progress=False)
     assert np.array_equal(a.mu, b.mu) and np.array_equal(a.logvar, b.logvar)
