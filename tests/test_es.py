@@ -317,3 +317,29 @@ def test_shared_perturbations_fly_one_matrix_and_reach_the_toy_optimum(tmp_path:
     assert calls and all(c == (2 * cfg.es.pairs_per_env, 8) for c in calls)
     world = ToyWorld(**cfg.world.options)
     assert world.expected_cost(state.mu, state.sigma**2) - world.min_expected_cost() < 0.03
+
+
+def test_init_mean_from_a_weights_file(tmp_path: Path) -> None:
+    from safetensors.numpy import save_file
+
+    start = np.arange(5, dtype=np.float32) / 10
+    save_file({"theta": start}, str(tmp_path / "start.safetensors"))
+    cfg = _cfg(iterations=1, init_mean=str(tmp_path / "start.safetensors"))
+    from pacplan.es import init_state
+
+    np.testing.assert_array_equal(init_state(cfg.es, 5).mu, start.astype(np.float64))
+    train_prior(cfg, tmp_path / "run", progress=False)
+    # A relative path in a YAML file is taken relative to that file.
+    data = yaml.safe_load(yaml.safe_dump(cfg.model_dump(mode="json")))
+    data["es"]["init_mean"] = "start.safetensors"
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(data))
+    assert load_config(tmp_path / "c.yaml").es.init_mean == str(tmp_path / "start.safetensors")
+    # The run is tied to the file's content: a changed file is a different config.
+    save_file({"theta": start + 1}, str(tmp_path / "start.safetensors"))
+    with pytest.raises(PacplanError, match="different config"):
+        train_prior(cfg, tmp_path / "run", progress=False)
+    with pytest.raises(PacplanError, match="init_mean file not found"):
+        train_prior(_cfg(init_mean=str(tmp_path / "nope.npy")), tmp_path / "x", progress=False)
+    np.save(tmp_path / "short.npy", np.zeros(3))
+    with pytest.raises(PacplanError, match="expected 5"):
+        train_prior(_cfg(init_mean=str(tmp_path / "short.npy")), tmp_path / "y", progress=False)

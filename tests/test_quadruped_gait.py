@@ -93,3 +93,33 @@ def test_policy_has_944_weights_and_matches_torch_layout() -> None:
 def test_policy_rejects_wrong_size() -> None:
     with pytest.raises(PacplanError):
         unpack(np.zeros(943))
+
+
+def test_gait_theta_runs_its_gait_whatever_the_policy_sees() -> None:
+    from pacplan.worlds.quadruped.policy import gait_theta
+
+    rng = np.random.default_rng(0)
+    for target in (GaitParams(0.5, 0.5, 0.0, 30.0), GaitParams(0.3, 0.9, 0.05, 22.0)):
+        theta = gait_theta(target)
+        assert theta.shape == (POLICY_DIM,) and np.count_nonzero(theta) <= 4
+        for _ in range(5):
+            eta = policy_output(theta, rng.uniform(0, 10, (50, 50)), rng.normal(0, 10, 22))
+            got = GaitParams.from_policy_output(eta)
+            assert got.a1 == pytest.approx(target.a1, abs=1e-9)
+            assert got.a2 == pytest.approx(target.a2, abs=1e-9)
+            assert got.omega == pytest.approx(target.omega, abs=1e-9)
+            # a_st = 0 cannot be reached by a sigmoid: it becomes the floor, 0.0025
+            assert got.a_st == pytest.approx(max(target.a_st, 0.0025), abs=1e-9)
+    with pytest.raises(PacplanError, match="outside the gaits"):
+        gait_theta(GaitParams(0.1, 0.5, 0.0, 30.0))
+
+
+def test_shipped_gait_init_file_is_the_reference_gait() -> None:
+    from pathlib import Path
+
+    from pacplan.weights import load_theta
+    from pacplan.worlds.quadruped.policy import gait_theta
+
+    path = Path(__file__).resolve().parents[1] / "priors" / "quadruped-gait-init.safetensors"
+    expected = gait_theta(GaitParams(0.5, 0.5, 0.0, 30.0)).astype(np.float32)
+    np.testing.assert_array_equal(load_theta(path, POLICY_DIM), expected)

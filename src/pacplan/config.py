@@ -74,7 +74,9 @@ class ESConfig(_Strict):
     pairs_per_env: int = Field(8, ge=1, description="antithetic pairs per environment (m-hat)")
     lr_mu: float = Field(0.05, gt=0)
     lr_logvar: float = Field(0.05, gt=0)
-    init_mean: float | list[float] = 0.0
+    init_mean: float | list[float] | str = Field(
+        0.0, description="initial mean: one value for every weight, a list of them, or a weights "
+        "file (.safetensors or .npy, relative to the config file), e.g. a policy to start from")
     init_var: float = Field(4.0, gt=0)
     logvar_min: float = -12.0
     logvar_max: float = 6.0
@@ -218,6 +220,8 @@ def load_config(path: str | Path) -> RunConfig:
     cfg = parse_config(data, source=str(p))
     if cfg.prior is not None and not Path(cfg.prior).is_absolute():
         cfg.prior = str((p.parent / cfg.prior).resolve())
+    if isinstance(cfg.es.init_mean, str) and not Path(cfg.es.init_mean).is_absolute():
+        cfg.es.init_mean = str((p.parent / cfg.es.init_mean).resolve())
     return cfg
 
 

@@ -76,7 +76,11 @@ class ESState:
 
 def init_state(cfg: Any, dim: int) -> ESState:
     """Prior at iteration 0: mu = init_mean, logvar = log(init_var); zero Adam moments."""
-    if isinstance(cfg.init_mean, list):
+    if isinstance(cfg.init_mean, str):
+        from pacplan.weights import load_theta
+
+        mu = load_theta(cfg.init_mean, dim, world="es.init_mean").astype(np.float64)
+    elif isinstance(cfg.init_mean, list):
         mu = np.asarray(cfg.init_mean, dtype=np.float64)
         if mu.shape != (dim,):
             raise PacplanError(
@@ -455,6 +459,11 @@ def es_fingerprint(cfg: Any) -> str:
     """sha256 of what the iterates depend on: world, prior seeds, es settings but `iterations`."""
     es = cfg.es.model_dump(mode="json")
     es.pop("iterations")
+    if isinstance(cfg.es.init_mean, str):  # the file's content counts, not where it lives
+        path = Path(cfg.es.init_mean)
+        if not path.is_file():
+            raise PacplanError(f"es.init_mean file not found: {path}")
+        es["init_mean"] = {"sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
     payload = {"world": cfg.world.model_dump(mode="json"), "prior": list(cfg.seeds.prior),
                "es": es}
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()

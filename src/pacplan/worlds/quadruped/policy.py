@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from pacplan.errors import PacplanError
+from pacplan.worlds.quadruped.gait import GaitParams
 
 IMAGE_SIZE = 50
 KERNEL = 5
@@ -59,3 +60,25 @@ def policy_output(theta: np.ndarray, depth: np.ndarray, proprio: np.ndarray) -> 
     x = np.concatenate([depth_features(w, depth), np.asarray(proprio, dtype=np.float64)])
     z = w["lin_w"] @ x + w["lin_b"]
     return 0.5 * (1.0 + np.tanh(0.5 * z))  # sigmoid without overflow warnings
+
+
+def gait_theta(params: GaitParams, eta_floor: float = 0.0025) -> np.ndarray:
+    """(944,) weights whose policy runs the gait `params` whatever it sees.
+
+    Every weight is zero but the final biases, set to the logits of the η that
+    `GaitParams.from_policy_output` maps to `params` (η kept in [floor, 1 − floor], so a_st = 0
+    becomes a_st = floor). A starting mean for ES: training then begins at a gait that walks
+    instead of at a random network, and the depth and proprioceptive weights start neutral.
+    """
+    eta = np.array([
+        (params.a1 - 0.2) / 0.8,
+        (params.a2 - 0.2) / 0.8,
+        (params.omega - 20.0) / 20.0,
+        params.a_st,
+    ])
+    if np.any(eta < 0.0) or np.any(eta > 1.0):
+        raise PacplanError(f"{params} is outside the gaits the policy can output")
+    eta = np.clip(eta, eta_floor, 1.0 - eta_floor)
+    theta = np.zeros(POLICY_DIM)
+    theta[-N_OUT:] = np.log(eta / (1.0 - eta))
+    return theta
