@@ -168,6 +168,11 @@ def test_given_prior_is_used_and_checked(tmp_path: Path):
                                   np.load(second / "policies.npy"))
     with pytest.raises(PacplanError, match="holds a different prior"):
         run(_cfg(), first, prior_file=second / "policies.npy", progress=False)
+    # The same prior read from another place (say, another checkout) resumes the run.
+    copy = tmp_path / "elsewhere.safetensors"
+    copy.write_bytes((first / "prior.safetensors").read_bytes())
+    run(_cfg(prior=str(copy)), second, progress=False, executor=ex)
+    assert ex.computed == 5 * 3 + 6 * 3 + 5, "nothing recomputed after the first run"
     with pytest.raises(PacplanError, match="prior file not found"):
         run(_cfg(), tmp_path / "c", prior_file=tmp_path / "nope.safetensors", progress=False)
     with pytest.raises(PacplanError, match="weights"):
@@ -189,3 +194,42 @@ def test_cli_run_and_report(tmp_path: Path):
     proc = subprocess.run([sys.executable, "-m", "pacplan.cli", "run", str(tmp_path / "x.yaml")],
                           capture_output=True, text=True, env=env)
     assert proc.returncode == 2 and "config file not found" in proc.stderr
+
+
+def test_baseline_from_a_weights_file_and_stale_chunks(tmp_path: Path):
+    """A baseline flies the policy of its weights file; a changed file recomputes the row and
+    discards chunks a killed run left for the old file."""
+    from pacplan.pipeline import ChunkStore
+    from pacplan.worlds.toy import ToyWorld
+
+    weights = tmp_path / "w.npy"
+    np.save(weights, np.full(6, 0.3, dtype=np.float32))
+    cfg = _cfg(baselines=[{"name": "fixed", "weights": str(weights)}])
+    run_dir = tmp_path / "run"
+    run(cfg, run_dir, progress=False)
+    row = np.load(run_dir / "costs" / "baseline-fixed.npy")
+    expected = ToyWorld(dim=6, shift=0.3).costs(np.full((1, 6), 0.3, np.float32),
+                                                np.arange(20_000, 20_200))
+    np.testing.assert_array_equal(row, expected)
+    # Same file content at another path: nothing to redo (a run stays resumable elsewhere).
+    moved = tmp_path / "moved.npy"
+    moved.write_bytes(weights.read_bytes())
+    ex = CountingExecutor(chunk_policies=4, chunk_seeds=40)
+    run(_cfg(baselines=[{"name": "fixed", "weights": str(moved)}]), run_dir, progress=False,
+        executor=ex)
+    assert ex.computed == 0
+    # New content in the same directory is refused, naming what changed.
+    np.save(weights, np.zeros(6, dtype=np.float32))
+    with pytest.raises(PacplanError, match="different weights_sha256"):
+        run(cfg, run_dir, progress=False)
+    # A chunk that a killed run left for other weights is discarded, not reused.
+    fresh = tmp_path / "fresh"
+    old_inputs = {"world": {"name": "toy", "options": {"dim": 6, "shift": 0.3}},
+                  "seeds": [20_000, 20_200], "weights_sha256": "old"}
+    ChunkStore(fresh / "costs" / "baseline-fixed.chunks", old_inputs).save(
+        (0, 0), np.full((40, 1), 0.5))
+    run(cfg, fresh, progress=False)
+    expected = ToyWorld(dim=6, shift=0.3).costs(np.zeros((1, 6), np.float32),
+                                                np.arange(20_000, 20_200))
+    np.testing.assert_array_equal(np.load(fresh / "costs" / "baseline-fixed.npy"), expected)
+    assert not np.array_equal(expected, row)

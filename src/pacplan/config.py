@@ -142,11 +142,14 @@ class BaselineConfig(_Strict):
     """A fixed policy evaluated on the test set beside the certified posterior (a report row).
 
     The world is rebuilt with `world_options` overriding the run's options (e.g. the UAV's
-    `use_net: false` for the Depth-Filter-only planner) and flown with all-zero weights.
+    `use_net: false` for the Depth-Filter-only planner) and flown with all-zero weights, or with
+    the policy in `weights` (e.g. the quadruped's open-loop reference gait).
     """
 
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
     world_options: dict[str, Any] = Field(default_factory=dict)
+    weights: str | None = Field(None, description="a policy file (.safetensors or .npy) flown "
+                                "instead of all-zero weights; relative to the config's folder")
 
 
 class ReportConfig(_Strict):
@@ -222,6 +225,9 @@ def load_config(path: str | Path) -> RunConfig:
         cfg.prior = str((p.parent / cfg.prior).resolve())
     if isinstance(cfg.es.init_mean, str) and not Path(cfg.es.init_mean).is_absolute():
         cfg.es.init_mean = str((p.parent / cfg.es.init_mean).resolve())
+    for base in cfg.baselines:
+        if base.weights is not None and not Path(base.weights).is_absolute():
+            base.weights = str((p.parent / base.weights).resolve())
     return cfg
 
 

@@ -8,6 +8,8 @@ anything finished; the full matrix is assembled once every chunk exists.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import shutil
 import time
 from collections.abc import Callable
@@ -25,6 +27,7 @@ from pacplan.errors import PacplanError
 from pacplan.es import PRIOR_FILE, load_prior, train_prior
 from pacplan.executors import Executor, WorldSpec, executor_from_config, get_world
 from pacplan.matrices import CostMatrix, check_costs, sha256_file
+from pacplan.weights import load_theta
 
 POLICIES_FILE = "policies.npy"
 CERTIFICATE_FILE = "certificate.json"
@@ -44,10 +47,19 @@ def world_spec(cfg: RunConfig, **overrides: Any) -> WorldSpec:
     return WorldSpec(cfg.world.name, {**cfg.world.options, **overrides})
 
 
-def _config_identity(cfg: RunConfig) -> dict[str, Any]:
-    """The config minus where the work runs (executor), which never changes any result."""
-    d = config_to_dict(cfg)
-    d.pop("executor")
+def _config_identity(config: dict[str, Any]) -> dict[str, Any]:
+    """A config as a dict minus what never changes a result: where the work runs (executor)
+    and where input files live. Their contents are checked where they are used: the prior by
+    its sha256 in the manifest, a baseline's weights in its matrix's inputs, an ES starting
+    mean by the ES fingerprint. So a run directory stays resumable from another checkout."""
+    d = json.loads(json.dumps(config))  # a deep copy
+    d.pop("executor", None)
+    d.pop("prior", None)
+    if isinstance(d.get("es", {}).get("init_mean"), str):
+        d["es"]["init_mean"] = "<file>"
+    for base in d.get("baselines", []):
+        if base.get("weights") is not None:
+            base["weights"] = "<file>"
     return d
 
 
@@ -55,11 +67,10 @@ def _freeze_config(cfg: RunConfig, run_dir: Path) -> None:
     """Write config.yaml, or refuse if the directory was made by a different config."""
     path = run_dir / "config.yaml"
     if path.is_file():
-        old = yaml.safe_load(path.read_text()) or {}
-        old.pop("executor", None)
-        if old != _config_identity(cfg):
-            changed = sorted(k for k in set(old) | set(_config_identity(cfg))
-                             if old.get(k) != _config_identity(cfg).get(k))
+        old = _config_identity(yaml.safe_load(path.read_text()) or {})
+        new = _config_identity(config_to_dict(cfg))
+        if old != new:
+            changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
             raise PacplanError(f"{run_dir} was made by a different config (changed: "
                                f"{', '.join(changed)}); use a new --out directory")
     dump_config(cfg, path)
@@ -108,10 +119,25 @@ def ensure_policies(cfg: RunConfig, run_dir: Path, manifest: Manifest, prior_sha
 
 
 class ChunkStore:
-    """Finished chunks of one cost matrix, one atomic .npy per (seed start, policy start)."""
+    """Finished chunks of one cost matrix, one atomic .npy per (seed start, policy start).
 
-    def __init__(self, folder: Path):
+    With `inputs`, the folder is stamped with them (inputs.json) and chunks left by a run
+    with other inputs (say, a baseline whose weights file changed since) are discarded.
+    """
+
+    STAMP = "inputs.json"
+
+    def __init__(self, folder: Path, inputs: dict[str, Any] | None = None):
         self.folder = folder
+        if inputs is None:
+            return
+        stamp = json.dumps(inputs, sort_keys=True)
+        path = folder / self.STAMP
+        if path.is_file() and path.read_text() != stamp:
+            shutil.rmtree(folder)
+        if not path.is_file():
+            folder.mkdir(parents=True, exist_ok=True)
+            path.write_text(stamp)
 
     @staticmethod
     def _name(key: tuple[int, int]) -> str:
@@ -144,7 +170,7 @@ def ensure_costs(role: str, spec: WorldSpec, thetas: np.ndarray, seeds: np.ndarr
     name = f"costs/{role}.npy"
     if manifest.check(name, **inputs):
         return load_npy(run_dir / name)
-    store = ChunkStore(run_dir / "costs" / f"{role}.chunks")
+    store = ChunkStore(run_dir / "costs" / f"{role}.chunks", inputs)
     done = store.done()
     total = len(list(_grid(executor, len(seeds), len(thetas))))
     bar = _progress_bar(progress, f"{role} costs", total, len(done))
@@ -266,10 +292,14 @@ def run(cfg: RunConfig, run_dir: str | Path, prior_file: str | Path | None = Non
             b_spec = world_spec(cfg, **base.world_options)
             inputs = {"world": {"name": b_spec.name, "options": b_spec.options},
                       "seeds": list(cfg.seeds.test)}
-            zero = np.zeros((1, thetas.shape[1]), dtype=np.float32)
+            if base.weights is None:
+                fixed = np.zeros((1, thetas.shape[1]), dtype=np.float32)
+            else:  # the file's content is an input, not its path
+                fixed = load_theta(base.weights, thetas.shape[1], cfg.world.name)[None, :]
+                inputs["weights_sha256"] = hashlib.sha256(fixed.tobytes()).hexdigest()
             step(f"baseline {base.name}", lambda base=base, b_spec=b_spec, inputs=inputs,
-                 zero=zero: ensure_costs(f"baseline-{base.name}", b_spec, zero, roles["test"],
-                                         run_dir, manifest, ex, inputs, progress))
+                 fixed=fixed: ensure_costs(f"baseline-{base.name}", b_spec, fixed, roles["test"],
+                                           run_dir, manifest, ex, inputs, progress))
         certificates = step("certificates", lambda: certify(cfg, run_dir, manifest,
                                                             matrices["cert"], matrices["test"]))
     finally:
@@ -281,7 +311,6 @@ def run(cfg: RunConfig, run_dir: str | Path, prior_file: str | Path | None = Non
 
 def _save_timings(run_dir: Path, seconds: dict[str, float]) -> None:
     """Append this invocation's step times (a resumed step shows only its remaining work)."""
-    import json
 
     path = run_dir / TIMINGS_FILE
     history = json.loads(path.read_text()) if path.is_file() else []
