@@ -87,6 +87,52 @@ def _policy_rollouts(args: tuple[list[int], int]) -> dict[str, float]:
     return {"wall": wall, "sim": sim_s, "n": len(seeds)}
 
 
+def _step_profile(seeds: list[int]) -> dict[str, Any]:
+    """Where a 10 s rollout's time goes, and what coarser physics would buy (a diagnostic).
+
+    Times every `pybullet.stepSimulation` call of full reference-gait rollouts, then repeats
+    them with 1 solver iteration instead of 60 (far coarser than the public code: not an option
+    for certificates, only the floor on what the solver iterations can give back).
+    """
+    import pybullet
+
+    inner = pybullet.stepSimulation
+    spent = [0.0]
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            spent[0] += time.perf_counter() - t0
+
+    out: dict[str, Any] = {}
+    config = RolloutConfig(finish_dx=1e6)
+    for iterations in (60, 1):
+        sim = MinitaurSim(PhysicsConfig(solver_iterations=iterations))
+        sim.reset(sample_terrain(10_000, 23.3))
+        spent[0], wall, sim_s = 0.0, 0.0, 0.0
+        pybullet.stepSimulation = timed
+        try:
+            for seed in seeds:
+                t0 = time.perf_counter()
+                r = rollout(sim, sample_terrain(seed, 23.3), fixed_gait_controller(STRAIGHT),
+                            config)
+                wall += time.perf_counter() - t0
+                sim_s += r.sim_time
+        finally:
+            pybullet.stepSimulation = inner
+            sim.close()
+        out[f"solver_iterations_{iterations}"] = {
+            "wall_s_per_10s_sim": 10.0 * wall / sim_s,
+            "share_of_wall_in_stepSimulation": spent[0] / wall,
+        }
+    out["note"] = ("solver_iterations_1 is far coarser than the public code's 60 and is shown only "
+                   "to bound what the solver costs; everything outside stepSimulation (PD "
+                   "torques, camera, policy, reset) is the rest of the wall time")
+    return out
+
+
 def _two_processes(fn: Any, halves: list[Any]) -> tuple[float, list[dict[str, float]]]:
     ctx = mp.get_context("spawn")
     with ctx.Pool(2) as pool:
@@ -219,6 +265,7 @@ def main() -> None:
             "slope_35_plank_0.25": _gait_costs(35.0, 0.25, n),
             "clean_contacts_slope_23.3_plank_0.5": _gait_costs(23.3, 0.5, n, mounted=False),
         },
+        "step_profile": _step_profile(list(range(max(1, n // 2)))),
         "public_code_env": _public_env(),
         "paper_preset_projection_hours": {
             "rollouts": rollouts_total,
