@@ -32,13 +32,13 @@ from typing import Any
 import numpy as np
 
 from pacplan.worlds.quadruped import QuadrupedWorld
-from pacplan.worlds.quadruped.gait import GaitParams
+from pacplan.worlds.quadruped.gait import REFERENCE_GAIT
 from pacplan.worlds.quadruped.policy import POLICY_DIM
 from pacplan.worlds.quadruped.rollout import RolloutConfig, fixed_gait_controller, rollout
 from pacplan.worlds.quadruped.sim import MinitaurSim, PhysicsConfig
 from pacplan.worlds.quadruped.terrain import sample_terrain
 
-STRAIGHT = GaitParams(a1=0.5, a2=0.5, a_st=0.0, omega=30.0)
+STRAIGHT = REFERENCE_GAIT
 PUBLIC_PHYSICS = {
     "source": "pybullet_envs.minitaur.envs.minitaur_gym_env.MinitaurGymEnv"
     "(pd_control_enabled=True), as the paper's code built it",

@@ -12,10 +12,8 @@ from pathlib import Path
 
 from safetensors.numpy import save_file
 
-from pacplan.worlds.quadruped.gait import GaitParams
+from pacplan.worlds.quadruped.gait import REFERENCE_GAIT
 from pacplan.worlds.quadruped.policy import gait_theta
-
-REFERENCE_GAIT = GaitParams(a1=0.5, a2=0.5, a_st=0.0, omega=30.0)
 
 if __name__ == "__main__":
     out = Path(__file__).resolve().parent.parent / "priors" / "quadruped-gait-init.safetensors"

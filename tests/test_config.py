@@ -112,3 +112,9 @@ def test_every_shipped_preset_loads() -> None:
     for p in presets:
         cfg = load_config(p)
         assert cfg.name == p.stem
+        # every file a preset names is shipped with it
+        files = [cfg.prior, *(b.weights for b in cfg.baselines)]
+        if isinstance(cfg.es.init_mean, str):
+            files.append(cfg.es.init_mean)
+        for f in files:
+            assert f is None or Path(f).is_file(), f"{p.name} names a missing file {f}"

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from pacplan.weights import load_theta as load_policy_weights
-from pacplan.worlds.quadruped.gait import GaitParams
+from pacplan.worlds.quadruped.gait import REFERENCE_GAIT
 from pacplan.worlds.quadruped.policy import POLICY_DIM
 from pacplan.worlds.quadruped.rollout import (
     RolloutResult,
@@ -17,9 +17,6 @@ from pacplan.worlds.quadruped.rollout import (
 )
 from pacplan.worlds.quadruped.terrain import sample_terrain
 from pacplan.worlds.quadruped.world import QuadrupedWorld
-
-# Drawn when no policy is given: the design's reference open-loop gait.
-REFERENCE_GAIT = GaitParams(a1=0.5, a2=0.5, a_st=0.0, omega=30.0)
 
 
 def load_theta(path: str | Path) -> np.ndarray:
@@ -85,7 +82,8 @@ def render_figure(seed: int, out: str, theta_path: str | None = None,
     top.axhline(0.0, color="0.5", lw=0.5)
     top.set_xlabel("x (m)")
     top.set_ylabel("y (m)")
-    top.set_ylim(-1.0, 1.0)
+    reach = max(1.0, float(np.abs(result.path[:, 2]).max()) + 0.2)  # keep a veering path in view
+    top.set_ylim(-reach, reach)
 
     img_ax = fig.add_subplot(grid[:, 1])
     depth = result.first_depth if result.first_depth is not None else np.zeros((50, 50))
