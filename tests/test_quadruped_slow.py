@@ -63,3 +63,32 @@ def test_costs_identical_in_a_worker_process() -> None:
     with mp.get_context("spawn").Pool(1) as pool:
         there = pool.map(_costs_in_worker, [(options, thetas, seeds)])[0]
     np.testing.assert_array_equal(here, there)
+
+
+def test_quick_preset_shrunk_runs_end_to_end(tmp_path) -> None:
+    """configs/quadruped-quick.yaml, shrunk to 2 policies on 4 + 2 terrains: the shipped prior,
+    its policies, the reference-gait baseline row and a certificate that verifies."""
+    from pathlib import Path
+
+    from pacplan.certificate import verify
+    from pacplan.config import load_config
+    from pacplan.pipeline import run
+    from pacplan.report import write_report
+    from pacplan.worlds.quadruped.policy import gait_theta
+
+    repo = Path(__file__).resolve().parents[1]
+    cfg = load_config(repo / "configs" / "quadruped-quick.yaml")
+    cfg.policies.m = 2
+    cfg.certificate.n = [4]
+    cfg.seeds.cert = (100000, 100004)
+    cfg.seeds.test = (200000, 200002)
+    cfg.report.trajectories = 0
+    run(cfg, tmp_path, progress=False)
+    c = verify(tmp_path / "certificate.json")
+    assert c.n == 4 and c.m == 2 and c.test_n == 2 and c.certified >= c.emp_cost
+    # the baseline row is the reference gait, rolled out by the world itself
+    row = np.load(tmp_path / "costs" / "baseline-reference-gait.npy")
+    world = QuadrupedWorld(max_slope_deg=23.3)
+    theta = gait_theta(STRAIGHT).astype(np.float32)[None, :]
+    np.testing.assert_array_equal(row, world.costs(theta, np.array([200000, 200001])))
+    assert "baseline: reference-gait" in write_report(tmp_path).read_text()

@@ -181,3 +181,19 @@ def test_mounted_contacts_option(mounted: bool) -> None:
     else:
         assert n_links == 16 and len(self_contacts) == 0
     s.close()
+
+
+def test_shipped_quadruped_result_verifies() -> None:
+    """results/quadruped: the certificate recomputes from its stored matrices, lies above the
+    test cost's lower confidence limit, and its policies come from the shipped prior."""
+    import hashlib
+    from pathlib import Path
+
+    from pacplan.certificate import verify
+
+    repo = Path(__file__).resolve().parents[1]
+    c = verify(repo / "results" / "quadruped" / "certificate.json")
+    assert c.m == 5 and c.n == 300 and c.test_n == 100
+    assert c.certified >= c.test_ci[0]
+    shipped = hashlib.sha256((repo / "priors" / "quadruped.safetensors").read_bytes()).hexdigest()
+    assert c.provenance["prior_sha256"] == shipped
