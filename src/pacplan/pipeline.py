@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import time
 from collections.abc import Callable
@@ -100,9 +101,17 @@ def ensure_prior(cfg: RunConfig, run_dir: Path, manifest: Manifest, executor: Ex
             raise PacplanError(f"prior {source} has {mu.size} weights but world "
                                f"{cfg.world.name!r} needs {dim}")
         shutil.copyfile(source, target)
-        return manifest.record(PRIOR_FILE, source=str(source))
+        return manifest.record(PRIOR_FILE, source=_relative_to(source, run_dir))
     train_prior(cfg, run_dir, executor=executor, progress=progress)
     return manifest.record(PRIOR_FILE, source="es")
+
+
+def _relative_to(path: Path, folder: Path) -> str:
+    """`path` as seen from `folder` when they share a root (provenance that survives a move)."""
+    try:
+        return os.path.relpath(Path(path).resolve(), Path(folder).resolve())
+    except ValueError:  # another drive
+        return str(path)
 
 
 def ensure_policies(cfg: RunConfig, run_dir: Path, manifest: Manifest, prior_sha: str) -> str:
@@ -311,7 +320,6 @@ def run(cfg: RunConfig, run_dir: str | Path, prior_file: str | Path | None = Non
 
 def _save_timings(run_dir: Path, seconds: dict[str, float]) -> None:
     """Append this invocation's step times (a resumed step shows only its remaining work)."""
-
     path = run_dir / TIMINGS_FILE
     history = json.loads(path.read_text()) if path.is_file() else []
     history.append({"finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
