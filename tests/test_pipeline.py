@@ -72,6 +72,11 @@ def test_end_to_end_certificates_verify_and_report(tmp_path: Path):
     np.testing.assert_array_equal(np.load(tmp_path / "costs" / "cert.npy"), expected)
     report = write_report(tmp_path).read_text()
     assert "| 120 |" in report and "| 240 |" in report and "baseline: zeros" in report
+    # the paired row: posterior's expected cost minus the baseline's, environment by environment
+    base = np.load(tmp_path / "costs" / "baseline-zeros.npy")[:, 0]
+    d = np.load(tmp_path / "costs" / "test.npy") @ np.asarray(c.p) - base
+    assert f"| zeros | {100 * base.mean():.2f} %" in report
+    assert f"| {100 * d.mean():+.2f} pts [" in report
     assert (tmp_path / "figures" / "bounds_vs_n.png").stat().st_size > 1000
 
 
@@ -233,3 +238,24 @@ def test_baseline_from_a_weights_file_and_stale_chunks(tmp_path: Path):
                                                 np.arange(20_000, 20_200))
     np.testing.assert_array_equal(np.load(fresh / "costs" / "baseline-fixed.npy"), expected)
     assert not np.array_equal(expected, row)
+
+
+def test_paired_comparison_against_exact_cases():
+    from pacplan.report import paired_comparison
+
+    rng = np.random.default_rng(0)
+    test = rng.uniform(0, 1, (50, 3))
+    p = np.array([0.2, 0.3, 0.5])
+    same = paired_comparison(p, test, {"same": (test @ p)[:, None]})
+    assert "| same | " in same and "+0.00 pts [+0.00, +0.00] | 0 / 0 / 50 |" in same
+    worst = paired_comparison(p, np.zeros((50, 3)), {"ones": np.ones((50, 1))})
+    assert "-100.00 pts [-100.00, -100.00] | 50 / 0 / 0 |" in worst
+    # a mixed case: the interval contains the mean and lies within the range of d
+    base = rng.uniform(0, 1, (50, 1))
+    row = paired_comparison(p, test, {"b": base}).splitlines()[-1]
+    d = 100 * (test @ p - base[:, 0])
+    mean, lo, hi = (float(x) for x in
+                    row.split("|")[4].replace("pts", "").replace("[", "").replace("]", "")
+                    .replace(",", "").split())
+    assert mean == pytest.approx(d.mean(), abs=0.006) and lo <= mean <= hi
+    assert d.min() <= lo and hi <= d.max()
