@@ -85,7 +85,7 @@ class Certificate:
         d = self.to_dict()
         for key in ("cert_matrix", "test_matrix"):
             if d[key] is not None:
-                d[key]["path"] = _relative_to(d[key]["path"], path.parent)
+                d[key]["path"] = relative_path(d[key]["path"], path.parent)
         tmp = path.with_suffix(path.suffix + ".tmp")
         tmp.write_text(json.dumps(d, indent=2) + "\n")
         os.replace(tmp, path)
@@ -114,7 +114,8 @@ class Certificate:
             raise PacplanError(f"{path}: not a pacplan certificate ({exc})") from exc
 
 
-def _relative_to(target: str, folder: Path) -> str:
+def relative_path(target: str | Path, folder: Path) -> str:
+    """`target` as seen from `folder` (a record that survives moving both together)."""
     try:
         return os.path.relpath(Path(target).resolve(), folder.resolve())
     except ValueError:  # another drive on Windows

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import time
 from collections.abc import Callable
@@ -22,7 +21,7 @@ import numpy as np
 import yaml
 
 from pacplan.artifacts import Manifest, atomic_save_npy, load_npy
-from pacplan.certificate import Certificate, build_certificate
+from pacplan.certificate import Certificate, build_certificate, relative_path
 from pacplan.config import RunConfig, config_to_dict, dump_config
 from pacplan.errors import PacplanError
 from pacplan.es import PRIOR_FILE, load_prior, train_prior
@@ -101,17 +100,9 @@ def ensure_prior(cfg: RunConfig, run_dir: Path, manifest: Manifest, executor: Ex
             raise PacplanError(f"prior {source} has {mu.size} weights but world "
                                f"{cfg.world.name!r} needs {dim}")
         shutil.copyfile(source, target)
-        return manifest.record(PRIOR_FILE, source=_relative_to(source, run_dir))
+        return manifest.record(PRIOR_FILE, source=relative_path(source, run_dir))
     train_prior(cfg, run_dir, executor=executor, progress=progress)
     return manifest.record(PRIOR_FILE, source="es")
-
-
-def _relative_to(path: Path, folder: Path) -> str:
-    """`path` as seen from `folder` when they share a root (provenance that survives a move)."""
-    try:
-        return os.path.relpath(Path(path).resolve(), Path(folder).resolve())
-    except ValueError:  # another drive
-        return str(path)
 
 
 def ensure_policies(cfg: RunConfig, run_dir: Path, manifest: Manifest, prior_sha: str) -> str:
