@@ -56,12 +56,16 @@ PUBLIC_PHYSICS = {
 }
 
 
-def _full_rollouts(args: tuple[list[int], bool]) -> dict[str, float]:
+def _warm_sim(physics: PhysicsConfig) -> MinitaurSim:
+    """A simulator already connected and loaded once, so timing starts at the first rollout."""
+    sim = MinitaurSim(physics)
+    sim.reset(sample_terrain(10_000, 23.3))
+    return sim
+
+
+def _time_gait_rollouts(sim: MinitaurSim, seeds: list[int]) -> dict[str, float]:
     """Reference-gait rollouts that run the whole horizon; (wall, cpu, simulated) seconds."""
-    seeds, mounted = args
-    sim = MinitaurSim(PhysicsConfig(mounted_contacts=mounted))
     config = RolloutConfig(finish_dx=1e6)
-    sim.reset(sample_terrain(10_000, 23.3))  # connect and load once before timing
     wall = cpu = sim_s = 0.0
     for seed in seeds:
         t0, c0 = time.perf_counter(), time.process_time()
@@ -69,8 +73,17 @@ def _full_rollouts(args: tuple[list[int], bool]) -> dict[str, float]:
         wall += time.perf_counter() - t0
         cpu += time.process_time() - c0
         sim_s += r.sim_time
-    sim.close()
     return {"wall": wall, "cpu": cpu, "sim": sim_s, "n": len(seeds)}
+
+
+def _full_rollouts(args: tuple[list[int], bool]) -> dict[str, float]:
+    """`_time_gait_rollouts` in a fresh simulator with the given contact model."""
+    seeds, mounted = args
+    sim = _warm_sim(PhysicsConfig(mounted_contacts=mounted))
+    try:
+        return _time_gait_rollouts(sim, seeds)
+    finally:
+        sim.close()
 
 
 def _policy_rollouts(args: tuple[list[int], int]) -> dict[str, float]:
@@ -107,25 +120,18 @@ def _step_profile(seeds: list[int]) -> dict[str, Any]:
             spent[0] += time.perf_counter() - t0
 
     out: dict[str, Any] = {}
-    config = RolloutConfig(finish_dx=1e6)
     for iterations in (60, 1):
-        sim = MinitaurSim(PhysicsConfig(solver_iterations=iterations))
-        sim.reset(sample_terrain(10_000, 23.3))
-        spent[0], wall, sim_s = 0.0, 0.0, 0.0
+        sim = _warm_sim(PhysicsConfig(solver_iterations=iterations))
+        spent[0] = 0.0
         pybullet.stepSimulation = timed
         try:
-            for seed in seeds:
-                t0 = time.perf_counter()
-                r = rollout(sim, sample_terrain(seed, 23.3), fixed_gait_controller(STRAIGHT),
-                            config)
-                wall += time.perf_counter() - t0
-                sim_s += r.sim_time
+            timing = _time_gait_rollouts(sim, seeds)
         finally:
             pybullet.stepSimulation = inner
             sim.close()
         out[f"solver_iterations_{iterations}"] = {
-            "wall_s_per_10s_sim": 10.0 * wall / sim_s,
-            "share_of_wall_in_stepSimulation": spent[0] / wall,
+            "wall_s_per_10s_sim": 10.0 * timing["wall"] / timing["sim"],
+            "share_of_wall_in_stepSimulation": spent[0] / timing["wall"],
         }
     out["note"] = ("solver_iterations_1 is far coarser than the public code's 60 and is shown only "
                    "to bound what the solver costs; everything outside stepSimulation (PD "
