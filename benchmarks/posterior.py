@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pacplan import posterior
+from pacplan.pacbayes import posterior
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -6,8 +6,8 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from pacplan import bounds
 from pacplan.errors import PacplanError
+from pacplan.pacbayes import bounds
 
 mp.mp.dps = 50
 

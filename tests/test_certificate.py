@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pacplan import bounds
-from pacplan.certificate import Certificate, build_certificate, confidence_interval, verify
 from pacplan.errors import PacplanError
-from pacplan.matrices import load_cost_matrix
+from pacplan.pacbayes import bounds
+from pacplan.pacbayes.certificate import Certificate, build_certificate, confidence_interval, verify
+from pacplan.pacbayes.matrices import load_cost_matrix
 
 
 @pytest.fixture
@@ -72,7 +72,7 @@ def test_verify_detects_suboptimal_posterior(saved: Path, paper_dir: Path):
     d = json.loads(saved.read_text())
     cert = load_cost_matrix(saved.parent.parent / "C_quadrotor.npy", rows=1000)
     test = load_cost_matrix(saved.parent.parent / "C_quadrotor_emp_test.npy")
-    from pacplan.posterior import evaluate_posterior, uniform_prior
+    from pacplan.pacbayes.posterior import evaluate_posterior, uniform_prior
 
     u = uniform_prior(50)
     c = build_certificate(cert, 0.01, "quadratic", test=test,

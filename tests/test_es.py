@@ -18,7 +18,7 @@ from safetensors.numpy import load_file
 
 from pacplan.config import ESConfig, RunConfig, dump_config, load_config, parse_config
 from pacplan.errors import PacplanError
-from pacplan.es import (
+from pacplan.es.algorithm import (
     es_gradients,
     load_checkpoint,
     load_prior,
@@ -303,7 +303,7 @@ def test_shared_perturbations_fly_one_matrix_and_reach_the_toy_optimum(tmp_path:
     cfg.es.shared_perturbations = True
     calls: list[tuple[int, ...]] = []
 
-    from pacplan.executors import SerialExecutor
+    from pacplan.run.executors import SerialExecutor
 
     class Recording(SerialExecutor):
         def cost_matrix(self, spec, thetas, seeds):
@@ -325,7 +325,7 @@ def test_init_mean_from_a_weights_file(tmp_path: Path) -> None:
     start = np.arange(5, dtype=np.float32) / 10
     save_file({"theta": start}, str(tmp_path / "start.safetensors"))
     cfg = _cfg(iterations=1, init_mean=str(tmp_path / "start.safetensors"))
-    from pacplan.es import init_state
+    from pacplan.es.algorithm import init_state
 
     np.testing.assert_array_equal(init_state(cfg.es, 5).mu, start.astype(np.float64))
     train_prior(cfg, tmp_path / "run", progress=False)

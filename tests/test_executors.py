@@ -11,8 +11,8 @@ import pytest
 
 from pacplan.config import parse_config
 from pacplan.errors import PacplanError
-from pacplan.es import train_prior
-from pacplan.executors import (
+from pacplan.es.algorithm import train_prior
+from pacplan.run.executors import (
     _WORLDS,
     SerialExecutor,
     WorldSpec,

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from pacplan import bounds, posterior
 from pacplan.errors import PacplanError
+from pacplan.pacbayes import bounds, posterior
 
 DELTA = 0.01
 

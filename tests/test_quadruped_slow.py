@@ -70,10 +70,10 @@ def test_quick_preset_shrunk_runs_end_to_end(tmp_path) -> None:
     its policies, the reference-gait baseline row and a certificate that verifies."""
     from pathlib import Path
 
-    from pacplan.certificate import verify
     from pacplan.config import load_config
-    from pacplan.pipeline import run
-    from pacplan.report import write_report
+    from pacplan.pacbayes.certificate import verify
+    from pacplan.run.report import write_report
+    from pacplan.run.stages import run
     from pacplan.worlds.quadruped.policy import gait_theta
 
     repo = Path(__file__).resolve().parents[1]

@@ -189,7 +189,7 @@ def test_shipped_quadruped_result_verifies() -> None:
     import hashlib
     from pathlib import Path
 
-    from pacplan.certificate import verify
+    from pacplan.pacbayes.certificate import verify
 
     repo = Path(__file__).resolve().parents[1]
     c = verify(repo / "results" / "quadruped" / "certificate.json")

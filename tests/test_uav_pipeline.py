@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pacplan.certificate import verify
 from pacplan.config import load_config
-from pacplan.es import load_prior
+from pacplan.es.algorithm import load_prior
+from pacplan.pacbayes.certificate import verify
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -34,8 +34,8 @@ def test_presets_are_valid_and_disjoint(preset):
 @pytest.mark.slow
 def test_uav_quick_pipeline_small(tmp_path: Path):
     """uav-quick with fewer environments: certificates verify, the baseline row is there."""
-    from pacplan.pipeline import run
-    from pacplan.report import write_report
+    from pacplan.run.report import write_report
+    from pacplan.run.stages import run
 
     cfg = load_config(REPO / "configs" / "uav-quick.yaml")
     cfg.policies.m = 6

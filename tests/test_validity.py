@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pacplan import posterior
+from pacplan.pacbayes import posterior
 
 DELTA = 0.01
 DRAWS = 500

@@ -13,11 +13,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from pacplan import bounds
-from pacplan.certificate import Certificate, build_certificate, verify
 from pacplan.errors import PacplanError
-from pacplan.matrices import load_cost_matrix
-from pacplan.posterior import BOUND_CHOICES, SOLVERS
+from pacplan.pacbayes import bounds
+from pacplan.pacbayes.certificate import Certificate, build_certificate, verify
+from pacplan.pacbayes.matrices import load_cost_matrix
+from pacplan.pacbayes.posterior import BOUND_CHOICES, SOLVERS
 
 app = typer.Typer(
     name="pacplan",
@@ -138,8 +138,8 @@ def run_cmd(
 ) -> None:
     """Run every step (prior, policies, cost matrices, certificates, report); resumable."""
     from pacplan.config import load_config
-    from pacplan.pipeline import run
-    from pacplan.report import write_report
+    from pacplan.run.report import write_report
+    from pacplan.run.stages import run
 
     cfg = load_config(config)
     _apply_executor_options(cfg, executor, workers, address)
@@ -156,7 +156,7 @@ def report_cmd(
     run_dir: Path = typer.Argument(..., help="A run directory made by `pacplan run`."),
 ) -> None:
     """Write report.md and figures/ for a run directory (Table 1 form, one row per N)."""
-    from pacplan.report import write_report
+    from pacplan.run.report import write_report
 
     console.print(f"wrote {write_report(run_dir)}")
 
@@ -209,7 +209,7 @@ def train_prior_cmd(
 ) -> None:
     """Train the PAC-Bayes prior with Evolution Strategies (resumes a killed run exactly)."""
     from pacplan.config import load_config
-    from pacplan.es import CURVE_FILE, PRIOR_FILE, train_prior
+    from pacplan.es.algorithm import CURVE_FILE, PRIOR_FILE, train_prior
 
     cfg = load_config(config)
     _apply_executor_options(cfg, executor, workers, address)

@@ -67,7 +67,7 @@ class SeedsConfig(_Strict):
 
 
 class ESConfig(_Strict):
-    """Evolution Strategies on N(mu, diag exp(logvar)); see `pacplan.es`."""
+    """Evolution Strategies on N(mu, diag exp(logvar)); see `pacplan.es.algorithm`."""
 
     iterations: int = Field(200, ge=1)
     envs_per_iter: int = Field(16, ge=1, description="environments drawn per iteration")

@@ -482,7 +482,7 @@ def train_prior(
     The result does not depend on the executor kind or worker count.
     """
     from pacplan.config import dump_config
-    from pacplan.executors import WorldSpec, executor_from_config, get_world
+    from pacplan.run.executors import WorldSpec, executor_from_config, get_world
 
     rd = Path(run_dir)
     rd.mkdir(parents=True, exist_ok=True)

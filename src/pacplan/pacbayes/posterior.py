@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pacplan import bounds
 from pacplan.errors import PacplanError
+from pacplan.pacbayes import bounds
 
 SOLVERS: tuple[str, ...] = ("gibbs", "rep")
 BOUND_CHOICES: tuple[str, ...] = (*bounds.BOUND_NAMES, "best")

@@ -1,7 +1,7 @@
 """prior → m stored policies → cost matrices → posterior → certificates, in one run directory.
 
 Every step skips what the run directory already holds, after checking its hash against the
-manifest (`pacplan.artifacts`). Cost matrices are built chunk by chunk: each finished chunk is
+manifest (`pacplan.run.rundir`). Cost matrices are built chunk by chunk: each finished chunk is
 written atomically to `costs/<role>.chunks/`, so a killed run resumes without recomputing
 anything finished; the full matrix is assembled once every chunk exists.
 """
@@ -20,13 +20,13 @@ from typing import Any
 import numpy as np
 import yaml
 
-from pacplan.artifacts import Manifest, atomic_save_npy, load_npy
-from pacplan.certificate import Certificate, build_certificate, relative_path
 from pacplan.config import RunConfig, config_to_dict, dump_config
 from pacplan.errors import PacplanError
-from pacplan.es import PRIOR_FILE, load_prior, train_prior
-from pacplan.executors import Executor, WorldSpec, executor_from_config, get_world
-from pacplan.matrices import CostMatrix, check_costs, sha256_file
+from pacplan.es.algorithm import PRIOR_FILE, load_prior, train_prior
+from pacplan.pacbayes.certificate import Certificate, build_certificate, relative_path
+from pacplan.pacbayes.matrices import CostMatrix, check_costs, sha256_file
+from pacplan.run.executors import Executor, WorldSpec, executor_from_config, get_world
+from pacplan.run.rundir import Manifest, atomic_save_npy, load_npy
 from pacplan.weights import load_theta
 
 POLICIES_FILE = "policies.npy"
@@ -194,7 +194,7 @@ def ensure_costs(role: str, spec: WorldSpec, thetas: np.ndarray, seeds: np.ndarr
 
 
 def _grid(executor: Executor, n_seeds: int, n_thetas: int):
-    from pacplan.executors import chunk_grid
+    from pacplan.run.executors import chunk_grid
 
     return chunk_grid(n_seeds, n_thetas, executor.chunk_seeds, executor.chunk_policies)
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
-from pacplan.artifacts import load_npy
-from pacplan.certificate import Certificate, confidence_interval
 from pacplan.config import load_config
 from pacplan.errors import PacplanError
+from pacplan.pacbayes.certificate import Certificate, confidence_interval
+from pacplan.run.rundir import load_npy
 
 
 def _pct(x: float | None) -> str:

@@ -22,10 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from pacplan import __version__, bounds
+from pacplan import __version__
 from pacplan.errors import PacplanError
-from pacplan.matrices import CostMatrix, load_cost_matrix
-from pacplan.posterior import Posterior, evaluate_posterior, optimize, uniform_prior
+from pacplan.pacbayes import bounds
+from pacplan.pacbayes.matrices import CostMatrix, load_cost_matrix
+from pacplan.pacbayes.posterior import Posterior, evaluate_posterior, optimize, uniform_prior
 
 TEST_CONFIDENCE = 0.99
 _REL_TOL = 1e-9  # bounds recomputed at the stored p must agree to this (relative)

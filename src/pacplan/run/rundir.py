@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from pacplan.errors import PacplanError
-from pacplan.matrices import sha256_file
+from pacplan.pacbayes.matrices import sha256_file
 
 MANIFEST = "manifest.json"
 
