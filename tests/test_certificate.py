@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from pacplan.errors import PacplanError
+from pacplan.choices import BOUNDS
 from pacplan.pacbayes import bounds
 from pacplan.pacbayes.certificate import Certificate, build_certificate, confidence_interval, verify
 from pacplan.pacbayes.matrices import load_cost_matrix
@@ -27,7 +28,7 @@ def saved(tmp_path: Path, paper_dir: Path) -> Path:
 
 def test_certificate_contents(saved: Path):
     c = Certificate.load(saved)
-    values = {b: getattr(c, b) for b in bounds.BOUND_NAMES}
+    values = {b: getattr(c, b) for b in BOUNDS}
     assert c.certified == min(values.values()) and c.certified_by == "klinv"
     assert c.n == 1000 and c.m == 50 and c.delta == 0.01
     assert c.test_n == 5000 and c.test_ci[0] <= c.test_cost <= c.test_ci[1]

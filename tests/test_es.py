@@ -18,19 +18,25 @@ from safetensors.numpy import load_file
 
 from pacplan.config import ESConfig, RunConfig, dump_config, load_config, parse_config
 from pacplan.errors import PacplanError
-from pacplan.es.algorithm import (
-    es_gradients,
-    load_checkpoint,
-    load_prior,
-    rank_utilities,
-    read_metrics,
-    run_es,
-    sample_envs,
-    train_prior,
-)
+from pacplan.es import checkpoint
+from pacplan.es.algorithm import es_gradients, rank_utilities, sample_envs
+from pacplan.run.rundir import RunDir
+from pacplan.run.training import run_es, train_prior
 from pacplan.worlds.toy import ToyWorld
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def load_checkpoint(run_dir: Path) -> object:
+    return checkpoint.load_checkpoint(RunDir(run_dir).checkpoint_files())
+
+
+def load_prior(run_dir: Path) -> tuple[np.ndarray, np.ndarray]:
+    return checkpoint.load_prior(RunDir(run_dir) / RunDir.PRIOR)
+
+
+def read_metrics(run_dir: Path) -> list[dict]:
+    return checkpoint.read_metrics(RunDir(run_dir) / RunDir.METRICS)
 
 
 def _cfg(**es: object) -> RunConfig:
@@ -325,9 +331,12 @@ def test_init_mean_from_a_weights_file(tmp_path: Path) -> None:
     start = np.arange(5, dtype=np.float32) / 10
     save_file({"theta": start}, str(tmp_path / "start.safetensors"))
     cfg = _cfg(iterations=1, init_mean=str(tmp_path / "start.safetensors"))
+    first = train_prior(cfg, tmp_path / "run0", progress=False)
     from pacplan.es.algorithm import init_state
 
-    np.testing.assert_array_equal(init_state(cfg.es, 5).mu, start.astype(np.float64))
+    np.testing.assert_array_equal(init_state(cfg.es, 5, mean=start).mu, start.astype(np.float64))
+    # the first iteration started from the file's weights (iteration 0 is the best so far)
+    np.testing.assert_array_equal(first.best_mu, start.astype(np.float64))
     train_prior(cfg, tmp_path / "run", progress=False)
     # A relative path in a YAML file is taken relative to that file.
     data = yaml.safe_load(yaml.safe_dump(cfg.model_dump(mode="json")))

@@ -18,7 +18,7 @@ from pacplan.errors import PacplanError
 from pacplan.pacbayes.certificate import verify
 from pacplan.run.executors import SerialExecutor
 from pacplan.run.report import write_report
-from pacplan.run.stages import run
+from pacplan.run.pipeline import run
 
 BASE = {
     "name": "toy-pipeline",
@@ -122,7 +122,7 @@ def test_kill_9_during_cost_matrix_resumes_without_recomputing(tmp_path: Path):
 def test_kept_chunks_are_used_as_they_are(tmp_path: Path):
     """A chunk already on disk is taken as it is (here: sentinel values), not recomputed."""
     cfg = _cfg()
-    from pacplan.run.stages import ChunkStore
+    from pacplan.run.rundir import ChunkStore
 
     # finish the run once, then re-create a partial chunk folder for a new role by hand
     run(cfg, tmp_path, progress=False)
@@ -130,9 +130,9 @@ def test_kept_chunks_are_used_as_they_are(tmp_path: Path):
     import json
 
     m = json.loads((tmp_path / "manifest.json").read_text())
-    del m["costs/test.npy"]
+    inputs = m.pop("costs/test.npy")["inputs"]
     (tmp_path / "manifest.json").write_text(json.dumps(m))
-    store = ChunkStore(tmp_path / "costs" / "test.chunks")
+    store = ChunkStore(tmp_path / "costs" / "test.chunks", inputs)
     block = np.load(tmp_path / "costs" / "cert.npy")[:40, :4] * 0 + 0.5  # sentinel values
     store.save((0, 0), block)
     ex = CountingExecutor(chunk_policies=4, chunk_seeds=40)
@@ -204,7 +204,7 @@ def test_cli_run_and_report(tmp_path: Path):
 def test_baseline_from_a_weights_file_and_stale_chunks(tmp_path: Path):
     """A baseline flies the policy of its weights file; a changed file recomputes the row and
     discards chunks a killed run left for the old file."""
-    from pacplan.run.stages import ChunkStore
+    from pacplan.run.rundir import ChunkStore
     from pacplan.worlds.toy import ToyWorld
 
     weights = tmp_path / "w.npy"

@@ -72,8 +72,8 @@ def test_quick_preset_shrunk_runs_end_to_end(tmp_path) -> None:
 
     from pacplan.config import load_config
     from pacplan.pacbayes.certificate import verify
+    from pacplan.run.pipeline import run
     from pacplan.run.report import write_report
-    from pacplan.run.stages import run
     from pacplan.worlds.quadruped.policy import gait_theta
 
     repo = Path(__file__).resolve().parents[1]

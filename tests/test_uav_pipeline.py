@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from pacplan.config import load_config
-from pacplan.es.algorithm import load_prior
+from pacplan.es.checkpoint import load_prior
 from pacplan.pacbayes.certificate import verify
 
 REPO = Path(__file__).resolve().parents[1]
@@ -35,7 +35,7 @@ def test_presets_are_valid_and_disjoint(preset):
 def test_uav_quick_pipeline_small(tmp_path: Path):
     """uav-quick with fewer environments: certificates verify, the baseline row is there."""
     from pacplan.run.report import write_report
-    from pacplan.run.stages import run
+    from pacplan.run.pipeline import run
 
     cfg = load_config(REPO / "configs" / "uav-quick.yaml")
     cfg.policies.m = 6

@@ -4,15 +4,15 @@ __version__ = "0.1.0"
 
 
 def _register_gym_envs() -> None:
-    """Register the Gymnasium environments by entry-point string (nothing heavy is imported)."""
+    """Register the worlds' Gymnasium environments by entry-point string (nothing heavy is
+    imported); the world registry is the one list of them."""
     try:
         import gymnasium
     except ImportError:  # pragma: no cover - gymnasium is a dependency
         return
-    for env_id, entry in {
-        "pacplan/UAVObstacleField-v0": "pacplan.worlds.uav.gym_env:UAVObstacleFieldEnv",
-        "pacplan/MinitaurTerrain-v0": "pacplan.worlds.quadruped.gym_env:MinitaurTerrainEnv",
-    }.items():
+    from pacplan.worlds.base import gym_environments
+
+    for env_id, entry in gym_environments().items():
         if env_id not in gymnasium.registry:
             gymnasium.register(id=env_id, entry_point=entry)
 

@@ -13,11 +13,12 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from pacplan.choices import BOUND_CHOICES, BOUNDS, EXECUTORS, SOLVERS
 from pacplan.errors import PacplanError
 from pacplan.pacbayes import bounds
 from pacplan.pacbayes.certificate import Certificate, build_certificate, verify
 from pacplan.pacbayes.matrices import load_cost_matrix
-from pacplan.pacbayes.posterior import BOUND_CHOICES, SOLVERS
+from pacplan.validation import check_choice, check_delta
 
 app = typer.Typer(
     name="pacplan",
@@ -31,7 +32,7 @@ err_console = Console(stderr=True)
 
 
 BoundOpt = typer.Option(
-    "best", "--bound", help="Bound to minimize: mcallester, quadratic, klinv or best."
+    "best", "--bound", help=f"Bound to minimize: {', '.join(BOUND_CHOICES)}."
 )
 DeltaOpt = typer.Option(0.01, "--delta", help="Confidence parameter δ in (0, 1).")
 
@@ -46,7 +47,7 @@ def _certificate_table(c: Certificate) -> Table:
     table.add_column("value", justify="right")
     table.add_row("empirical cost Ĉ", f"{100 * c.emp_cost:.2f} %")
     table.add_row("KL(p‖p0)", f"{c.kl:.4f}")
-    for name in bounds.BOUND_NAMES:
+    for name in BOUNDS:
         mark = "  ← certified" if name == c.certified_by else ""
         table.add_row(f"{name} bound", f"{100 * getattr(c, name):.2f} %{mark}")
     table.add_row("[bold]certified cost ≤[/]", f"[bold]{100 * c.certified:.2f} %[/]")
@@ -68,17 +69,16 @@ def certify_matrix(
     rows: int | None = typer.Option(None, "--rows", help="Use only the first N rows of COSTS."),
     delta: float = DeltaOpt,
     bound: str = BoundOpt,
-    solver: str = typer.Option("gibbs", "--solver", help="gibbs (exact, fast) or rep (paper)."),
+    solver: str = typer.Option("gibbs", "--solver",
+                               help=f"{' or '.join(SOLVERS)}: exact and fast, or the paper's."),
     clip: bool = typer.Option(False, "--clip", help="Clip costs outside [0, 1] (recorded)."),
     out: Path | None = typer.Option(None, "--out", help="Write the certificate JSON here."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Optimize a posterior over the m policies of a cost matrix and certify it."""
-    bounds.check_delta(delta)
-    if bound not in BOUND_CHOICES:
-        raise PacplanError(f"unknown bound {bound!r}; choose one of {', '.join(BOUND_CHOICES)}")
-    if solver not in SOLVERS:
-        raise PacplanError(f"unknown solver {solver!r}; choose one of {', '.join(SOLVERS)}")
+    check_delta(delta)
+    check_choice("bound", bound, BOUND_CHOICES)
+    check_choice("solver", solver, SOLVERS)
     cert = load_cost_matrix(costs, rows=rows, clip=clip, name=str(costs))
     test_m = load_cost_matrix(test, clip=clip, name=str(test)) if test is not None else None
     c = build_certificate(cert, delta, bound=bound, solver=solver, test=test_m)
@@ -131,7 +131,7 @@ def run_cmd(
     out: Path | None = typer.Option(None, "--out", help="Run directory (default runs/<name>)."),
     prior: Path | None = typer.Option(None, "--prior", help="Use this trained prior "
                                       "(.safetensors) instead of training one."),
-    executor: str | None = typer.Option(None, "--executor", help="serial, processes or ray."),
+    executor: str | None = typer.Option(None, "--executor", help=", ".join(EXECUTORS) + "."),
     workers: int | None = typer.Option(None, "--workers", help="Worker processes."),
     address: str | None = typer.Option(None, "--address", help="Ray cluster address."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bars."),
@@ -139,7 +139,7 @@ def run_cmd(
     """Run every step (prior, policies, cost matrices, certificates, report); resumable."""
     from pacplan.config import load_config
     from pacplan.run.report import write_report
-    from pacplan.run.stages import run
+    from pacplan.run.pipeline import run
 
     cfg = load_config(config)
     _apply_executor_options(cfg, executor, workers, address)
@@ -164,9 +164,7 @@ def report_cmd(
 def _apply_executor_options(cfg, executor: str | None, workers: int | None,
                             address: str | None) -> None:
     if executor is not None:
-        if executor not in ("serial", "processes", "ray"):
-            raise PacplanError(f"unknown executor {executor!r}; choose serial, processes or ray")
-        cfg.executor.kind = executor
+        cfg.executor.kind = check_choice("executor", executor, EXECUTORS)
     if workers is not None:
         if workers < 1:
             raise PacplanError("--workers must be >= 1")
@@ -178,7 +176,8 @@ def _apply_executor_options(cfg, executor: str | None, workers: int | None,
 
 @app.command()
 def render(
-    world: str = typer.Argument(..., help="World to draw: uav or quadruped."),
+    world: str = typer.Argument(..., help="World to draw (a registered world with a renderer, "
+                                "e.g. uav or quadruped)."),
     seed: int = typer.Option(..., "--seed", help="Environment seed."),
     theta: str | None = typer.Option(
         None, "--theta", help="Policy weights (.npy or .safetensors)."
@@ -186,13 +185,12 @@ def render(
     out: str = typer.Option("render.png", "--out", help="PNG file to write."),
 ) -> None:
     """Draw one environment with the flown (or walked) trajectory and the depth image."""
-    import importlib
+    from pacplan.worlds.base import world_renderer
 
-    try:
-        module = importlib.import_module(f"pacplan.worlds.{world}.render")
-    except ModuleNotFoundError as exc:
-        raise PacplanError(f"no renderer for world {world!r}") from exc
-    path = module.render_figure(seed=seed, out=out, theta_path=theta)
+    render_figure = world_renderer(world)
+    if render_figure is None:
+        raise PacplanError(f"world {world!r} has no renderer")
+    path = render_figure(seed=seed, out=out, theta_path=theta)
     console.print(f"wrote {path}")
 
 
@@ -201,7 +199,7 @@ def train_prior_cmd(
     config: str = typer.Argument(..., help="YAML run config (e.g. configs/toy.yaml)."),
     out: str = typer.Option(..., "--out", help="Run directory; an existing one is resumed."),
     executor: str | None = typer.Option(
-        None, "--executor", help="serial | processes | ray (default: the config's)."
+        None, "--executor", help=" | ".join(EXECUTORS) + " (default: the config's)."
     ),
     workers: int | None = typer.Option(None, "--workers", help="Worker processes / Ray CPUs."),
     address: str | None = typer.Option(None, "--address", help="Ray cluster address."),
@@ -209,7 +207,8 @@ def train_prior_cmd(
 ) -> None:
     """Train the PAC-Bayes prior with Evolution Strategies (resumes a killed run exactly)."""
     from pacplan.config import load_config
-    from pacplan.es.algorithm import CURVE_FILE, PRIOR_FILE, train_prior
+    from pacplan.run.rundir import RunDir
+    from pacplan.run.training import train_prior
 
     cfg = load_config(config)
     _apply_executor_options(cfg, executor, workers, address)
@@ -219,7 +218,8 @@ def train_prior_cmd(
         f"(iteration {state.best_iteration}), mean σ {float(state.sigma.mean()):.4f}",
         soft_wrap=True,
     )
-    console.print(f"wrote {Path(out) / PRIOR_FILE} and {Path(out) / CURVE_FILE}", soft_wrap=True)
+    rd = RunDir(out)
+    console.print(f"wrote {rd / RunDir.PRIOR} and {rd / RunDir.TRAINING_CURVE}", soft_wrap=True)
 
 
 def main() -> None:

@@ -12,7 +12,9 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from pacplan.choices import BOUND_CHOICES, EXECUTORS, SOLVERS
 from pacplan.errors import PacplanError
+from pacplan.files import atomic_write_text
 
 
 class _Strict(BaseModel):
@@ -101,7 +103,7 @@ class ESConfig(_Strict):
 class ExecutorConfig(_Strict):
     """Where rollouts run; results do not depend on `kind` or `workers`, only on chunk sizes."""
 
-    kind: Literal["serial", "processes", "ray"] = "serial"
+    kind: Literal[EXECUTORS] = "serial"  # type: ignore[valid-type]
     workers: int | None = Field(None, ge=1, description="None: all CPUs")
     address: str | None = Field(None, description="Ray cluster address; None starts Ray locally")
     chunk_policies: int = Field(64, ge=1)
@@ -123,8 +125,8 @@ class CertificateConfig(_Strict):
 
     n: list[int] | None = None
     delta: float = Field(0.01, gt=0, lt=1)
-    bound: Literal["best", "mcallester", "quadratic", "klinv"] = "best"
-    solver: Literal["gibbs", "rep"] = "gibbs"
+    bound: Literal[BOUND_CHOICES] = "best"  # type: ignore[valid-type]
+    solver: Literal[SOLVERS] = "gibbs"  # type: ignore[valid-type]
 
     @field_validator("n")
     @classmethod
@@ -238,4 +240,4 @@ def config_to_dict(cfg: RunConfig) -> dict[str, Any]:
 
 def dump_config(cfg: RunConfig, path: str | Path) -> None:
     """Write the config as YAML that `load_config` reads back to an equal `RunConfig`."""
-    Path(path).write_text(yaml.safe_dump(config_to_dict(cfg), sort_keys=False), encoding="utf-8")
+    atomic_write_text(path, yaml.safe_dump(config_to_dict(cfg), sort_keys=False))

@@ -15,51 +15,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from pacplan.errors import PacplanError
+from pacplan.choices import BOUND_CHOICES, BOUNDS
+from pacplan.validation import (
+    check_choice,
+    check_delta,
+    check_emp_cost,
+    check_kl,
+    check_kl_budget,
+    check_n,
+)
 
-BOUND_NAMES: tuple[str, ...] = ("mcallester", "quadratic", "klinv")
 _NEWTON_STEPS = 60
 _NUDGE = 1e-12  # kl inverse is returned at most this far above the exact root (promise: 1e-9)
 _ONE_MINUS = 1.0 - 1e-15
-
-
-def _as_float_array(name: str, value: np.ndarray | float) -> np.ndarray:
-    arr = np.asarray(value, dtype=np.float64)
-    if np.isnan(arr).any():
-        raise PacplanError(f"{name} is NaN")
-    return arr
-
-
-def check_delta(delta: float | np.ndarray) -> np.ndarray:
-    """δ must lie in the open interval (0, 1)."""
-    d = _as_float_array("delta", delta)
-    if np.any((d <= 0.0) | (d >= 1.0)):
-        raise PacplanError(f"delta must lie in (0, 1), got {delta}")
-    return d
-
-
-def check_n(n: int | np.ndarray) -> np.ndarray:
-    """N, the number of certification environments, must be a positive integer."""
-    arr = np.asarray(n)
-    if arr.dtype.kind not in "iuf" or np.any(arr < 1) or np.any(np.asarray(arr) != np.floor(arr)):
-        raise PacplanError(f"N (number of environments) must be an integer ≥ 1, got {n}")
-    return arr.astype(np.float64)
-
-
-def check_emp_cost(emp: float | np.ndarray) -> np.ndarray:
-    """The empirical cost Ĉ must lie in [0, 1]."""
-    e = _as_float_array("empirical cost", emp)
-    if np.any((e < 0.0) | (e > 1.0)):
-        raise PacplanError(f"empirical cost must lie in [0, 1], got {emp}")
-    return e
-
-
-def check_kl(kl: float | np.ndarray) -> np.ndarray:
-    """KL(p‖p0) must be non-negative (tiny negative round-off from a solver is clipped to 0)."""
-    k = _as_float_array("KL", kl)
-    if np.any(k < -1e-12):
-        raise PacplanError(f"KL divergence must be ≥ 0, got {kl}")
-    return np.maximum(k, 0.0)
 
 
 def kl_bernoulli(q: float | np.ndarray, p: float | np.ndarray) -> np.ndarray:
@@ -86,9 +54,7 @@ def kl_inverse(q: float | np.ndarray, c: float | np.ndarray) -> np.ndarray:
     each iterate is the upper end of a bracket. A final nudge of 1e-12 covers round-off.
     """
     q = check_emp_cost(q)
-    c = _as_float_array("kl budget", c)
-    if np.any(c < 0):
-        raise PacplanError(f"kl budget must be ≥ 0, got {c}")
+    c = check_kl_budget(c)
     return _kl_inverse(q, c)
 
 
@@ -158,8 +124,9 @@ def bound_from_r(name: str, emp: np.ndarray, r: np.ndarray) -> np.ndarray:
     if name == "klinv":
         return _kl_inverse(emp, 2.0 * r)
     if name == "best":  # kl-inverse is never above the other two, but take the min to be exact
-        return np.minimum.reduce([bound_from_r(b, emp, r) for b in BOUND_NAMES])
-    raise PacplanError(f"unknown bound {name!r}; choose one of mcallester, quadratic, klinv, best")
+        return np.minimum.reduce([bound_from_r(b, emp, r) for b in BOUNDS])
+    check_choice("bound", name, BOUND_CHOICES)
+    raise AssertionError(name)  # every choice is handled above
 
 
 BOUND_FUNCTIONS = {"mcallester": mcallester, "quadratic": quadratic, "klinv": klinv}

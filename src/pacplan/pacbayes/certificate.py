@@ -24,9 +24,11 @@ import numpy as np
 
 from pacplan import __version__
 from pacplan.errors import PacplanError
+from pacplan.files import atomic_write_json
 from pacplan.pacbayes import bounds
 from pacplan.pacbayes.matrices import CostMatrix, load_cost_matrix
 from pacplan.pacbayes.posterior import Posterior, evaluate_posterior, optimize, uniform_prior
+from pacplan.validation import check_delta
 
 TEST_CONFIDENCE = 0.99
 _REL_TOL = 1e-9  # bounds recomputed at the stored p must agree to this (relative)
@@ -87,9 +89,7 @@ class Certificate:
         for key in ("cert_matrix", "test_matrix"):
             if d[key] is not None:
                 d[key]["path"] = relative_path(d[key]["path"], path.parent)
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        tmp.write_text(json.dumps(d, indent=2) + "\n")
-        os.replace(tmp, path)
+        atomic_write_json(path, d)
         return path
 
     @classmethod
@@ -136,7 +136,7 @@ def build_certificate(cert: CostMatrix, delta: float, bound: str = "best", solve
                       test: CostMatrix | None = None, provenance: dict[str, Any] | None = None,
                       posterior: Posterior | None = None) -> Certificate:
     """Optimize the posterior on `cert` (unless one is given) and certify it."""
-    bounds.check_delta(delta)
+    check_delta(delta)
     if test is not None and test.values.shape[1] != cert.values.shape[1]:
         raise PacplanError(
             f"test matrix has {test.values.shape[1]} policies (columns) but the certification "

@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from pacplan.errors import PacplanError
+from pacplan.files import sha256_file
+from pacplan.validation import check_unit_costs
 
 
 @dataclass(frozen=True)
@@ -28,47 +30,12 @@ class CostMatrix:
     clipped: int  # entries moved into [0, 1] by --clip
 
 
-def sha256_file(path: str | Path) -> str:
-    """Hex sha256 of a file's bytes, read in blocks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def sha256_array(values: np.ndarray) -> str:
     """Hex sha256 of an array's dtype, shape and bytes (for matrices built in memory)."""
     arr = np.ascontiguousarray(values)
     digest = hashlib.sha256(f"{arr.dtype.str}{arr.shape}".encode())
     digest.update(arr.tobytes())
     return digest.hexdigest()
-
-
-def check_costs(values: np.ndarray, name: str, clip: bool = False) -> tuple[np.ndarray, int]:
-    """Validate an N × m matrix of costs; return it as float64 and the number of clipped entries."""
-    arr = np.asarray(values)
-    if arr.dtype.kind not in "fiub":
-        raise PacplanError(f"{name}: costs must be numbers, got dtype {arr.dtype}")
-    if arr.ndim != 2:
-        raise PacplanError(f"{name}: cost matrix must be 2-D (N environments × m policies), "
-                           f"got {arr.ndim}-D shape {arr.shape}")
-    if arr.shape[0] == 0 or arr.shape[1] == 0:
-        raise PacplanError(f"{name}: cost matrix is empty (shape {arr.shape})")
-    arr = arr.astype(np.float64)
-    n_nan = int(np.isnan(arr).sum())
-    if n_nan:
-        raise PacplanError(f"{name}: {n_nan} cost entries are NaN")
-    outside = (arr < 0.0) | (arr > 1.0)
-    n_out = int(outside.sum())
-    if n_out and not clip:
-        raise PacplanError(
-            f"{name}: {n_out} costs lie outside [0, 1] (min {arr.min():.4g}, max {arr.max():.4g}); "
-            "pass --clip to clip them (recorded in the certificate)"
-        )
-    if n_out:
-        arr = np.clip(arr, 0.0, 1.0)
-    return arr, n_out
 
 
 def load_cost_matrix(path: str | Path, rows: int | None = None, clip: bool = False,
@@ -92,6 +59,6 @@ def load_cost_matrix(path: str | Path, rows: int | None = None, clip: bool = Fal
         if rows > raw.shape[0]:
             raise PacplanError(f"{label}: --rows {rows} exceeds the matrix's {raw.shape[0]} rows")
         raw = raw[:rows]
-    values, clipped = check_costs(raw, label, clip)
+    values, clipped = check_unit_costs(raw, label, clip)
     return CostMatrix(values=values, path=path, sha256=sha256_file(path),
                       rows=values.shape[0], clipped=clipped)

@@ -22,11 +22,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pacplan.choices import BOUND_CHOICES, SOLVERS
 from pacplan.errors import PacplanError
 from pacplan.pacbayes import bounds
+from pacplan.validation import check_choice, check_delta, check_probability_vector
 
-SOLVERS: tuple[str, ...] = ("gibbs", "rep")
-BOUND_CHOICES: tuple[str, ...] = (*bounds.BOUND_NAMES, "best")
 Objective = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
@@ -69,9 +69,7 @@ def _check_inputs(costs: np.ndarray, p0: np.ndarray | None) -> tuple[np.ndarray,
             f"cost matrix must be 2-D and non-empty (N × m), got shape {costs.shape}"
         )
     m = costs.shape[1]
-    p0 = uniform_prior(m) if p0 is None else np.asarray(p0, dtype=np.float64)
-    if p0.shape != (m,) or np.any(p0 < 0) or not np.isclose(p0.sum(), 1.0):
-        raise PacplanError(f"prior p0 must be a probability vector of length {m}")
+    p0 = uniform_prior(m) if p0 is None else check_probability_vector(p0, m)
     return column_means(costs), costs.shape[0], p0
 
 
@@ -313,9 +311,8 @@ def optimize_rep(costs: np.ndarray, delta: float, bound: str = "quadratic",
 
 
 def _validate_choice(bound: str, delta: float) -> None:
-    if bound not in BOUND_CHOICES:
-        raise PacplanError(f"unknown bound {bound!r}; choose one of {', '.join(BOUND_CHOICES)}")
-    bounds.check_delta(delta)
+    check_choice("bound", bound, BOUND_CHOICES)
+    check_delta(delta)
 
 
 def evaluate_posterior(p: np.ndarray, costs: np.ndarray, p0: np.ndarray, bound: str,
@@ -336,8 +333,6 @@ def _posterior_at(p: np.ndarray, cbar: np.ndarray, n: int, p0: np.ndarray, bound
 def optimize(costs: np.ndarray, delta: float, bound: str = "best", solver: str = "gibbs",
              p0: np.ndarray | None = None) -> Posterior:
     """Bound-optimal posterior with the chosen solver (`gibbs` default, `rep` the baseline)."""
-    if solver == "gibbs":
+    if check_choice("solver", solver, SOLVERS) == "gibbs":
         return optimize_gibbs(costs, delta, bound, p0)
-    if solver == "rep":
-        return optimize_rep(costs, delta, bound, p0)
-    raise PacplanError(f"unknown solver {solver!r}; choose gibbs or rep")
+    return optimize_rep(costs, delta, bound, p0)

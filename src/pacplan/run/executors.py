@@ -4,7 +4,7 @@ Work is cut into tasks by a fixed grid that depends only on the chunk sizes (nev
 kind or the number of workers), and every task is computed by the same function, so all three
 executors return bit-identical results. A task is a list of blocks (seeds, thetas): the world's
 cost matrix of those thetas on those seeds. Workers rebuild the world from its (name, options)
-spec once per process and cache it.
+spec once per process and keep it for the life of that process (or of the serial executor).
 
 Two callers:
 - ES (`paired_costs`): each environment has its own perturbed weights.
@@ -27,7 +27,9 @@ from typing import Any
 
 import numpy as np
 
+from pacplan.choices import EXECUTORS
 from pacplan.errors import PacplanError
+from pacplan.validation import check_choice, check_finite, check_seeds, check_unit_costs
 
 Block = tuple[np.ndarray, np.ndarray]  # (seeds (n,) int64, thetas (k, d) float32)
 
@@ -56,37 +58,29 @@ class Chunk:
         return (self.seeds.start, self.thetas.start)
 
 
-_WORLDS: dict[str, Any] = {}
+class WorldCache:
+    """Worlds built from their specs, each once. A serial executor owns one; each worker
+    process owns one (made by its initializer), dropped with the process. No module state."""
+
+    def __init__(self) -> None:
+        self._worlds: dict[str, Any] = {}
+
+    def get(self, spec: WorldSpec) -> Any:
+        k = spec.key()
+        if k not in self._worlds:
+            from pacplan.worlds.base import make_world
+
+            self._worlds[k] = make_world(spec.name, **spec.options)
+        return self._worlds[k]
 
 
-def get_world(spec: WorldSpec) -> Any:
-    """Build the world for `spec` once per process and reuse it."""
-    k = spec.key()
-    if k not in _WORLDS:
-        from pacplan.worlds.base import make_world
-
-        _WORLDS[k] = make_world(spec.name, **spec.options)
-    return _WORLDS[k]
-
-
-def compute_task(spec: WorldSpec, blocks: Sequence[Block]) -> list[np.ndarray]:
+def compute_task(world: Any, spec: WorldSpec, blocks: Sequence[Block]) -> list[np.ndarray]:
     """The one function every executor runs: cost blocks for a task, validated."""
-    world = get_world(spec)
     out = []
     for seeds, thetas in blocks:
-        c = np.asarray(world.costs(thetas, seeds), dtype=np.float64)
-        if c.shape != (len(seeds), len(thetas)):
-            raise PacplanError(
-                f"world {spec.name!r} returned costs of shape {c.shape}, "
-                f"expected {(len(seeds), len(thetas))}"
-            )
-        bad = ~((c >= 0.0) & (c <= 1.0))
-        if bad.any():
-            i, j = np.argwhere(bad)[0]
-            raise PacplanError(
-                f"world {spec.name!r} returned cost {c[i, j]!r} outside [0, 1] "
-                f"for seed {int(seeds[i])}"
-            )
+        c, _ = check_unit_costs(world.costs(thetas, seeds),
+                                f"world {spec.name!r} on seeds {int(seeds[0])}…{int(seeds[-1])}",
+                                shape=(len(seeds), len(thetas)))
         out.append(c)
     return out
 
@@ -102,11 +96,8 @@ def chunk_grid(n_seeds: int, n_thetas: int, chunk_seeds: int, chunk_policies: in
 
 
 def _check_inputs(thetas: np.ndarray, seeds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    seeds = np.ascontiguousarray(np.asarray(seeds, dtype=np.int64).reshape(-1))
-    thetas = np.ascontiguousarray(np.asarray(thetas, dtype=np.float32))
-    if not np.all(np.isfinite(thetas)):
-        raise PacplanError("policy weights contain NaN or inf")
-    return thetas, seeds
+    thetas = check_finite(thetas, "policy weights")
+    return np.ascontiguousarray(thetas, dtype=np.float32), check_seeds(seeds)
 
 
 class Executor:
@@ -173,12 +164,9 @@ class Executor:
 
         Tasks group `chunk_seeds` environments, each with up to `chunk_policies` of its thetas.
         """
-        seeds = np.ascontiguousarray(np.asarray(seeds, dtype=np.int64).reshape(-1))
-        thetas = np.ascontiguousarray(np.asarray(thetas, dtype=np.float32))
+        thetas, seeds = _check_inputs(thetas, seeds)
         if thetas.ndim != 3 or thetas.shape[0] != len(seeds):
             raise PacplanError(f"paired thetas must be (n_seeds, k, d), got {thetas.shape}")
-        if not np.all(np.isfinite(thetas)):
-            raise PacplanError("policy weights contain NaN or inf")
         n, k = thetas.shape[:2]
         grid = chunk_grid(n, k, self.chunk_seeds, self.chunk_policies)
         tasks = [[(seeds[i : i + 1], thetas[i, t]) for i in range(s.start, s.stop)]
@@ -196,24 +184,39 @@ class SerialExecutor(Executor):
 
     kind = "serial"
 
+    def __init__(self, **chunks: int) -> None:
+        super().__init__(**chunks)
+        self._worlds = WorldCache()
+
     def _run(self, spec: WorldSpec, tasks: list[list[Block]]
              ) -> Iterator[tuple[int, list[np.ndarray]]]:
+        world = self._worlds.get(spec)
         for i, task in enumerate(tasks):
-            yield i, compute_task(spec, task)
+            yield i, compute_task(world, spec, task)
+
+
+_PROCESS_WORLDS: WorldCache | None = None
+"""A worker process's own cache, set by `_worker_init` in that process only (never in the
+driver): the worker is owned by one executor and its worlds die with it."""
 
 
 def _worker_init() -> None:
     """One thread per worker process: parallelism comes from processes, not BLAS/torch threads."""
+    global _PROCESS_WORLDS
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ[var] = "1"
+    _PROCESS_WORLDS = WorldCache()
 
 
 def _pool_task(spec: WorldSpec, task: list[Block]) -> list[np.ndarray]:
-    get_world(spec)  # build (and cache) first: the world may import torch
+    if _PROCESS_WORLDS is None:  # a Ray worker: no initializer ran in this process
+        _worker_init()
+    assert _PROCESS_WORLDS is not None
+    world = _PROCESS_WORLDS.get(spec)  # build first: the world may import torch
     torch = sys.modules.get("torch")
     if torch is not None and torch.get_num_threads() != 1:
         torch.set_num_threads(1)  # processes give the parallelism; avoid oversubscription
-    return compute_task(spec, task)
+    return compute_task(world, spec, task)
 
 
 class ProcessExecutor(Executor):
@@ -362,9 +365,8 @@ def make_executor(
         return SerialExecutor(**chunks)
     if kind == "processes":
         return ProcessExecutor(workers=workers, **chunks)
-    if kind == "ray":
-        return RayExecutor(workers=workers, address=address, **chunks)
-    raise PacplanError(f"unknown executor {kind!r}; choose serial, processes or ray")
+    check_choice("executor", kind, EXECUTORS)
+    return RayExecutor(workers=workers, address=address, **chunks)
 
 
 def executor_from_config(cfg: Any) -> Executor:

@@ -1,50 +1,103 @@
-"""The run directory's manifest: sha256 of every finished artifact and what it was made from.
+"""The run directory: every file name, the manifest, the chunk store and one input identity.
 
-Each artifact (prior, policies, cost matrices) is recorded once finished, with the hashes of
-the artifacts it was computed from. Before a resumed run uses an artifact, its hash is checked:
-a changed or corrupted file is named, never silently reused or silently recomputed.
+Nothing else in pacplan spells a run directory's file names. Every artifact (prior, policies,
+cost matrices) is recorded in manifest.json once finished, with its sha256 and the inputs it was
+made from; before a resumed run uses an artifact its hash is checked, so a changed or corrupted
+file is named, never silently reused or silently recomputed. "Were these the same inputs?" is
+always answered by `identity` (sha256 of canonical JSON): for the frozen config, the ES
+fingerprint and the stamp of a chunk folder alike.
+
+    <run>/
+      config.yaml  manifest.json  prior.safetensors  es_state.safetensors  es_state.json
+      metrics.jsonl  policies.npy  costs/<role>.npy  costs/<role>.chunks/  certificates/N<n>.json
+      certificate.json  report.md  figures/  timings.json
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-import os
+import shutil
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from pacplan.errors import PacplanError
-from pacplan.pacbayes.matrices import sha256_file
-
-MANIFEST = "manifest.json"
-
-
-def atomic_save_npy(path: Path, array: np.ndarray) -> None:
-    """Write .npy through a temporary file and os.replace: a kill leaves old or new, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    with open(tmp, "wb") as fh:
-        np.save(fh, array, allow_pickle=False)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+from pacplan.es.checkpoint import CheckpointFiles
+from pacplan.files import (
+    atomic_save_npy,
+    atomic_write_json,
+    atomic_write_text,
+    load_npy,
+    sha256_file,
+)
 
 
-def load_npy(path: Path) -> np.ndarray:
-    """Read a plain numeric .npy (never a pickle)."""
-    try:
-        return np.load(path, allow_pickle=False)
-    except (ValueError, OSError) as exc:
-        raise PacplanError(f"{path}: unreadable array ({exc})") from None
+def identity(obj: Any) -> str:
+    """sha256 of `obj` as canonical JSON (sorted keys): equal inputs, equal identity."""
+    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()
+
+
+class RunDir:
+    """The paths of one run directory (creating nothing until something is written)."""
+
+    CONFIG = "config.yaml"
+    MANIFEST = "manifest.json"
+    PRIOR = "prior.safetensors"
+    ES_STATE = "es_state.safetensors"
+    ES_STATE_JSON = "es_state.json"
+    METRICS = "metrics.jsonl"
+    POLICIES = "policies.npy"
+    CERTIFICATE = "certificate.json"
+    REPORT = "report.md"
+    TIMINGS = "timings.json"
+    FIGURES = "figures"
+    TRAINING_CURVE = "figures/prior_training.png"
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+
+    def __truediv__(self, name: str) -> Path:
+        return self.path / name
+
+    @staticmethod
+    def costs(role: str) -> str:
+        """The manifest name of a finished cost matrix: role cert, test or baseline-<name>."""
+        return f"costs/{role}.npy"
+
+    def chunks(self, role: str) -> Path:
+        return self.path / "costs" / f"{role}.chunks"
+
+    def certificate(self, n: int) -> Path:
+        return self.path / "certificates" / f"N{n}.json"
+
+    def certificates(self) -> dict[int, Path]:
+        """The certificate files by N, in increasing N."""
+        folder = self.path / "certificates"
+        files = folder.glob("N*.json") if folder.is_dir() else []
+        return dict(sorted((int(f.stem[1:]), f) for f in files if f.stem[1:].isdigit()))
+
+    def checkpoint_files(self) -> CheckpointFiles:
+        return CheckpointFiles(state=self / self.ES_STATE, state_json=self / self.ES_STATE_JSON,
+                               prior=self / self.PRIOR, metrics=self / self.METRICS)
+
+    def save_timings(self, seconds: dict[str, float]) -> None:
+        """Append this invocation's step times (a resumed step shows only its remaining work)."""
+        path = self / self.TIMINGS
+        history = json.loads(path.read_text()) if path.is_file() else []
+        history.append({"finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                        "seconds": seconds})
+        atomic_write_json(path, history)
 
 
 class Manifest:
     """sha256 and provenance of a run directory's artifacts, kept in manifest.json."""
 
-    def __init__(self, run_dir: Path):
+    def __init__(self, run_dir: str | Path) -> None:
         self.run_dir = Path(run_dir)
-        self.path = self.run_dir / MANIFEST
+        self.path = self.run_dir / RunDir.MANIFEST
         self.entries: dict[str, dict[str, Any]] = {}
         if self.path.is_file():
             try:
@@ -53,9 +106,7 @@ class Manifest:
                 raise PacplanError(f"{self.path}: corrupted manifest ({exc})") from None
 
     def _save(self) -> None:
-        tmp = self.path.with_name(f".{MANIFEST}.tmp{os.getpid()}")
-        tmp.write_text(json.dumps(self.entries, indent=2, sort_keys=True) + "\n")
-        os.replace(tmp, self.path)
+        atomic_write_text(self.path, json.dumps(self.entries, indent=2, sort_keys=True) + "\n")
 
     def record(self, name: str, **inputs: Any) -> str:
         """Hash the finished artifact `name` (a path relative to the run dir) and store it."""
@@ -78,7 +129,7 @@ class Manifest:
         entry = self.entries.get(name)
         if not path.is_file():
             if entry is not None:
-                raise PacplanError(f"{name} is recorded in {MANIFEST} but missing from "
+                raise PacplanError(f"{name} is recorded in {RunDir.MANIFEST} but missing from "
                                    f"{self.run_dir}; delete the run directory to start over")
             return False
         if entry is None:
@@ -88,7 +139,60 @@ class Manifest:
             raise PacplanError(f"{name} in {self.run_dir} has changed or is corrupted (sha256 "
                                f"{actual[:12]}… ≠ recorded {entry['sha256'][:12]}…)")
         for key, value in inputs.items():
-            if entry["inputs"].get(key) != value:
+            if identity(entry["inputs"].get(key)) != identity(value):
                 raise PacplanError(f"{name} in {self.run_dir} was made from a different {key} "
                                    f"than this run uses; use a new --out directory")
         return True
+
+
+class ChunkStore:
+    """Finished chunks of one cost matrix, one atomic .npy per (seed start, policy start).
+
+    The folder is stamped with the identity of its inputs (inputs.json); chunks left by a run
+    with other inputs (say, a baseline whose weights file changed since) are discarded.
+    """
+
+    STAMP = "inputs.json"
+
+    def __init__(self, folder: Path, inputs: dict[str, Any]) -> None:
+        self.folder = folder
+        stamp = {"identity": identity(inputs), "inputs": inputs}
+        path = folder / self.STAMP
+        if path.is_file() and _stamp_identity(path) != stamp["identity"]:
+            shutil.rmtree(folder)
+        if not path.is_file():
+            atomic_write_json(path, stamp)
+
+    @staticmethod
+    def _name(key: tuple[int, int]) -> str:
+        return f"s{key[0]:09d}_t{key[1]:06d}.npy"
+
+    def done(self) -> set[tuple[int, int]]:
+        if not self.folder.is_dir():
+            return set()
+        keys = set()
+        for f in self.folder.glob("s*_t*.npy"):
+            s, t = f.stem[1:].split("_t")
+            keys.add((int(s), int(t)))
+        return keys
+
+    def save(self, key: tuple[int, int], block: np.ndarray) -> None:
+        atomic_save_npy(self.folder / self._name(key), block)
+
+    def assemble(self, shape: tuple[int, int]) -> np.ndarray:
+        out = np.full(shape, np.nan)
+        for s, t in self.done():
+            block = load_npy(self.folder / self._name((s, t)))
+            out[s : s + block.shape[0], t : t + block.shape[1]] = block
+        return out
+
+    def remove(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _stamp_identity(path: Path) -> str | None:
+    try:
+        return json.loads(path.read_text()).get("identity")
+    except (json.JSONDecodeError, AttributeError, OSError):
+        return None
+

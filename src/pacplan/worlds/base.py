@@ -1,12 +1,16 @@
 """The single seam between the learning code and the robots: the `World` protocol and a registry.
 
-Worlds are registered by import path so that naming one does not import torch or PyBullet until
-it is built, and so that worker processes can rebuild a world from its (name, options) spec.
+A registry entry names, by import path, everything pacplan knows about a world: its factory,
+its figure renderer (optional) and its Gymnasium environment (optional). Import paths keep
+naming a world cheap (nothing imports torch or PyBullet until it is built) and let worker
+processes rebuild a world from its (name, options) spec.
 """
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -32,29 +36,73 @@ class World(Protocol):
         ...
 
 
-_REGISTRY: dict[str, str] = {
-    "toy": "pacplan.worlds.toy:ToyWorld",
-    "uav": "pacplan.worlds.uav:UAVWorld",
-    "quadruped": "pacplan.worlds.quadruped:QuadrupedWorld",
+@dataclass(frozen=True)
+class WorldEntry:
+    """A registered world: "package.module:attribute" paths, resolved only when used.
+
+    factory(**options) -> World; renderer(seed=, out=, theta_path=, world_options=) -> Path
+    draws one environment; gym_entry is the Gymnasium env class registered as gym_id.
+    """
+
+    factory: str
+    renderer: str | None = None
+    gym_id: str | None = None
+    gym_entry: str | None = None
+
+
+_REGISTRY: dict[str, WorldEntry] = {
+    "toy": WorldEntry("pacplan.worlds.toy:ToyWorld"),
+    "uav": WorldEntry("pacplan.worlds.uav:UAVWorld",
+                      renderer="pacplan.worlds.uav.render:render_figure",
+                      gym_id="pacplan/UAVObstacleField-v0",
+                      gym_entry="pacplan.worlds.uav.gym_env:UAVObstacleFieldEnv"),
+    "quadruped": WorldEntry("pacplan.worlds.quadruped:QuadrupedWorld",
+                            renderer="pacplan.worlds.quadruped.render:render_figure",
+                            gym_id="pacplan/MinitaurTerrain-v0",
+                            gym_entry="pacplan.worlds.quadruped.gym_env:MinitaurTerrainEnv"),
 }
 
 
-def register_world(name: str, target: str) -> None:
-    """Register a world factory by import path "package.module:Factory"."""
-    _REGISTRY[name] = target
+def register_world(name: str, factory: str, renderer: str | None = None,
+                   gym_id: str | None = None, gym_entry: str | None = None) -> None:
+    """Register a world by import paths "package.module:Attribute"."""
+    _REGISTRY[name] = WorldEntry(factory, renderer, gym_id, gym_entry)
 
 
 def world_names() -> list[str]:
     return sorted(_REGISTRY)
 
 
-def make_world(name: str, **options: Any) -> World:
-    """Build the world called `name` with keyword options from a config."""
+def world_entry(name: str) -> WorldEntry:
+    """The registry entry of `name`, or a `PacplanError` listing the known worlds."""
     if name not in _REGISTRY:
         raise PacplanError(f"unknown world {name!r}; known worlds: {', '.join(world_names())}")
-    module_name, _, attr = _REGISTRY[name].partition(":")
+    return _REGISTRY[name]
+
+
+def _resolve(target: str, what: str) -> Any:
+    module_name, _, attr = target.partition(":")
     try:
-        factory = getattr(importlib.import_module(module_name), attr)
+        return getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as exc:
-        raise PacplanError(f"world {name!r} is not available: {exc}") from exc
-    return factory(**options)
+        raise PacplanError(f"{what} is not available: {exc}") from exc
+
+
+def make_world(name: str, **options: Any) -> World:
+    """Build the world called `name` with keyword options from a config."""
+    factory = _resolve(world_entry(name).factory, f"world {name!r}")
+    try:
+        return factory(**options)
+    except TypeError as exc:  # an unknown or missing option
+        raise PacplanError(f"world {name!r}: bad options {options}: {exc}") from None
+
+
+def world_renderer(name: str) -> Callable[..., Any] | None:
+    """The figure renderer of world `name`, or None if it has none."""
+    target = world_entry(name).renderer
+    return None if target is None else _resolve(target, f"renderer of world {name!r}")
+
+
+def gym_environments() -> dict[str, str]:
+    """Gymnasium id -> entry point of every registered world that has one."""
+    return {e.gym_id: e.gym_entry for e in _REGISTRY.values() if e.gym_id and e.gym_entry}

@@ -1,0 +1,119 @@
+"""Every matplotlib figure of a run: the ES training curve and the report's figures.
+
+Figures are written atomically (a killed report leaves the old PNG or the new one).
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pacplan.files import atomic_write_bytes
+from pacplan.pacbayes.certificate import Certificate
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_figure(fig: Any, path: str | Path) -> Path:
+    """Lay out, write as PNG atomically, close."""
+    plt = _pyplot()
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    plt.close(fig)
+    atomic_write_bytes(path, buf.getvalue())
+    return Path(path)
+
+
+def plot_training_curve(records: list[dict[str, Any]], out: str | Path) -> Path | None:
+    """PNG of training cost, best cost and mean sigma per iteration (utility phases shaded)."""
+    if not records:
+        return None
+    plt = _pyplot()
+
+    it = np.array([r["iteration"] for r in records])
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.plot(it, [r["cost"] for r in records], lw=1, label="training cost")
+    ax.plot(it, [r["best"] for r in records], lw=1.5, label="best so far")
+    for r in records:
+        if r["utility"]:
+            ax.axvspan(r["iteration"] - 0.5, r["iteration"] + 0.5, color="orange", alpha=0.15,
+                       lw=0)
+    ax.set_xlabel("iteration")
+    ax.set_ylabel("cost")
+    ax.set_ylim(0, 1)
+    ax2 = ax.twinx()
+    ax2.plot(it, [r["sigma_mean"] for r in records], color="gray", ls="--", lw=1,
+             label="mean σ")
+    ax2.set_ylabel("mean σ")
+    lines = ax.get_legend_handles_labels()
+    lines2 = ax2.get_legend_handles_labels()
+    ax.legend(lines[0] + lines2[0], lines[1] + lines2[1], loc="upper right", fontsize=8)
+    ax.set_title("ES prior training (shaded: rank-utility shaping on)")
+    return save_figure(fig, out)
+
+
+def report_figures(fig_dir: Path, certs: dict[int, Certificate], cert: np.ndarray
+                   ) -> list[tuple[str, str]]:
+    """The report's figures in `fig_dir`: bounds vs N, posterior weights, cost distributions.
+
+    `cert` is the certification matrix; returns (title, path relative to the run) pairs.
+    """
+    plt = _pyplot()
+    made: list[tuple[str, str]] = []
+
+    def save(fig: Any, name: str) -> str:
+        save_figure(fig, fig_dir / name)
+        return f"{fig_dir.name}/{name}"
+
+    ns = list(certs)
+    last = certs[ns[-1]]
+
+    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    for key, label in (("mcallester", "McAllester"), ("quadratic", "quadratic"),
+                       ("klinv", "kl-inverse")):
+        ax.plot(ns, [100 * getattr(certs[n], key) for n in ns], marker="o", label=label)
+    if last.test_cost is not None:
+        tc = [100 * certs[n].test_cost for n in ns]
+        lo = [100 * certs[n].test_ci[0] for n in ns]
+        hi = [100 * certs[n].test_ci[1] for n in ns]
+        ax.plot(ns, tc, marker="s", color="k", label="test cost")
+        ax.fill_between(ns, lo, hi, color="k", alpha=0.12, label="99 % CI")
+    ax.set_xlabel("N (certification environments)")
+    ax.set_ylabel("cost (%)")
+    ax.set_title(f"bounds vs N (δ = {last.delta:g})")
+    ax.legend(fontsize=8)
+    made.append(("Bounds and test cost vs N", save(fig, "bounds_vs_n.png")))
+
+    fig, ax = plt.subplots(figsize=(5.5, 3.0))
+    ax.bar(np.arange(last.m), last.p, color="tab:blue")
+    ax.axhline(1.0 / last.m, color="gray", ls="--", lw=1, label="prior p0 (uniform)")
+    ax.set_xlabel("policy")
+    ax.set_ylabel("posterior p")
+    ax.set_title(f"posterior over the m = {last.m} policies (N = {last.n})")
+    ax.legend(fontsize=8)
+    made.append(("Posterior weights", save(fig, "posterior.png")))
+
+    cert = cert[: last.n]
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.2))
+    axes[0].hist(cert.mean(axis=0) * 100, bins=20, color="tab:orange")
+    axes[0].set_xlabel("policy's empirical cost on S (%)")
+    axes[0].set_ylabel("policies")
+    per_env = cert @ np.asarray(last.p)
+    axes[1].hist(per_env, bins=40, color="tab:green")
+    axes[1].set_xlabel("posterior's cost per certification environment")
+    axes[1].set_ylabel("environments")
+    axes[1].set_yscale("log")
+    fig.suptitle("cost distribution")
+    made.append(("Cost distribution", save(fig, "costs.png")))
+    return made

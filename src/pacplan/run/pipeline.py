@@ -1,0 +1,138 @@
+"""`run`: every stage of a config in one run directory, resumable at any point.
+
+The directory is frozen to its config: a rerun with a config of another identity is refused
+(where the work runs and where input files live do not count; input files count by content,
+checked where they are used).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from pacplan.config import RunConfig, config_to_dict, dump_config
+from pacplan.errors import PacplanError
+from pacplan.files import load_npy
+from pacplan.pacbayes.certificate import Certificate
+from pacplan.run.executors import Executor, executor_from_config
+from pacplan.run.rundir import Manifest, RunDir, identity
+from pacplan.run.stages import certify, ensure_costs, ensure_policies, ensure_prior, world_spec
+from pacplan.weights import load_theta
+
+
+@dataclass
+class RunResult:
+    """What `run` produced: the certificates by N and the wall time of each step."""
+
+    run_dir: Path
+    certificates: dict[int, Certificate]
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def config_identity(config: dict[str, Any]) -> dict[str, Any]:
+    """A config as a dict minus what never changes a result: where the work runs (executor)
+    and where input files live. Their contents are checked where they are used: the prior by
+    its sha256 in the manifest, a baseline's weights in its matrix's inputs, an ES starting
+    mean by the ES fingerprint. So a run directory stays resumable from another checkout."""
+    d = json.loads(json.dumps(config))  # a deep copy
+    d.pop("executor", None)
+    d.pop("prior", None)
+    if isinstance(d.get("es", {}).get("init_mean"), str):
+        d["es"]["init_mean"] = "<file>"
+    for base in d.get("baselines", []):
+        if base.get("weights") is not None:
+            base["weights"] = "<file>"
+    return d
+
+
+def freeze_config(cfg: RunConfig, rd: RunDir) -> None:
+    """Write config.yaml, or refuse if the directory was made by a different config."""
+    path = rd / RunDir.CONFIG
+    if path.is_file():
+        old = config_identity(yaml.safe_load(path.read_text()) or {})
+        new = config_identity(config_to_dict(cfg))
+        if identity(old) != identity(new):
+            changed = sorted(k for k in set(old) | set(new)
+                             if identity(old.get(k)) != identity(new.get(k)))
+            raise PacplanError(f"{rd.path} was made by a different config (changed: "
+                               f"{', '.join(changed)}); use a new --out directory")
+    dump_config(cfg, path)
+
+
+def _seed_array(seed_range: tuple[int, int] | list[int], count: int | None = None) -> np.ndarray:
+    start, stop = int(seed_range[0]), int(seed_range[1])
+    if count is not None:
+        stop = start + count
+    return np.arange(start, stop, dtype=np.int64)
+
+
+def _baselines(cfg: RunConfig, rd: RunDir, manifest: Manifest, ex: Executor, dim: int,
+               test_seeds: np.ndarray, step: Callable[[str, Callable[[], Any]], Any],
+               progress: bool) -> None:
+    """One test-cost column per baseline: its world options and all-zero or given weights."""
+    for base in cfg.baselines:
+        spec = world_spec(cfg, **base.world_options)
+        inputs: dict[str, Any] = {"world": {"name": spec.name, "options": spec.options},
+                                  "seeds": list(cfg.seeds.test)}
+        if base.weights is None:
+            fixed = np.zeros((1, dim), dtype=np.float32)
+        else:  # the file's content is an input, not its path
+            fixed = load_theta(base.weights, dim, cfg.world.name)[None, :]
+            inputs["weights_sha256"] = hashlib.sha256(fixed.tobytes()).hexdigest()
+        step(f"baseline {base.name}", lambda base=base, spec=spec, inputs=inputs, fixed=fixed:
+             ensure_costs(f"baseline-{base.name}", spec, fixed, test_seeds, rd, manifest, ex,
+                          inputs, progress))
+
+
+def run(cfg: RunConfig, run_dir: str | Path, prior_file: str | Path | None = None,
+        progress: bool = True, executor: Executor | None = None,
+        log: Callable[[str], None] | None = None) -> RunResult:
+    """Run (or resume) every step of `cfg` in `run_dir`."""
+    rd = RunDir(run_dir)
+    rd.path.mkdir(parents=True, exist_ok=True)
+    freeze_config(cfg, rd)
+    manifest = Manifest(rd.path)
+    say = log or (lambda _msg: None)
+    own = executor is None
+    ex = executor_from_config(cfg.executor) if own else executor
+    seconds: dict[str, float] = {}
+
+    def step(name: str, fn: Callable[[], Any]) -> Any:
+        t0 = time.perf_counter()
+        result = fn()
+        seconds[name] = round(time.perf_counter() - t0, 3)
+        say(f"{name}: {seconds[name]:.1f} s")
+        return result
+
+    try:
+        prior_sha = step("prior", lambda: ensure_prior(cfg, rd, manifest, ex, prior_file,
+                                                      progress))
+        policies_sha = step("policies", lambda: ensure_policies(cfg, rd, manifest, prior_sha))
+        thetas = load_npy(rd / RunDir.POLICIES)
+        spec = world_spec(cfg)
+        world = config_to_dict(cfg)["world"]
+        n_cert = max(cfg.certificate.n or [1])
+        roles = {"cert": _seed_array(cfg.seeds.cert, n_cert), "test": _seed_array(cfg.seeds.test)}
+        matrices = {}
+        for role, seeds in roles.items():
+            inputs = {"policies": policies_sha, "world": world,
+                      "seeds": [int(seeds[0]), int(seeds[-1]) + 1]}
+            matrices[role] = step(f"{role} costs", lambda role=role, seeds=seeds, inputs=inputs:
+                                  ensure_costs(role, spec, thetas, seeds, rd, manifest, ex,
+                                               inputs, progress))
+        _baselines(cfg, rd, manifest, ex, thetas.shape[1], roles["test"], step, progress)
+        certificates = step("certificates", lambda: certify(cfg, rd, manifest,
+                                                            matrices["cert"], matrices["test"]))
+    finally:
+        if own:
+            ex.close()
+    rd.save_timings(seconds)
+    return RunResult(run_dir=rd.path, certificates=certificates, seconds=seconds)

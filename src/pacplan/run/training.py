@@ -1,0 +1,152 @@
+"""Prior training: the ES loop with a checkpoint per iteration, so a killed run resumes exactly.
+
+Wires the pure algorithm (`pacplan.es.algorithm`: ask → costs → tell) to an executor, the run
+directory's checkpoint files, a progress bar and the training-curve figure. Resuming checks
+the ES fingerprint (the identity of everything the iterates depend on) and refuses another one.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pacplan.config import ESConfig, RunConfig, dump_config
+from pacplan.errors import PacplanError
+from pacplan.es import checkpoint as ckpt
+from pacplan.es.algorithm import ESState, ask, init_state, tell
+from pacplan.files import sha256_file
+from pacplan.run.executors import Executor, WorldSpec, executor_from_config
+from pacplan.run.figures import plot_training_curve
+from pacplan.run.progress import progress_bar
+from pacplan.run.rundir import RunDir, identity
+from pacplan.weights import load_theta
+
+PairedCostFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
+"""(thetas (n, k, d) float32, seeds (n,) int64) -> (n, k) costs in [0, 1], thetas[i] on seeds[i]."""
+
+
+def es_fingerprint(cfg: RunConfig) -> str:
+    """Identity of what the iterates depend on: world, prior seeds, es settings but `iterations`
+    (a weights file as init_mean counts by its content, not where it lives)."""
+    es = cfg.es.model_dump(mode="json")
+    es.pop("iterations")
+    if isinstance(cfg.es.init_mean, str):
+        path = Path(cfg.es.init_mean)
+        if not path.is_file():
+            raise PacplanError(f"es.init_mean file not found: {path}")
+        es["init_mean"] = {"sha256": sha256_file(path)}
+    return identity({"world": cfg.world.model_dump(mode="json"), "prior": list(cfg.seeds.prior),
+                     "es": es})
+
+
+def _refuse_other(state: ESState, fingerprint: str, rd: RunDir) -> None:
+    if state.extra.get("fingerprint", "") != fingerprint:
+        raise PacplanError(f"{rd.path} holds ES training for a different config (world, prior "
+                           "seeds or es settings changed); use a new --out directory")
+
+
+def _start(cfg: ESConfig, dim: int, rd: RunDir | None, fingerprint: str) -> ESState:
+    """The checkpointed state of `rd` (checked), or iteration 0."""
+    if rd is not None:
+        files = rd.checkpoint_files()
+        state = ckpt.load_checkpoint(files)
+        if state is not None:
+            _refuse_other(state, fingerprint, rd)
+            if state.mu.size != dim:
+                raise PacplanError(f"{rd.path}: checkpoint has {state.mu.size} weights, "
+                                   f"world has {dim}")
+            ckpt.truncate_metrics(files.metrics, state.iteration)
+            ckpt.save_checkpoint(files, state)  # re-derive prior + JSON if a crash split writes
+            return state
+        files.metrics.unlink(missing_ok=True)
+    mean = None
+    if isinstance(cfg.init_mean, str):
+        mean = load_theta(cfg.init_mean, dim, world="es.init_mean")
+    state = init_state(cfg, dim, mean)
+    state.extra["fingerprint"] = fingerprint
+    return state
+
+
+def run_es(
+    cfg: ESConfig,
+    dim: int,
+    cost_fn: PairedCostFn,
+    seed_range: tuple[int, int],
+    run_dir: str | Path | None = None,
+    fingerprint: str = "",
+    progress: bool = False,
+    stop_after: int | None = None,
+    on_iteration: Callable[[ESState, dict[str, Any]], None] | None = None,
+) -> ESState:
+    """Run ES for `cfg.iterations` iterations (resuming from `run_dir` when it has a checkpoint).
+
+    `fingerprint` identifies everything the iterates depend on; resuming with another one is
+    refused. `stop_after` ends this call after that many iterations (a deterministic interrupt).
+    """
+    rd = RunDir(run_dir) if run_dir is not None else None
+    if rd is not None:
+        rd.path.mkdir(parents=True, exist_ok=True)
+    state = _start(cfg, dim, rd, fingerprint)
+    todo = max(0, cfg.iterations - state.iteration)
+    if stop_after is not None:
+        todo = min(todo, stop_after)
+    with progress_bar(progress, "ES", cfg.iterations, state.iteration) as bar:
+        for _ in range(todo):
+            t0 = time.perf_counter()
+            asked = ask(state, cfg, seed_range)
+            state, record = tell(state, cfg, asked, cost_fn(asked.thetas, asked.seeds))
+            record["seconds"] = round(time.perf_counter() - t0, 6)
+            if rd is not None:
+                files = rd.checkpoint_files()
+                ckpt.append_metric(files.metrics, record)
+                ckpt.save_checkpoint(files, state)
+            if on_iteration is not None:
+                on_iteration(state, record)
+            bar.advance(f"ES cost {record['cost']:.4f} best {record['best']:.4f} "
+                        f"σ {record['sigma_mean']:.3f}{' [utility]' if record['utility'] else ''}")
+    if rd is not None and state.iteration > 0:
+        plot_training_curve(ckpt.read_metrics(rd / RunDir.METRICS), rd / RunDir.TRAINING_CURVE)
+    return state
+
+
+def train_prior(
+    cfg: RunConfig,
+    run_dir: str | Path,
+    executor: Executor | None = None,
+    progress: bool = True,
+    stop_after: int | None = None,
+) -> ESState:
+    """Train (or resume) the prior of `cfg` into `run_dir`.
+
+    Uses `executor` if given (left open), otherwise builds one from `cfg.executor` and closes it.
+    The result does not depend on the executor kind or worker count.
+    """
+    from pacplan.worlds.base import make_world
+
+    rd = RunDir(run_dir)
+    rd.path.mkdir(parents=True, exist_ok=True)
+    spec = WorldSpec(cfg.world.name, dict(cfg.world.options))
+    dim = int(make_world(spec.name, **spec.options).policy_dim())
+    fp = es_fingerprint(cfg)
+    existing = ckpt.load_checkpoint(rd.checkpoint_files())
+    if existing is not None:
+        _refuse_other(existing, fp, rd)
+    own = executor is None
+    ex = executor_from_config(cfg.executor) if own else executor
+    try:
+        dump_config(cfg, rd / RunDir.CONFIG)
+
+        def cost_fn(thetas: np.ndarray, seeds: np.ndarray) -> np.ndarray:
+            if cfg.es.shared_perturbations:  # the same policies everywhere: one full matrix
+                return ex.cost_matrix(spec, thetas[0], seeds)
+            return ex.paired_costs(spec, thetas, seeds)
+
+        return run_es(cfg.es, dim, cost_fn, tuple(cfg.seeds.prior), rd.path, fingerprint=fp,
+                      progress=progress, stop_after=stop_after)
+    finally:
+        if own:
+            ex.close()
