@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from pacplan.pacbayes import posterior
+from pacplan.pacbayes.rep import optimize_rep
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -41,10 +42,10 @@ def main() -> None:
     costs = np.load(args.paper_dir / "C_quadrotor.npy", allow_pickle=False).astype(np.float64)
     delta = 0.01
     posterior.optimize_gibbs(costs, delta, args.bound)  # warm caches and imports
-    posterior.optimize_rep(costs[:50], delta, args.bound, grid_points=3, refine_steps=2)
+    optimize_rep(costs[:50], delta, args.bound, grid_points=3, refine_steps=2)
     gibbs_s, gibbs = median_seconds(lambda: posterior.optimize_gibbs(costs, delta, args.bound),
                                     args.repeats)
-    rep_s, rep = median_seconds(lambda: posterior.optimize_rep(costs, delta, args.bound),
+    rep_s, rep = median_seconds(lambda: optimize_rep(costs, delta, args.bound),
                                 args.rep_repeats)
 
     rng = np.random.default_rng(0)

@@ -9,6 +9,7 @@ from scipy.optimize import minimize
 
 from pacplan.errors import PacplanError
 from pacplan.pacbayes import bounds, posterior
+from pacplan.pacbayes.rep import optimize_rep
 
 DELTA = 0.01
 
@@ -37,7 +38,7 @@ def test_paper_posterior_test_cost(paper_cert, paper_test):
 def test_gibbs_never_worse_than_rep_on_paper_matrix(paper_cert, bound):
     c = paper_cert[:1000]
     gibbs = posterior.optimize_gibbs(c, DELTA, bound)
-    rep = posterior.optimize_rep(c, DELTA, bound)
+    rep = optimize_rep(c, DELTA, bound)
     assert gibbs.value <= rep.value + 1e-6
     assert rep.value <= gibbs.value + 1e-4, "REP baseline should land near the optimum too"
 
@@ -53,7 +54,7 @@ def test_gibbs_never_worse_than_rep_on_random_matrices(seed, bound):
     rng = np.random.default_rng(seed)
     c = _random_matrix(rng, int(rng.integers(20, 400)), int(rng.integers(2, 30)))
     gibbs = posterior.optimize_gibbs(c, DELTA, bound)
-    rep = posterior.optimize_rep(c, DELTA, bound, grid_points=20, refine_steps=15)
+    rep = optimize_rep(c, DELTA, bound, grid_points=20, refine_steps=15)
     assert gibbs.value <= rep.value + 1e-6
 
 
@@ -132,7 +133,7 @@ def test_non_uniform_prior_with_zeros():
     p0 = np.array([0.5, 0.0, 0.2, 0.1, 0.2, 0.0])
     post = posterior.optimize_gibbs(c, DELTA, "klinv", p0=p0)
     assert post.p[1] == 0.0 and post.p[5] == 0.0
-    rep = posterior.optimize_rep(c, DELTA, "klinv", p0=p0, grid_points=20)
+    rep = optimize_rep(c, DELTA, "klinv", p0=p0, grid_points=20)
     assert post.value <= rep.value + 1e-6
 
 

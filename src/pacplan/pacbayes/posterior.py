@@ -7,16 +7,12 @@ one-parameter curve β ∈ [0, ∞], β = ∞ meaning all mass on the best colum
 bound is then a 1-D search: a dense log-grid over β, refined by bounded Brent steps around the
 best grid points.
 
-`rep` is the paper's parametric relative-entropy program (Veer & Majumdar 2020, Algorithm 2),
-solved with CVXPY and Clarabel (MOSEK when installed). It is the slow baseline Gibbs is checked
-against: a grid over the target Ĉ, each point a REP min KL(p‖p0) s.t. c̄ᵀp ≤ Ĉ, for the
-quadratic and kl-inverse bounds; for McAllester, a search over λ of the REP
-min c̄ᵀp + KL(p‖p0)/(2Nλ), whose optimal value plus ln(2√N/δ)/(2Nλ) + λ/4 is the bound.
+`rep` (`pacplan.pacbayes.rep`) is the paper's relative-entropy program, kept as the slow
+baseline that Gibbs is checked against.
 """
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -196,117 +192,6 @@ def optimize_gibbs(costs: np.ndarray, delta: float, bound: str = "best",
     return _posterior_at(curve.p(beta), cbar, n, p0, bound, delta, "gibbs", beta)
 
 
-# --------------------------------------------------------------------------- REP (paper)
-
-
-def _rep_problem(cbar: np.ndarray, p0: np.ndarray):
-    """Build DPP-parametrized CVXPY problems once, so each grid point only re-solves."""
-    import cvxpy as cp
-
-    p = cp.Variable(cbar.size, nonneg=True)
-    target = cp.Parameter()
-    weight = cp.Parameter(nonneg=True)
-    kl = cp.sum(cp.rel_entr(p, p0))
-    constrained = cp.Problem(cp.Minimize(kl), [cp.sum(p) == 1, cbar @ p <= target])
-    penalized = cp.Problem(cp.Minimize(cbar @ p + weight * kl), [cp.sum(p) == 1])
-    return p, target, weight, constrained, penalized
-
-
-def _conic_solver() -> str:
-    import cvxpy as cp
-
-    return "MOSEK" if "MOSEK" in cp.installed_solvers() else "CLARABEL"
-
-
-def _solve(problem, solver: str) -> None:
-    """Solve; an inaccurate solution is still checked, since every p is re-evaluated exactly."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            problem.solve(solver=solver)
-    except Exception as exc:  # solver failure: say so plainly
-        raise PacplanError(f"REP solver {solver} failed: {exc}") from exc
-
-
-def _clean(p_value: np.ndarray | None, m: int) -> np.ndarray:
-    if p_value is None:
-        raise PacplanError("REP solver returned no solution")
-    p = np.clip(np.asarray(p_value, dtype=np.float64), 0.0, None)
-    return p / p.sum() if p.sum() > 0 else uniform_prior(m)
-
-
-def optimize_rep(costs: np.ndarray, delta: float, bound: str = "quadratic",
-                 p0: np.ndarray | None = None, grid_points: int = 40,
-                 refine_steps: int = 25) -> Posterior:
-    """The paper's parametric relative-entropy program (slow baseline)."""
-    from scipy.optimize import minimize_scalar
-
-    cbar_v, n, p0 = _check_inputs(costs, p0)
-    _validate_choice(bound, delta)
-    m = cbar_v.size
-    solver = _conic_solver()
-    p, target, weight, constrained, penalized = _rep_problem(cbar_v, p0)
-    objective = _objective(bound, n, delta)
-
-    def evaluate(q: np.ndarray) -> float:
-        return float(objective(np.array([cbar_v @ q]), np.array([kl_divergence(q, p0)]))[0])
-
-    best_p, best_value = p0.copy(), evaluate(p0)
-
-    if bound == "mcallester":
-        log_const = np.log(2.0 * np.sqrt(n) / delta)
-
-        def at_lambda(log_lam: float) -> tuple[float, np.ndarray]:
-            lam = np.exp(log_lam)
-            weight.value = 1.0 / (2.0 * n * lam)
-            _solve(penalized, solver)
-            q = _clean(p.value, m)
-            return float(penalized.value + log_const / (2.0 * n * lam) + lam / 4.0), q
-
-        grid = np.linspace(np.log(1e-4), np.log(4.0), grid_points)
-        vals = [at_lambda(x) for x in grid]
-        i = int(np.argmin([v for v, _ in vals]))
-        a, b = grid[max(i - 1, 0)], grid[min(i + 1, grid.size - 1)]
-        res = minimize_scalar(lambda x: at_lambda(x)[0], bounds=(a, b), method="bounded",
-                              options={"maxiter": refine_steps})
-        candidates = [q for _, q in vals] + [at_lambda(res.x)[1]]
-    else:
-        c_lo, c_hi = float(cbar_v[p0 > 0].min()), float(cbar_v @ p0)
-
-        def at_target(c: float) -> np.ndarray | None:
-            target.value = c
-            try:
-                _solve(constrained, solver)
-            except PacplanError:  # degenerate targets (Ĉ at its minimum) can fail: skip them
-                return None
-            return _clean(p.value, m)
-
-        # Ĉ = c_lo exactly is the β = ∞ face: its REP solution is p0 restricted to the argmin
-        at_min = np.where(cbar_v == c_lo, p0, 0.0)
-        grid = np.linspace(c_lo, c_hi, grid_points)[1:]
-        qs = [at_min / at_min.sum()] + [at_target(c) for c in grid]
-        vals = [evaluate(q) if q is not None else np.inf for q in qs]
-        if not np.isfinite(vals).any():
-            raise PacplanError(f"REP solver {solver} failed on every grid point")
-        i = int(np.argmin(vals))
-        points = np.concatenate([[c_lo], grid])
-        a, b = points[max(i - 1, 0)], points[min(i + 1, points.size - 1)]
-
-        def refine(c: float) -> float:
-            q = at_target(c)
-            return evaluate(q) if q is not None else np.inf
-
-        res = minimize_scalar(refine, bounds=(a, b), method="bounded",
-                              options={"maxiter": refine_steps})
-        candidates = [q for q in [*qs, at_target(float(res.x))] if q is not None]
-
-    for q in candidates:
-        v = evaluate(q)
-        if v < best_value:
-            best_p, best_value = q, v
-    return _posterior_at(best_p, cbar_v, n, p0, bound, delta, f"rep:{solver.lower()}", None)
-
-
 # --------------------------------------------------------------------------- common
 
 
@@ -335,4 +220,6 @@ def optimize(costs: np.ndarray, delta: float, bound: str = "best", solver: str =
     """Bound-optimal posterior with the chosen solver (`gibbs` default, `rep` the baseline)."""
     if check_choice("solver", solver, SOLVERS) == "gibbs":
         return optimize_gibbs(costs, delta, bound, p0)
+    from pacplan.pacbayes.rep import optimize_rep
+
     return optimize_rep(costs, delta, bound, p0)

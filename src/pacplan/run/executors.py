@@ -12,15 +12,14 @@ Two callers:
   `iter_chunks` yields each finished chunk as it completes so it can be persisted, and skips
   chunks already done, so a killed run resumes without recomputation.
 
-The process pool uses the "spawn" start method (safe with torch, PyBullet and Ray threads), so a
-script that uses it must guard its entry point with `if __name__ == "__main__":`.
+The parallel executors live in `pacplan.run.parallel`. The process pool uses the "spawn" start
+method (safe with torch, PyBullet and Ray threads), so a script that uses it must guard its entry
+point with `if __name__ == "__main__":`.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from pacplan.choices import EXECUTORS
+from pacplan.config import ExecutorConfig
 from pacplan.errors import PacplanError
 from pacplan.validation import check_choice, check_finite, check_seeds, check_unit_costs
 
@@ -195,163 +195,6 @@ class SerialExecutor(Executor):
             yield i, compute_task(world, spec, task)
 
 
-_PROCESS_WORLDS: WorldCache | None = None
-"""A worker process's own cache, set by `_worker_init` in that process only (never in the
-driver): the worker is owned by one executor and its worlds die with it."""
-
-
-def _worker_init() -> None:
-    """One thread per worker process: parallelism comes from processes, not BLAS/torch threads."""
-    global _PROCESS_WORLDS
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        os.environ[var] = "1"
-    _PROCESS_WORLDS = WorldCache()
-
-
-def _pool_task(spec: WorldSpec, task: list[Block]) -> list[np.ndarray]:
-    if _PROCESS_WORLDS is None:  # a Ray worker: no initializer ran in this process
-        _worker_init()
-    assert _PROCESS_WORLDS is not None
-    world = _PROCESS_WORLDS.get(spec)  # build first: the world may import torch
-    torch = sys.modules.get("torch")
-    if torch is not None and torch.get_num_threads() != 1:
-        torch.set_num_threads(1)  # processes give the parallelism; avoid oversubscription
-    return compute_task(world, spec, task)
-
-
-class ProcessExecutor(Executor):
-    """A persistent pool of spawned worker processes; free workers take the next task."""
-
-    kind = "processes"
-
-    def __init__(self, workers: int | None = None, **chunks: int) -> None:
-        super().__init__(**chunks)
-        self._workers = int(workers or os.cpu_count() or 1)
-        if self._workers < 1:
-            raise PacplanError("workers must be >= 1")
-        self._pool: Any = None
-
-    @property
-    def workers(self) -> int:
-        return self._workers
-
-    def _ensure_pool(self) -> Any:
-        if self._pool is None:
-            import multiprocessing as mp
-            from concurrent.futures import ProcessPoolExecutor
-
-            self._pool = ProcessPoolExecutor(
-                max_workers=self._workers,
-                mp_context=mp.get_context("spawn"),
-                initializer=_worker_init,
-            )
-        return self._pool
-
-    def _run(self, spec: WorldSpec, tasks: list[list[Block]]
-             ) -> Iterator[tuple[int, list[np.ndarray]]]:
-        from concurrent.futures import FIRST_COMPLETED, wait
-        from concurrent.futures.process import BrokenProcessPool
-
-        pool = self._ensure_pool()
-        futures: dict[Any, int] = {}
-        try:
-            futures = {pool.submit(_pool_task, spec, t): i for i, t in enumerate(tasks)}
-            pending = set(futures)
-            while pending:
-                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for fut in sorted(finished, key=futures.__getitem__):
-                    yield futures[fut], fut.result()
-        except BrokenProcessPool as exc:
-            self._discard_pool()
-            raise PacplanError(
-                f"a worker process died while computing costs for world {spec.name!r} "
-                f"(crash or out of memory); no partial result was kept: {exc}"
-            ) from None
-        finally:
-            for fut in futures:
-                fut.cancel()
-
-    def _discard_pool(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
-            self._pool = None
-
-    def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
-
-
-def _ray_task(spec: WorldSpec, task: list[Block]) -> list[np.ndarray]:
-    return _pool_task(spec, task)
-
-
-class RayExecutor(Executor):
-    """Ray tasks on a local Ray (started with `workers` CPUs) or an existing cluster (`address`)."""
-
-    kind = "ray"
-
-    def __init__(self, workers: int | None = None, address: str | None = None,
-                 **chunks: int) -> None:
-        super().__init__(**chunks)
-        try:
-            import ray
-        except ImportError as exc:
-            raise PacplanError(
-                "the ray executor needs Ray: pip install 'pacplan[ray]'"
-            ) from exc
-        self._ray = ray
-        self._started = False
-        if not ray.is_initialized():
-            try:
-                if address:
-                    ray.init(address=address, log_to_driver=False)
-                else:
-                    ray.init(num_cpus=int(workers or os.cpu_count() or 1), log_to_driver=False,
-                             include_dashboard=False)
-            except (ConnectionError, RuntimeError, ValueError) as exc:
-                where = f"cluster at {address}" if address else "a local Ray instance"
-                raise PacplanError(f"could not connect to {where}: {exc}") from None
-            self._started = True
-        self._fn = ray.remote(num_cpus=1)(_ray_task)
-
-    @property
-    def workers(self) -> int:
-        return max(1, int(self._ray.cluster_resources().get("CPU", 1)))
-
-    def _run(self, spec: WorldSpec, tasks: list[list[Block]]
-             ) -> Iterator[tuple[int, list[np.ndarray]]]:
-        ray = self._ray
-        spec_ref = ray.put(spec)
-        refs = {self._fn.remote(spec_ref, t): i for i, t in enumerate(tasks)}
-        pending = list(refs)
-        try:
-            while pending:
-                ready, pending = ray.wait(pending, num_returns=1)
-                for ref in ready:
-                    try:
-                        result = ray.get(ref)
-                    except ray.exceptions.RayTaskError as exc:
-                        cause = getattr(exc, "cause", None)
-                        if isinstance(cause, PacplanError):
-                            raise PacplanError(str(cause)) from None
-                        raise
-                    except ray.exceptions.RayError as exc:
-                        raise PacplanError(
-                            f"a Ray worker died while computing costs for world {spec.name!r}; "
-                            f"no partial result was kept: {type(exc).__name__}"
-                        ) from None
-                    yield refs[ref], result
-        finally:
-            for ref in pending:
-                ray.cancel(ref, force=False)
-
-    def close(self) -> None:
-        if self._started and self._ray.is_initialized():
-            self._ray.shutdown()
-        self._started = False
-
-
 def make_executor(
     kind: str = "serial",
     workers: int | None = None,
@@ -363,12 +206,14 @@ def make_executor(
     chunks = {"chunk_policies": chunk_policies, "chunk_seeds": chunk_seeds}
     if kind == "serial":
         return SerialExecutor(**chunks)
+    from pacplan.run.parallel import ProcessExecutor, RayExecutor
+
     if kind == "processes":
         return ProcessExecutor(workers=workers, **chunks)
     check_choice("executor", kind, EXECUTORS)
     return RayExecutor(workers=workers, address=address, **chunks)
 
 
-def executor_from_config(cfg: Any) -> Executor:
+def executor_from_config(cfg: ExecutorConfig) -> Executor:
     """Build from an `ExecutorConfig` (pacplan.config)."""
     return make_executor(cfg.kind, cfg.workers, cfg.address, cfg.chunk_policies, cfg.chunk_seeds)

@@ -1,0 +1,174 @@
+"""The parallel executors: a persistent pool of spawned processes, and Ray (local or a cluster).
+
+Both run `compute_task` on the same fixed task grid as the serial executor, so their results are
+bit-identical to it. Each worker process keeps its own world cache (made by its initializer, or
+on its first Ray task) and never shares it with the driver.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from pacplan.errors import PacplanError
+from pacplan.run.executors import Block, Executor, WorldCache, WorldSpec, compute_task
+
+_PROCESS_WORLDS: WorldCache | None = None
+"""A worker process's own cache, set by `_worker_init` in that process only (never in the
+driver): the worker is owned by one executor and its worlds die with it."""
+
+
+def _worker_init() -> None:
+    """One thread per worker process: parallelism comes from processes, not BLAS/torch threads."""
+    global _PROCESS_WORLDS
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[var] = "1"
+    _PROCESS_WORLDS = WorldCache()
+
+
+def _pool_task(spec: WorldSpec, task: list[Block]) -> list[np.ndarray]:
+    if _PROCESS_WORLDS is None:  # a Ray worker: no initializer ran in this process
+        _worker_init()
+    assert _PROCESS_WORLDS is not None
+    world = _PROCESS_WORLDS.get(spec)  # build first: the world may import torch
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.get_num_threads() != 1:
+        torch.set_num_threads(1)  # processes give the parallelism; avoid oversubscription
+    return compute_task(world, spec, task)
+
+
+class ProcessExecutor(Executor):
+    """A persistent pool of spawned worker processes; free workers take the next task."""
+
+    kind = "processes"
+
+    def __init__(self, workers: int | None = None, **chunks: int) -> None:
+        super().__init__(**chunks)
+        self._workers = int(workers or os.cpu_count() or 1)
+        if self._workers < 1:
+            raise PacplanError("workers must be >= 1")
+        self._pool: Any = None
+
+    @property
+    def workers(self) -> int:
+        return self._workers
+
+    def _ensure_pool(self) -> Any:
+        if self._pool is None:
+            import multiprocessing as mp
+            from concurrent.futures import ProcessPoolExecutor
+
+            self._pool = ProcessPoolExecutor(
+                max_workers=self._workers,
+                mp_context=mp.get_context("spawn"),
+                initializer=_worker_init,
+            )
+        return self._pool
+
+    def _run(self, spec: WorldSpec, tasks: list[list[Block]]
+             ) -> Iterator[tuple[int, list[np.ndarray]]]:
+        from concurrent.futures import FIRST_COMPLETED, wait
+        from concurrent.futures.process import BrokenProcessPool
+
+        pool = self._ensure_pool()
+        futures: dict[Any, int] = {}
+        try:
+            futures = {pool.submit(_pool_task, spec, t): i for i, t in enumerate(tasks)}
+            pending = set(futures)
+            while pending:
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in sorted(finished, key=futures.__getitem__):
+                    yield futures[fut], fut.result()
+        except BrokenProcessPool as exc:
+            self._discard_pool()
+            raise PacplanError(
+                f"a worker process died while computing costs for world {spec.name!r} "
+                f"(crash or out of memory); no partial result was kept: {exc}"
+            ) from None
+        finally:
+            for fut in futures:
+                fut.cancel()
+
+    def _discard_pool(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+
+def _ray_task(spec: WorldSpec, task: list[Block]) -> list[np.ndarray]:
+    return _pool_task(spec, task)
+
+
+class RayExecutor(Executor):
+    """Ray tasks on a local Ray (started with `workers` CPUs) or an existing cluster (`address`)."""
+
+    kind = "ray"
+
+    def __init__(self, workers: int | None = None, address: str | None = None,
+                 **chunks: int) -> None:
+        super().__init__(**chunks)
+        try:
+            import ray
+        except ImportError as exc:
+            raise PacplanError(
+                "the ray executor needs Ray: pip install 'pacplan[ray]'"
+            ) from exc
+        self._ray = ray
+        self._started = False
+        if not ray.is_initialized():
+            try:
+                if address:
+                    ray.init(address=address, log_to_driver=False)
+                else:
+                    ray.init(num_cpus=int(workers or os.cpu_count() or 1), log_to_driver=False,
+                             include_dashboard=False)
+            except (ConnectionError, RuntimeError, ValueError) as exc:
+                where = f"cluster at {address}" if address else "a local Ray instance"
+                raise PacplanError(f"could not connect to {where}: {exc}") from None
+            self._started = True
+        self._fn = ray.remote(num_cpus=1)(_ray_task)
+
+    @property
+    def workers(self) -> int:
+        return max(1, int(self._ray.cluster_resources().get("CPU", 1)))
+
+    def _run(self, spec: WorldSpec, tasks: list[list[Block]]
+             ) -> Iterator[tuple[int, list[np.ndarray]]]:
+        ray = self._ray
+        spec_ref = ray.put(spec)
+        refs = {self._fn.remote(spec_ref, t): i for i, t in enumerate(tasks)}
+        pending = list(refs)
+        try:
+            while pending:
+                ready, pending = ray.wait(pending, num_returns=1)
+                for ref in ready:
+                    try:
+                        result = ray.get(ref)
+                    except ray.exceptions.RayTaskError as exc:
+                        cause = getattr(exc, "cause", None)
+                        if isinstance(cause, PacplanError):
+                            raise PacplanError(str(cause)) from None
+                        raise
+                    except ray.exceptions.RayError as exc:
+                        raise PacplanError(
+                            f"a Ray worker died while computing costs for world {spec.name!r}; "
+                            f"no partial result was kept: {type(exc).__name__}"
+                        ) from None
+                    yield refs[ref], result
+        finally:
+            for ref in pending:
+                ray.cancel(ref, force=False)
+
+    def close(self) -> None:
+        if self._started and self._ray.is_initialized():
+            self._ray.shutdown()
+        self._started = False
