@@ -32,9 +32,10 @@ from typing import Any
 import numpy as np
 
 from pacplan.worlds.quadruped import QuadrupedWorld
+from pacplan.worlds.quadruped.episode import RolloutConfig
 from pacplan.worlds.quadruped.gait import REFERENCE_GAIT
 from pacplan.worlds.quadruped.policy import POLICY_DIM
-from pacplan.worlds.quadruped.rollout import RolloutConfig, fixed_gait_controller, rollout
+from pacplan.worlds.quadruped.rollout import fixed_gait_controller, rollout
 from pacplan.worlds.quadruped.sim import MinitaurSim, PhysicsConfig
 from pacplan.worlds.quadruped.terrain import sample_terrain
 
@@ -214,12 +215,9 @@ def _public_env() -> dict[str, Any]:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description="quadruped rollout speed (one JSON object)")
-    parser.add_argument("--rollouts", type=int, default=4, help="rollouts per measurement")
-    n = parser.parse_args().rollouts
-    load_before = os.getloadavg()
-
+def _speed(n: int) -> dict[str, Any]:
+    """Rollout throughput (gait and random policies, 1 and 2 processes, both contact models)
+    and the paper preset's projected cost in hours."""
     one = _full_rollouts((list(range(n)), True))
     wall2, parts = _two_processes(
         _full_rollouts, [(list(range(n)), True), (list(range(n, 2 * n)), True)]
@@ -233,6 +231,41 @@ def main() -> None:
     per10 = 10.0 * one["wall"] / one["sim"]
     per10_clean = 10.0 * clean["wall"] / clean["sim"]
     rollouts_total = 50 * (4000 + 5000)
+    return {
+        "full_10s_rollouts": {
+            "rollouts_per_s_1_process": one["n"] / one["wall"],
+            "rollouts_per_s_2_processes": sum(p["n"] for p in parts) / wall2,
+            "wall_s_per_10s_sim_1_process": per10,
+            "cpu_s_per_10s_sim_1_process": 10.0 * one["cpu"] / one["sim"],
+            "wall_s_per_10s_sim_2_processes_each": 2 * 10.0 * wall2 / sum(p["sim"] for p in parts),
+            "clean_contacts_wall_s_per_10s_sim": per10_clean,
+            "clean_contacts_cpu_s_per_10s_sim": 10.0 * clean["cpu"] / clean["sim"],
+        },
+        "random_policy_rollouts": {
+            "policies": "theta ~ N(0, 0.1^2); they mostly fall early",
+            "rollouts_per_s_1_process": pol1["n"] / pol1["wall"],
+            "rollouts_per_s_2_processes": 4 * n / pwall2,
+            "mean_sim_s_per_rollout": pol1["sim"] / pol1["n"],
+        },
+        "paper_preset_projection_hours": {
+            "rollouts": rollouts_total,
+            "assumes": "m=50 x (N=4000 + 5000 test); every rollout charged 10 s; "
+            "1-process wall per 10 s from this run; ES prior not included",
+            **{f"k={k}": round(rollouts_total * per10 / k / 3600.0, 2) for k in (1, 2, 16, 64)},
+            "clean_contacts": {
+                f"k={k}": round(rollouts_total * per10_clean / k / 3600.0, 2)
+                for k in (1, 2, 16, 64)
+            },
+        },
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="quadruped rollout speed (one JSON object)")
+    parser.add_argument("--rollouts", type=int, default=4, help="rollouts per measurement")
+    n = parser.parse_args().rollouts
+    load_before = os.getloadavg()
+    speed = _speed(n)
     out = {
         "machine": {
             "cpus": os.cpu_count(),
@@ -249,21 +282,8 @@ def main() -> None:
             "depth": "50x50 TinyRenderer frame per 0.5 s primitive",
         },
         "public_code_physics": PUBLIC_PHYSICS,
-        "full_10s_rollouts": {
-            "rollouts_per_s_1_process": one["n"] / one["wall"],
-            "rollouts_per_s_2_processes": sum(p["n"] for p in parts) / wall2,
-            "wall_s_per_10s_sim_1_process": per10,
-            "cpu_s_per_10s_sim_1_process": 10.0 * one["cpu"] / one["sim"],
-            "wall_s_per_10s_sim_2_processes_each": 2 * 10.0 * wall2 / sum(p["sim"] for p in parts),
-            "clean_contacts_wall_s_per_10s_sim": 10.0 * clean["wall"] / clean["sim"],
-            "clean_contacts_cpu_s_per_10s_sim": 10.0 * clean["cpu"] / clean["sim"],
-        },
-        "random_policy_rollouts": {
-            "policies": "theta ~ N(0, 0.1^2); they mostly fall early",
-            "rollouts_per_s_1_process": pol1["n"] / pol1["wall"],
-            "rollouts_per_s_2_processes": 4 * n / pwall2,
-            "mean_sim_s_per_rollout": pol1["sim"] / pol1["n"],
-        },
+        "full_10s_rollouts": speed["full_10s_rollouts"],
+        "random_policy_rollouts": speed["random_policy_rollouts"],
         "reference_gait_costs": {
             "gait": "a1=a2=0.5, a_st=0, omega=30 rad/s, open loop",
             "slope_23.3_plank_0.5": _gait_costs(23.3, 0.5, n),
@@ -273,16 +293,7 @@ def main() -> None:
         },
         "step_profile": _step_profile(list(range(max(1, n // 2)))),
         "public_code_env": _public_env(),
-        "paper_preset_projection_hours": {
-            "rollouts": rollouts_total,
-            "assumes": "m=50 x (N=4000 + 5000 test); every rollout charged 10 s; "
-            "1-process wall per 10 s from this run; ES prior not included",
-            **{f"k={k}": round(rollouts_total * per10 / k / 3600.0, 2) for k in (1, 2, 16, 64)},
-            "clean_contacts": {
-                f"k={k}": round(rollouts_total * per10_clean / k / 3600.0, 2)
-                for k in (1, 2, 16, 64)
-            },
-        },
+        "paper_preset_projection_hours": speed["paper_preset_projection_hours"],
         "loadavg_after": [round(x, 2) for x in os.getloadavg()],
     }
     print(json.dumps(out, indent=2))

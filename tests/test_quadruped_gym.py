@@ -11,10 +11,10 @@ from gymnasium.utils.env_checker import check_env
 
 import pacplan  # noqa: F401 - registers the environments
 from pacplan.errors import PacplanError
+from pacplan.weights import load_theta
 from pacplan.worlds.quadruped import QuadrupedWorld
 from pacplan.worlds.quadruped.gym_env import MinitaurTerrainEnv
-from pacplan.worlds.quadruped.policy import POLICY_DIM
-from pacplan.worlds.quadruped.render import load_theta
+from pacplan.worlds.quadruped.policy import POLICY_DIM, policy_action
 
 
 @pytest.mark.filterwarnings("ignore:.*Box observation space m.*infinity:UserWarning")
@@ -25,44 +25,96 @@ def test_gym_env_passes_check_env() -> None:
     env.close()
 
 
-def test_gym_episode_matches_world_cost() -> None:
-    """Feeding the policy's own outputs as actions reproduces `QuadrupedWorld`'s cost."""
-    from pacplan.worlds.quadruped.policy import policy_output
-
-    opts = {"horizon_s": 1.5}
-    env = MinitaurTerrainEnv(**opts)
-    theta = np.random.default_rng(3).normal(0, 0.2, POLICY_DIM).astype(np.float32)
-    obs, info = env.reset(options={"terrain_seed": 12})
-    assert info["terrain_seed"] == 12
-    assert env.observation_space.contains(obs)
-    total, steps, done = 0.0, 0, False
+def _gym_episode(env: MinitaurTerrainEnv, theta: np.ndarray, seed: int) -> dict:
+    """Drive the Gym env with the policy's own actions; what the episode produced."""
+    obs, info = env.reset(options={"terrain_seed": seed})
+    assert info["terrain_seed"] == seed and info["sim_time"] == 0.0
+    rewards, gaits, ends = [], [], []
+    done = False
     while not done:
-        eta = policy_output(theta, obs["depth"], obs["proprio"]).astype(np.float32)
-        obs, reward, terminated, truncated, info = env.step(eta)
-        total += reward
-        steps += 1
+        assert env.observation_space.contains(obs)
+        obs, reward, terminated, truncated, info = env.step(
+            policy_action(theta, obs["depth"], obs["proprio"])
+        )
+        rewards.append(reward)
+        gaits.append(info["gait"])
+        ends.append((terminated, truncated))
         done = terminated or truncated
-    assert steps <= 3
-    world_cost = QuadrupedWorld(**opts).costs(theta[None], np.array([12]))[0, 0]
-    assert info["cost"] == world_cost  # the same simulation, bit for bit
-    assert float(np.clip(1.0 - total, 0, 1)) == pytest.approx(world_cost, abs=1e-6)
+    return {"rewards": rewards, "gaits": gaits, "ends": ends, "info": info}
+
+
+_PRIOR_MU = Path(__file__).resolve().parents[1] / "priors" / "quadruped.safetensors"
+
+
+@pytest.mark.parametrize(
+    ("ending", "options", "policy", "seed"),
+    [
+        ("truncated", {"horizon_s": 1.5}, "random", 12),
+        ("fell", {"horizon_s": 1.5}, "random", 5),
+        ("finished", {"finish_dx": 0.5, "horizon_s": 2.0}, "prior", 0),
+    ],
+)
+def test_gym_episode_is_the_world_rollout(
+    ending: str, options: dict, policy: str, seed: int
+) -> None:
+    """Driven by the policy's own actions, the Gym env walks the very episode `QuadrupedWorld`
+    certifies: the same gaits, the same end, its final cost is the world's cost bit for bit and
+    its return is 1 − that cost. One case for each way an episode ends."""
+    theta = (
+        np.random.default_rng(3).normal(0, 0.2, POLICY_DIM).astype(np.float32)
+        if policy == "random"
+        else load_theta(_PRIOR_MU, POLICY_DIM, "quadruped")
+    )
+    world = QuadrupedWorld(**options)
+    world_cost = world.costs(theta[None], np.array([seed]))[0, 0]
+    walked = world.rollout(theta, seed)
+    env = MinitaurTerrainEnv(**options)
+    ep = _gym_episode(env, theta, seed)
+    env.close()
+
+    info = ep["info"]
+    assert info["cost"] == world_cost == walked.cost  # the same simulation, bit for bit
+    assert float(np.clip(1.0 - sum(ep["rewards"]), 0, 1)) == pytest.approx(world_cost, abs=1e-12)
+    assert ep["gaits"] == walked.gaits
+    assert info["sim_time"] == walked.sim_time
+    assert (info["fell"], info["finished"]) == (walked.fell, walked.finished)
+    assert ep["ends"][:-1] == [(False, False)] * (len(ep["ends"]) - 1)
+    assert ep["ends"][-1] == ((False, True) if ending == "truncated" else (True, False))
+    # a real outcome: the walk ended the way this case is about, with a cost inside (0, 1)
+    # unless it crossed the finish line
+    expected_end = {"truncated": (False, False), "fell": (True, False), "finished": (False, True)}
+    assert (walked.fell, walked.finished) == expected_end[ending]
+    if ending == "finished":
+        assert world_cost == 0.0
+    else:
+        assert 0.0 < world_cost < 1.0
+
+
+def test_step_before_reset_is_refused() -> None:
+    env = MinitaurTerrainEnv()
+    with pytest.raises(gym.error.ResetNeeded):
+        env.step(np.full(4, 0.5, dtype=np.float32))
     env.close()
 
 
 def test_load_theta_formats(tmp_path: Path) -> None:
+    """The files `pacplan render quadruped --theta` reads, through `pacplan.weights`."""
     from safetensors.numpy import save_file
+
+    def load(name: str) -> np.ndarray:
+        return load_theta(tmp_path / name, POLICY_DIM, "quadruped")
 
     theta = np.arange(POLICY_DIM, dtype=np.float32)
     np.save(tmp_path / "t.npy", theta[None])
-    np.testing.assert_array_equal(load_theta(str(tmp_path / "t.npy")), theta)
+    np.testing.assert_array_equal(load("t.npy"), theta)
     save_file({"mu": theta, "log_var": theta}, str(tmp_path / "p.safetensors"))
-    np.testing.assert_array_equal(load_theta(str(tmp_path / "p.safetensors")), theta)
+    np.testing.assert_array_equal(load("p.safetensors"), theta)
     np.save(tmp_path / "bad.npy", np.zeros(5))
     with pytest.raises(PacplanError):
-        load_theta(str(tmp_path / "bad.npy"))
+        load("bad.npy")
     np.save(tmp_path / "obj.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
     with pytest.raises(PacplanError):
-        load_theta(str(tmp_path / "obj.npy"))
+        load("obj.npy")
 
 
 @pytest.mark.slow

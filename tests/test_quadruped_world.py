@@ -11,14 +11,10 @@ import pytest
 from pacplan.errors import PacplanError
 from pacplan.worlds import make_world
 from pacplan.worlds.quadruped import QuadrupedWorld
+from pacplan.worlds.quadruped.episode import RolloutConfig, cost_from_displacement
 from pacplan.worlds.quadruped.gait import GaitParams
 from pacplan.worlds.quadruped.policy import POLICY_DIM
-from pacplan.worlds.quadruped.rollout import (
-    RolloutConfig,
-    cost_from_displacement,
-    fixed_gait_controller,
-    rollout,
-)
+from pacplan.worlds.quadruped.rollout import fixed_gait_controller, rollout
 from pacplan.worlds.quadruped.sim import MinitaurSim
 from pacplan.worlds.quadruped.terrain import sample_terrain
 

@@ -62,6 +62,15 @@ def policy_output(theta: np.ndarray, depth: np.ndarray, proprio: np.ndarray) -> 
     return 0.5 * (1.0 + np.tanh(0.5 * z))  # sigmoid without overflow warnings
 
 
+def policy_action(theta: np.ndarray, depth: np.ndarray, proprio: np.ndarray) -> np.ndarray:
+    """η as a float32 action (the Gymnasium environment's action type), observations taken
+    through float32 as the environment delivers them, so both adapters see the same numbers."""
+    eta = policy_output(
+        theta, np.asarray(depth, dtype=np.float32), np.asarray(proprio, dtype=np.float32)
+    )
+    return eta.astype(np.float32)
+
+
 def gait_theta(params: GaitParams, eta_floor: float = 0.0025) -> np.ndarray:
     """(944,) weights whose policy runs the gait `params` whatever it sees.
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from pacplan.weights import load_theta as load_policy_weights
+from pacplan.weights import load_theta
 from pacplan.worlds.quadruped.gait import REFERENCE_GAIT
 from pacplan.worlds.quadruped.policy import POLICY_DIM
 from pacplan.worlds.quadruped.rollout import (
@@ -15,13 +16,8 @@ from pacplan.worlds.quadruped.rollout import (
     policy_controller,
     rollout,
 )
-from pacplan.worlds.quadruped.terrain import sample_terrain
+from pacplan.worlds.quadruped.terrain import Terrain
 from pacplan.worlds.quadruped.world import QuadrupedWorld
-
-
-def load_theta(path: str | Path) -> np.ndarray:
-    """This world's θ from .npy or .safetensors (see `pacplan.weights.load_theta`)."""
-    return load_policy_weights(path, POLICY_DIM, "quadruped")
 
 
 def walk(
@@ -29,11 +25,10 @@ def walk(
 ) -> RolloutResult:
     """Record one rollout (the reference gait when `theta` is None)."""
     w = world or QuadrupedWorld()
-    terrain = sample_terrain(seed, w.max_slope_deg, w.plank_length)
     controller = (
         fixed_gait_controller(REFERENCE_GAIT) if theta is None else policy_controller(theta)
     )
-    return rollout(w.sim, terrain, controller, w.rollout_config, record=True)
+    return rollout(w.sim, w.terrain(seed), controller, w.rollout_config, record=True)
 
 
 def render_figure(seed: int, out: str, theta_path: str | None = None,
@@ -46,56 +41,66 @@ def render_figure(seed: int, out: str, theta_path: str | None = None,
     import matplotlib.pyplot as plt
 
     world = QuadrupedWorld(**(world_options or {}))  # a run's options (slopes, physics)
-    theta = load_theta(theta_path) if theta_path else None
+    theta = load_theta(theta_path, POLICY_DIM, "quadruped") if theta_path else None
     result = walk(seed, theta, world)
-    terrain = sample_terrain(seed, world.max_slope_deg, world.plank_length)
-    x0 = float(result.path[0, 1])
-    finish = x0 + world.rollout_config.finish_dx
+    terrain = world.terrain(seed)
+    who = "reference gait" if theta is None else Path(theta_path or "").name
 
     fig = plt.figure(figsize=(12, 4.2))
     grid = fig.add_gridspec(2, 2, width_ratios=[2.6, 1], height_ratios=[2, 1])
-    ax = fig.add_subplot(grid[0, 0])
-    xs = np.linspace(-0.5, 10.5, 1101)
-    hs = terrain.height(xs)
-    ax.fill_between(xs, hs, -0.1, color="0.75", label="terrain")
-    ax.plot(xs, hs, color="0.3", lw=1)
-    ax.plot(result.path[:, 1], result.path[:, 3], color="tab:blue", lw=1.5, label="torso")
-    ax.axvline(finish, color="tab:green", ls="--", lw=1, label="finish line")
-    end = result.path[-1]
-    marker = "x" if result.fell else "o"
-    ax.plot(end[1], end[3], marker, color="tab:red", ms=8, label="fall" if result.fell else "end")
-    ax.set_xlim(-0.5, 10.5)
-    ax.set_ylim(-0.1, max(0.6, float(hs.max()) + 0.35))
-    ax.set_ylabel("z (m)")
-    who = "reference gait" if theta is None else Path(theta_path or "").name
-    ax.set_title(
+    side = fig.add_subplot(grid[0, 0])
+    _draw_side_view(side, terrain, result, world.rollout_config.finish_dx)
+    side.set_title(
         f"quadruped seed {seed} ({who}): Δx = {result.dx:.2f} m in {result.sim_time:.1f} s, "
         f"cost {result.cost:.3f}" + (" — fell" if result.fell else ""),
         fontsize=10,
     )
-    ax.legend(loc="upper right", fontsize=8, ncol=4)
-
-    top = fig.add_subplot(grid[1, 0], sharex=ax)
-    top.plot(result.path[:, 1], result.path[:, 2], color="tab:blue", lw=1.5)
-    for crest in terrain.ridge_starts + terrain.plank_length:
-        top.axvline(crest, color="0.85", lw=0.8)
-    top.axhline(0.0, color="0.5", lw=0.5)
-    top.set_xlabel("x (m)")
-    top.set_ylabel("y (m)")
-    reach = max(1.0, float(np.abs(result.path[:, 2]).max()) + 0.2)  # keep a veering path in view
-    top.set_ylim(-reach, reach)
-
-    img_ax = fig.add_subplot(grid[:, 1])
-    depth = result.first_depth if result.first_depth is not None else np.zeros((50, 50))
-    shown_max = min(4.0, world.camera.far_m)  # near-field detail; the sky reads the far value
-    im = img_ax.imshow(depth, cmap="viridis_r", vmin=0.0, vmax=shown_max)
-    img_ax.set_title(f"torso depth camera at t = 0 (m; far = {world.camera.far_m:g})", fontsize=10)
-    img_ax.set_xticks([])
-    img_ax.set_yticks([])
-    fig.colorbar(im, ax=img_ax, fraction=0.046, pad=0.04, extend="max")
+    _draw_top_view(fig.add_subplot(grid[1, 0], sharex=side), terrain, result)
+    _draw_depth(fig, fig.add_subplot(grid[:, 1]), result, world.camera.far_m)
     fig.tight_layout()
     out_path = Path(out)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out_path, dpi=120)
     plt.close(fig)
     return str(out_path)
+
+
+def _draw_side_view(ax: Any, terrain: Terrain, result: RolloutResult, finish_dx: float) -> None:
+    """Terrain profile, torso height along the walk, the finish line and where the walk ended."""
+    xs = np.linspace(-0.5, 10.5, 1101)
+    hs = terrain.height(xs)
+    ax.fill_between(xs, hs, -0.1, color="0.75", label="terrain")
+    ax.plot(xs, hs, color="0.3", lw=1)
+    ax.plot(result.path[:, 1], result.path[:, 3], color="tab:blue", lw=1.5, label="torso")
+    ax.axvline(float(result.path[0, 1]) + finish_dx, color="tab:green", ls="--", lw=1,
+               label="finish line")
+    end = result.path[-1]
+    marker = "x" if result.fell else "o"
+    ax.plot(end[1], end[3], marker, color="tab:red", ms=8, label="fall" if result.fell else "end")
+    ax.set_xlim(-0.5, 10.5)
+    ax.set_ylim(-0.1, max(0.6, float(hs.max()) + 0.35))
+    ax.set_ylabel("z (m)")
+    ax.legend(loc="upper right", fontsize=8, ncol=4)
+
+
+def _draw_top_view(ax: Any, terrain: Terrain, result: RolloutResult) -> None:
+    """The torso path seen from above, with the ridge crests."""
+    ax.plot(result.path[:, 1], result.path[:, 2], color="tab:blue", lw=1.5)
+    for crest in terrain.ridge_starts + terrain.plank_length:
+        ax.axvline(crest, color="0.85", lw=0.8)
+    ax.axhline(0.0, color="0.5", lw=0.5)
+    ax.set_xlabel("x (m)")
+    ax.set_ylabel("y (m)")
+    reach = max(1.0, float(np.abs(result.path[:, 2]).max()) + 0.2)  # keep a veering path in view
+    ax.set_ylim(-reach, reach)
+
+
+def _draw_depth(fig: Any, ax: Any, result: RolloutResult, far_m: float) -> None:
+    """The torso camera's first depth image."""
+    depth = result.first_depth if result.first_depth is not None else np.zeros((50, 50))
+    shown_max = min(4.0, far_m)  # near-field detail; the sky reads the far value
+    im = ax.imshow(depth, cmap="viridis_r", vmin=0.0, vmax=shown_max)
+    ax.set_title(f"torso depth camera at t = 0 (m; far = {far_m:g})", fontsize=10)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04, extend="max")

@@ -1,8 +1,7 @@
-"""One quadruped rollout: observe, pick a gait with the policy, walk 0.5 s, repeat.
+"""One quadruped rollout: the shared episode step (`episode`) driven by a controller to the end.
 
-The rollout ends at the finish line, on a fall, or after the horizon (10 s simulated). Its cost is
-clip(1 − Δx / x̃, 0, 1), Δx the torso's forward displacement from where the rollout clock started:
-0 at the finish line, 1 for no progress (or walking backwards).
+A controller sees each observation, picks a gait and the episode runs it for one primitive; the
+rollout keeps what `QuadrupedWorld` and the renderer want to know about the episode afterwards.
 """
 
 from __future__ import annotations
@@ -12,22 +11,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pacplan.worlds.quadruped import episode
+from pacplan.worlds.quadruped.episode import RolloutConfig
 from pacplan.worlds.quadruped.gait import GaitParams
-from pacplan.worlds.quadruped.policy import policy_output
+from pacplan.worlds.quadruped.policy import policy_action
 from pacplan.worlds.quadruped.sim import MinitaurSim
 from pacplan.worlds.quadruped.terrain import Terrain
 
 # A controller maps (depth image, 22 proprioceptive values) to gait parameters.
 Controller = Callable[[np.ndarray, np.ndarray], GaitParams]
-
-
-@dataclass(frozen=True)
-class RolloutConfig:
-    """Rollout length and goal (the design's numbers)."""
-
-    finish_dx: float = 6.0
-    horizon_s: float = 10.0
-    primitive_s: float = 0.5
 
 
 @dataclass
@@ -48,14 +40,12 @@ class RolloutResult:
 def policy_controller(theta: np.ndarray) -> Controller:
     """Controller of the 944-weight network with weights `theta`.
 
-    Observations and η pass through float32, as they do through the Gymnasium environment, so
-    an episode driven by the same network there reproduces this rollout exactly.
+    It maps η to a gait exactly as `MinitaurTerrainEnv.step` maps an action, so an episode there
+    driven by `policy_action` reproduces this rollout bit for bit.
     """
 
     def control(depth: np.ndarray, proprio: np.ndarray) -> GaitParams:
-        obs = np.asarray(proprio, dtype=np.float32)
-        eta = policy_output(theta, np.asarray(depth, dtype=np.float32), obs).astype(np.float32)
-        return GaitParams.from_policy_output(eta)
+        return GaitParams.from_policy_output(policy_action(theta, depth, proprio))
 
     return control
 
@@ -69,11 +59,6 @@ def fixed_gait_controller(params: GaitParams) -> Controller:
     return control
 
 
-def cost_from_displacement(dx: float, finish_dx: float) -> float:
-    """clip(1 − Δx / x̃, 0, 1)."""
-    return float(np.clip(1.0 - dx / finish_dx, 0.0, 1.0))
-
-
 def rollout(
     sim: MinitaurSim,
     terrain: Terrain,
@@ -82,39 +67,32 @@ def rollout(
     record: bool = False,
     needs_depth: bool = True,
 ) -> RolloutResult:
-    """Run one rollout on `terrain`; `needs_depth=False` skips rendering for blind controllers."""
+    """Run one episode on `terrain`; `needs_depth=False` skips rendering for blind controllers.
+
+    `record` keeps the torso path and the first depth image (for figures).
+    """
     cfg = config or RolloutConfig()
-    sim.reset(terrain)
-    x0 = float(sim.torso_pose()[0][0])
-    finish_x = x0 + cfg.finish_dx
-    n_primitives = round(cfg.horizon_s / cfg.primitive_s)
-    fell = finished = False
+    state = episode.initial(sim, terrain)
     gaits: list[GaitParams] = []
     path: list[tuple[float, float, float, float]] = []
     first_depth = None
     if record:
         pos = sim.torso_pose()[0]
         path.append((0.0, float(pos[0]), float(pos[1]), float(pos[2])))
-    blank = np.full((sim.camera.size, sim.camera.size), sim.camera.far_m, dtype=np.float32)
-    for _ in range(n_primitives):
-        depth = sim.depth_image() if needs_depth or record else blank
+    while not episode.done(state, cfg):
+        obs = episode.observation(sim, depth=needs_depth or record)
         if first_depth is None and record:
-            first_depth = depth
-        params = controller(depth, sim.proprioception())
-        gaits.append(params)
-        outcome = sim.run_primitive(params, cfg.primitive_s, finish_x=finish_x, record_path=record)
+            first_depth = obs["depth"]
+        gaits.append(controller(obs["depth"], obs["proprio"]))
+        state, outcome = episode.transition(sim, state, gaits[-1], cfg, record_path=record)
         path.extend(outcome.path)
-        if outcome.fell or outcome.finished:
-            fell, finished = outcome.fell, outcome.finished
-            break
-    dx = float(sim.torso_pose()[0][0]) - x0
     return RolloutResult(
-        cost=cost_from_displacement(dx, cfg.finish_dx),
-        dx=dx,
+        cost=episode.cost(state, cfg),
+        dx=state.x - state.x0,
         sim_time=sim.time,
-        fell=fell,
-        finished=finished,
-        primitives=len(gaits),
+        fell=state.fell,
+        finished=state.finished,
+        primitives=state.primitives,
         gaits=gaits,
         path=np.array(path, dtype=np.float64).reshape(-1, 4),
         first_depth=first_depth,

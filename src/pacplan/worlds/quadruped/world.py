@@ -7,16 +7,13 @@ from typing import Any
 import numpy as np
 
 from pacplan.errors import PacplanError
+from pacplan.validation import check_policies, check_seeds, check_unit_costs
 from pacplan.worlds.quadruped.camera import CameraConfig
+from pacplan.worlds.quadruped.episode import RolloutConfig
 from pacplan.worlds.quadruped.policy import POLICY_DIM
-from pacplan.worlds.quadruped.rollout import (
-    RolloutConfig,
-    RolloutResult,
-    policy_controller,
-    rollout,
-)
+from pacplan.worlds.quadruped.rollout import RolloutResult, policy_controller, rollout
 from pacplan.worlds.quadruped.sim import MinitaurSim, PhysicsConfig
-from pacplan.worlds.quadruped.terrain import sample_terrain
+from pacplan.worlds.quadruped.terrain import Terrain, sample_terrain
 
 
 class QuadrupedWorld:
@@ -28,7 +25,7 @@ class QuadrupedWorld:
     or fewer iterations is coarser than it), `self_collision` (True),
     `mounted_contacts` (True: the public code's contact model, in which the motor hubs rub on
     the chassis they are mounted on; False: the clean model, about 1.6x faster, in which the
-    open-loop gait walks much better — see `pacplan.worlds.quadruped.sim`),
+    open-loop gait walks much better — see `pacplan.worlds.quadruped.scene`),
     `camera_pitch_deg` (2.86°), `depth_far_m` (10 m). The constructor only validates; the
     PyBullet client is opened on the first rollout, so worlds are cheap to rebuild in workers.
     """
@@ -49,8 +46,6 @@ class QuadrupedWorld:
         camera_pitch_deg: float | None = None,
         depth_far_m: float = 10.0,
     ) -> None:
-        if not 0.0 <= max_slope_deg < 90.0:
-            raise PacplanError(f"max_slope_deg must lie in [0, 90), got {max_slope_deg}")
         if finish_dx <= 0 or horizon_s <= 0 or primitive_s <= 0:
             raise PacplanError("finish_dx, horizon_s and primitive_s must be positive")
         if time_step <= 0 or abs(primitive_s / time_step - round(primitive_s / time_step)) > 1e-6:
@@ -59,7 +54,7 @@ class QuadrupedWorld:
             raise PacplanError("horizon_s must be a whole number of primitives")
         self.max_slope_deg = float(max_slope_deg)
         self.plank_length = float(plank_length)
-        sample_terrain(0, self.max_slope_deg, self.plank_length)  # validates plank_length
+        self.terrain(0)  # validates max_slope_deg and plank_length
         self.rollout_config = RolloutConfig(
             finish_dx=float(finish_dx), horizon_s=float(horizon_s), primitive_s=float(primitive_s)
         )
@@ -86,28 +81,34 @@ class QuadrupedWorld:
             self._sim = MinitaurSim(self.physics, self.camera)
         return self._sim
 
+    def close(self) -> None:
+        """Disconnect the simulator, if one was opened (a later rollout reopens it)."""
+        if self._sim is not None:
+            self._sim.close()
+
     def policy_dim(self) -> int:
         return POLICY_DIM
 
+    def terrain(self, seed: int) -> Terrain:
+        """The terrain environment seed `seed` names under this world's options."""
+        return sample_terrain(int(seed), self.max_slope_deg, self.plank_length)
+
     def rollout(self, theta: np.ndarray, seed: int, record: bool = False) -> RolloutResult:
         """One rollout of policy `theta` on the terrain of `seed`, with its details."""
-        terrain = sample_terrain(int(seed), self.max_slope_deg, self.plank_length)
         return rollout(
-            self.sim, terrain, policy_controller(theta), self.rollout_config, record=record
+            self.sim, self.terrain(seed), policy_controller(theta), self.rollout_config,
+            record=record,
         )
 
     def costs(self, thetas: np.ndarray, seeds: np.ndarray) -> np.ndarray:
         """(n, k) costs of k policies on n terrains, each a full PyBullet rollout."""
-        th = np.asarray(thetas, dtype=np.float32)
-        if th.ndim != 2 or th.shape[1] != POLICY_DIM:
-            raise PacplanError(f"thetas must have shape (k, {POLICY_DIM}), got {th.shape}")
-        sd = np.asarray(seeds).reshape(-1)
-        if sd.size and not np.issubdtype(sd.dtype, np.integer):
-            raise PacplanError("seeds must be integers")
+        th = check_policies(thetas, POLICY_DIM, "quadruped policy weights")
+        sd = check_seeds(seeds, "quadruped terrain seeds")
         out = np.empty((sd.size, th.shape[0]), dtype=np.float64)
         for i, seed in enumerate(sd):
             for j in range(th.shape[0]):
                 out[i, j] = self.rollout(th[j], int(seed)).cost
-        if not np.all((out >= 0.0) & (out <= 1.0)):  # pragma: no cover - clipped by construction
-            raise PacplanError("quadruped costs left [0, 1]")
-        return out
+        if out.size == 0:
+            return out
+        # Costs are clipped by construction; this catches a simulation that went NaN.
+        return check_unit_costs(out, "quadruped costs")[0]
