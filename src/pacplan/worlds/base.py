@@ -40,7 +40,8 @@ class World(Protocol):
 class WorldEntry:
     """A registered world: "package.module:attribute" paths, resolved only when used.
 
-    factory(**options) -> World; renderer(seed=, out=, theta_path=, world_options=) -> Path
+    factory(**options) -> World; renderer(seed=, out=, theta_path=, world_options=) -> the PNG
+    path
     draws one environment; gym_entry is the Gymnasium env class registered as gym_id.
     """
 

@@ -83,7 +83,8 @@ def gait_motor_angles(params: GaitParams, phase: np.ndarray) -> np.ndarray:
     return leg_model_to_motor_angles(gait_actions(params, phase))
 
 
-# DESIGN.md's reference open-loop gait: straight trot, a1 = a2 = 0.5, ω = 30 rad/s, no steering.
+# The reference open-loop gait (docs/design.md): straight trot, a1 = a2 = 0.5, ω = 30 rad/s,
+# no steering.
 REFERENCE_GAIT = GaitParams(a1=0.5, a2=0.5, a_st=0.0, omega=30.0)
 
 # Pose the gait passes through at φ = 0 (all leg-model commands zero); the robot settles here.
