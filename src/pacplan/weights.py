@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from pacplan.errors import PacplanError
+from pacplan.validation import check_finite
 
 
 def load_theta(path: str | Path, dim: int, world: str = "policy") -> np.ndarray:
@@ -40,11 +41,9 @@ def load_theta(path: str | Path, dim: int, world: str = "policy") -> np.ndarray:
         arr = tensors[key]
     else:
         raise PacplanError(f"{path}: policy weights must be .npy or .safetensors")
-    arr = np.asarray(arr, dtype=np.float32)
+    arr = check_finite(arr, f"{path}")
     if arr.ndim == 2:
         arr = arr[0]
     if arr.shape != (dim,):
         raise PacplanError(f"{path}: expected {dim} {world} weights, got shape {arr.shape}")
-    if not np.isfinite(arr).all():
-        raise PacplanError(f"{path}: weights contain NaN or infinity")
-    return arr
+    return arr.astype(np.float32)
