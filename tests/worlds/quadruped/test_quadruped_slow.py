@@ -76,7 +76,7 @@ def test_quick_preset_shrunk_runs_end_to_end(tmp_path) -> None:
     from pacplan.run.report import write_report
     from pacplan.worlds.quadruped.policy import gait_theta
 
-    repo = Path(__file__).resolve().parents[1]
+    repo = Path(__file__).resolve().parents[3]
     cfg = load_config(repo / "configs" / "quadruped-quick.yaml")
     cfg.policies.m = 2
     cfg.certificate.n = [4]

@@ -21,7 +21,7 @@ from pacplan.files import sha256_file
 from pacplan.pacbayes.certificate import verify
 from pacplan.run.pipeline import run
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 TOY = {
     "prior.safetensors": "ed1658759f9d90508b3d10eeabc6ced9680fa6650708adf5de9ced05900fc2b2",

@@ -43,7 +43,7 @@ def _gym_episode(env: MinitaurTerrainEnv, theta: np.ndarray, seed: int) -> dict:
     return {"rewards": rewards, "gaits": gaits, "ends": ends, "info": info}
 
 
-_PRIOR_MU = Path(__file__).resolve().parents[1] / "priors" / "quadruped.safetensors"
+_PRIOR_MU = Path(__file__).resolve().parents[3] / "priors" / "quadruped.safetensors"
 
 
 @pytest.mark.parametrize(

@@ -24,7 +24,7 @@ from pacplan.run.rundir import RunDir
 from pacplan.run.training import run_es, train_prior
 from pacplan.worlds.toy import ToyWorld
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def load_checkpoint(run_dir: Path) -> object:

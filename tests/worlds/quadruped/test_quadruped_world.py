@@ -187,7 +187,7 @@ def test_shipped_quadruped_result_verifies() -> None:
 
     from pacplan.pacbayes.certificate import verify
 
-    repo = Path(__file__).resolve().parents[1]
+    repo = Path(__file__).resolve().parents[3]
     c = verify(repo / "results" / "quadruped" / "certificate.json")
     assert c.m == 5 and c.n == 300 and c.test_n == 100
     assert c.certified >= c.test_ci[0]
