@@ -5,7 +5,7 @@
 Figures: (a) depth-image error at the same poses (median, 99th percentile), (b) share of
 replayed primitive sequences whose collision times agree, (c) closed-loop mean costs of both
 simulators, their difference in percentage points and the share of identical costs; plus every
-disagreement with the data that explains it (see pacplan.worlds.uav.crossval).
+disagreement with the data that explains it (see pacplan.validate.uav_crossval).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from pacplan.worlds.uav import crossval
+from pacplan.validate import uav_crossval as crossval
 
 
 def main() -> None:

@@ -13,12 +13,17 @@ import pytest
 from pacplan.errors import PacplanError
 from pacplan.worlds.uav import primitives as prims
 from pacplan.worlds.uav import spec
-from pacplan.worlds.uav.batched import render_positions, sweep_primitive
+from pacplan.worlds.uav.batched import BatchedScene
 from pacplan.worlds.uav.scene import point_cylinder_distance, sample_scene
 from uav_helpers import scene_with
 
 STRAIGHT = 12  # dx = 0, dz = 0
 CENTRE_PIXEL = (24, 25)  # samples the image plane at (25, 25): the optical axis
+
+
+@pytest.fixture(scope="module")
+def batched() -> BatchedScene:
+    return BatchedScene()
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +42,7 @@ def test_centre_pixel_is_the_optical_axis() -> None:
 
 
 @pytest.mark.parametrize("y_axis,radius", [(5.0, 0.2), (9.0, 0.05), (3.0, 0.3)])
-def test_depth_of_cylinder_straight_ahead(bullet, y_axis: float, radius: float) -> None:
+def test_depth_of_cylinder_straight_ahead(batched, bullet, y_axis: float, radius: float) -> None:
     """A vertical cylinder on the flight line: the optical axis meets its front at
     y = y_axis − r, so the z-depth is (y_axis − r − cam_y) / cos(pitch).
 
@@ -48,19 +53,21 @@ def test_depth_of_cylinder_straight_ahead(bullet, y_axis: float, radius: float) 
     start = np.array(spec.START)
     cam_y = start[1] + spec.CAM_OFFSET[1]
     expected = (y_axis - radius - cam_y) / math.cos(math.radians(spec.CAM_PITCH_DEG))
-    ours = render_positions(scene, start[None])[0]
+    batched.load(scene)
+    ours = batched.render(start)
     assert ours[CENTRE_PIXEL] == pytest.approx(expected, abs=1e-4)
     bullet.load(scene)
     got = bullet.render(start)[CENTRE_PIXEL]
     assert expected - 1e-3 <= got <= expected + 0.035 * radius + 1e-3
 
 
-def test_depth_of_floor_and_far_value() -> None:
+def test_depth_of_floor_and_far_value(batched) -> None:
     """Bottom-row rays hit the floor at z-depth (cam_z) / (−d_z); a clear line of sight along the
     tunnel reads the far value."""
     scene = scene_with([])
     start = np.array(spec.START)
-    img = render_positions(scene, start[None])[0]
+    batched.load(scene)
+    img = batched.render(start)
     rays = spec.pixel_rays().reshape(spec.IMG, spec.IMG, 3)
     cam_z = start[2] + spec.CAM_OFFSET[2]
     d = rays[49, 25]
@@ -96,22 +103,24 @@ def _first_check(t_star: float) -> int:
     ],
 )
 def test_primitive_into_wall_collides_at_computed_time(
-    bullet, start, prim: int, threshold_axis: int, threshold: float
+    batched, bullet, start, prim: int, threshold_axis: int, threshold: float
 ) -> None:
     scene = scene_with([])
     expected = _first_check(prims.s_inverse(threshold))
     assert 1 <= expected <= 20
-    assert sweep_primitive(scene, np.array(start), prim) == expected
+    batched.load(scene)
+    assert batched.sweep(np.array(start), prim) == expected
     bullet.load(scene)
     assert bullet.sweep(np.array(start), prim) == expected
 
 
-def test_primitive_into_cylinder_collides_at_computed_time(bullet) -> None:
+def test_primitive_into_cylinder_collides_at_computed_time(batched, bullet) -> None:
     """Straight at a vertical cylinder (axis y = 2.6, r = 0.2): the sphere touches it when
     y + 0.3 = 2.4, i.e. t = (2.1 − 1.0) / 1.25 = 0.88 s -> check 18."""
     scene = scene_with([((0.0, 2.6, 0.0), (0.0, 0.0, 1.0), 0.2)])
     start = np.array([0.0, 1.0, 2.0])
-    assert sweep_primitive(scene, start, STRAIGHT) == 18
+    batched.load(scene)
+    assert batched.sweep(start, STRAIGHT) == 18
     bullet.load(scene)
     assert bullet.sweep(start, STRAIGHT) == 18
 

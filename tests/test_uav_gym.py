@@ -8,6 +8,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import pacplan  # noqa: F401  (registers the env ids)
+from pacplan.errors import PacplanError
 from pacplan.worlds.uav import UAVWorld, spec
 from pacplan.worlds.uav.policy_np import NumpyPolicy
 
@@ -32,3 +33,69 @@ def test_return_is_minus_world_cost() -> None:
             total += reward
         cost = world.costs(np.zeros((1, spec.POLICY_DIM)), [seed])[0, 0]
         assert -total == pytest.approx(cost)
+
+
+THETA = np.random.default_rng(3).normal(0, 0.2, spec.POLICY_DIM).astype(np.float32)
+SEEDS = np.arange(6)  # with THETA, four of these flights collide and two do not (both sims)
+
+
+def _episode(env, seed: int, actions) -> tuple[float, int, dict]:
+    """Fly `actions` in environment `seed` until the env ends it: (return, steps, last info)."""
+    env.reset(options={"scene_seed": int(seed)})
+    total, steps, done = 0.0, 0, False
+    while not done:
+        _, reward, done, truncated, info = env.step(int(actions[steps]))
+        assert not truncated
+        total, steps = total + reward, steps + 1
+    return total, steps, info
+
+
+@pytest.mark.parametrize("simulator", ["batched", "bullet"])
+def test_env_and_world_step_through_the_same_dynamics(simulator: str) -> None:
+    """The world's flights, replayed action by action in the Gym env on the same simulator's
+    geometry, end at the same step with the same collision time, cost and final position."""
+    world = UAVWorld(simulator=simulator, compile=False)
+    res = world.rollouts(THETA, SEEDS)
+    assert (res.checks > 0).any() and (res.checks == 0).any()  # both endings are exercised
+    env = gym.make("pacplan/UAVObstacleField-v0", simulator=simulator).unwrapped
+    for i, seed in enumerate(SEEDS):
+        seq = res.prims[i, 0]
+        total, steps, info = _episode(env, seed, seq)
+        assert steps == int((seq >= 0).sum())
+        assert info["checks"] == res.checks[i, 0]
+        assert -total == res.costs[i, 0]
+        np.testing.assert_array_equal(info["position"], world.trajectory(THETA, seed).positions[-1])
+    env.close()
+
+
+def test_bullet_env_closed_loop_is_the_bullet_world() -> None:
+    """The bullet world's policy choices are reproduced from the env's own observations."""
+    world = UAVWorld(simulator="bullet")
+    res = world.rollouts(THETA, SEEDS[:4])
+    env = gym.make("pacplan/UAVObstacleField-v0", simulator="bullet").unwrapped
+    policy = NumpyPolicy(THETA)
+    for i, seed in enumerate(SEEDS[:4]):
+        obs, _ = env.reset(options={"scene_seed": int(seed)})
+        flown, total, done = [], 0.0, False
+        while not done:
+            flown.append(policy.choose(obs))
+            obs, reward, done, _, _ = env.step(flown[-1])
+            total += reward
+        assert flown == [int(p) for p in res.prims[i, 0] if p >= 0]
+        assert -total == res.costs[i, 0]
+    env.close()
+
+
+def test_env_builds_its_simulator_once_and_ends_episodes() -> None:
+    env = gym.make("pacplan/UAVObstacleField-v0").unwrapped
+    env.reset(options={"scene_seed": 5})
+    sim = env._sim
+    _, steps, info = _episode(env, 5, [12] * spec.N_STEPS)  # straight on: hits at check 76
+    assert env._sim is sim and info["checks"] == 76 and steps == 4
+    with pytest.raises(RuntimeError):
+        env.step(12)
+    env.reset(options={"scene_seed": 4})
+    assert env._sim is sim
+    env.close()
+    with pytest.raises(PacplanError):
+        gym.make("pacplan/UAVObstacleField-v0", simulator="mujoco")

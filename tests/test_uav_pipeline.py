@@ -34,8 +34,8 @@ def test_presets_are_valid_and_disjoint(preset):
 @pytest.mark.slow
 def test_uav_quick_pipeline_small(tmp_path: Path):
     """uav-quick with fewer environments: certificates verify, the baseline row is there."""
-    from pacplan.run.report import write_report
     from pacplan.run.pipeline import run
+    from pacplan.run.report import write_report
 
     cfg = load_config(REPO / "configs" / "uav-quick.yaml")
     cfg.policies.m = 6

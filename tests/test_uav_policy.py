@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 
+from pacplan.errors import PacplanError
 from pacplan.worlds.uav import policy as pol
 from pacplan.worlds.uav import spec
 from pacplan.worlds.uav.policy_np import NumpyPolicy
@@ -60,3 +62,18 @@ def test_cells_sit_where_the_end_points_project() -> None:
     cells = spec.filter_cells().reshape(5, 5, 2)  # [ix, iz]
     assert np.all(np.diff(cells[:, 2, 1]) > 0)  # larger dx -> larger column
     assert np.all(np.diff(cells[2, :, 0]) < 0)  # larger dz -> smaller row
+
+
+def test_bad_weights_raise_pacplan_errors() -> None:
+    """Shapes and NaN are checked by `pacplan.validation`, the same rule for every entry point."""
+    good = np.zeros((2, pol.POLICY_DIM), np.float32)
+    assert pol.split_theta(torch.as_tensor(good))["fc2.bias"].shape == (2, 25)
+    assert pol.split_theta(torch.as_tensor(good[0]))["fc2.bias"].shape == (1, 25)
+    nan = good.copy()
+    nan[1, 7] = np.nan
+    for bad in (good[:, :-1], good[None], nan):
+        with pytest.raises(PacplanError):
+            pol.split_theta(torch.as_tensor(bad))
+    for bad in (good[0, :-1], good, nan[1]):
+        with pytest.raises(PacplanError):
+            NumpyPolicy(bad)

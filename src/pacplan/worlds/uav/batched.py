@@ -1,12 +1,9 @@
-"""The batched simulator: analytic ray casting and sphere collision in PyTorch, vectorised over
-(environments × policies), on CPU or CUDA unchanged.
-
-Why it is fast:
-- The robot never rotates, so the 2,500 pixel rays are fixed; per scene the ray/axis products
-  are computed once, and a frame costs a handful of fused multiply-adds per (pixel, cylinder).
-- States live on an integer grid (step, ix, iz), so rollouts in the same state (the k policies of
-  one environment share the start and often the first primitives) are rendered once, and
-  (state, primitive) collision sweeps are computed once.
+"""The batched simulator: UAV rollouts of k policies on n environments as chunked tensor programs,
+on CPU or CUDA unchanged. Geometry is in `raycast`, the state and its transition in `dynamics`;
+this module schedules the work. Why it is fast:
+- States live on an integer grid (`dynamics.GridState`), so rollouts in the same state (the k
+  policies of one environment share the start and often the first primitives) are rendered
+  once, and (state, primitive) collision sweeps are computed once.
 - Work is cut into fixed-size chunks, so memory is bounded whatever n × k is asked, and the
   render kernel sees one static shape (good for torch.compile).
 """
@@ -21,77 +18,25 @@ from typing import Any
 import numpy as np
 import torch
 
+from pacplan.worlds.uav import dynamics as dyn
 from pacplan.worlds.uav import policy as pol
-from pacplan.worlds.uav import primitives as prims
-from pacplan.worlds.uav import spec
+from pacplan.worlds.uav import raycast, spec
+from pacplan.worlds.uav.raycast import SceneTensors
 from pacplan.worlds.uav.results import RolloutResult, cost_from_checks
 from pacplan.worlds.uav.scene import Scene, sample_scene
 
-
-class SceneTensors:
-    """Scenes of a chunk of environments as tensors, with per-scene ray products precomputed."""
-
-    def __init__(self, scenes: Sequence[Scene], rays: torch.Tensor, dtype: torch.dtype) -> None:
-        dev = rays.device
-        self.centres = torch.as_tensor(np.stack([s.centres for s in scenes]), device=dev)
-        self.axes = torch.as_tensor(np.stack([s.axes for s in scenes]), device=dev)
-        self.radii = torch.as_tensor(np.stack([s.radii for s in scenes]), device=dev)
-        axes = self.axes.to(dtype)
-        # da[e, k, p] = d_p · a_k ; a2[e, k, p] = |d_p ⊥ a_k|² (the quadratic's leading term).
-        # Written elementwise (not einsum/matmul) so every value is computed the same way
-        # whatever the chunk size: results never depend on how work was chunked.
-        self.da = _dot3(axes[:, :, None, :], rays[None, None, :, :]).contiguous()
-        self.a2 = ((rays * rays).sum(-1)[None, None, :] - self.da * self.da).contiguous()
+_SPAN = 64  # grid coordinates fit comfortably in [-32, 32): keys below are exact integers
+_Live = tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # (env, ix, iz) of the living rollouts
 
 
-def _dot3(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Broadcast dot product over a last axis of length 3, as explicit products and sums."""
-    return a[..., 0] * b[..., 0] + a[..., 1] * b[..., 1] + a[..., 2] * b[..., 2]
+def _state_key(env: torch.Tensor, ix: torch.Tensor, iz: torch.Tensor) -> torch.Tensor:
+    """One integer per (environment, grid cell) of the current step, for deduplication."""
+    return (env * _SPAN + ix + _SPAN // 2) * _SPAN + iz + _SPAN // 2
 
 
-def _render_kernel(
-    rays: torch.Tensor,  # (P, 3)
-    da_all: torch.Tensor,  # (E, K, P) per scene
-    a2_all: torch.Tensor,  # (E, K, P) per scene
-    env: torch.Tensor,  # (F,) scene of each frame
-    w: torch.Tensor,  # (F, K, 3) camera minus cylinder centre
-    axes: torch.Tensor,  # (F, K, 3)
-    radii: torch.Tensor,  # (F, K)
-    cam: torch.Tensor,  # (F, 3)
-) -> torch.Tensor:
-    """z-depth (F, P) of the nearest hit among cylinders and the four tunnel planes, ≤ FAR.
-
-    The per-scene tables are indexed inside the kernel so a fused (compiled) kernel reads them
-    in place instead of materialising an (F, K, P) copy.
-    """
-    inf = torch.full((), float("inf"), dtype=rays.dtype, device=rays.device)
-    da = da_all[env]
-    a2 = a2_all[env]
-    h = spec.OBST_HALF
-    wa = _dot3(w, axes)  # (F, K)
-    cq = _dot3(w, w) - wa * wa - radii * radii  # |w⊥|² − r²
-    dw = _dot3(w[:, :, None, :], rays[None, None, :, :])
-    b = dw - da * wa[..., None]  # d⊥·w⊥
-    c = cq[..., None]
-    disc = b * b - a2 * c
-    t_side = (-b - torch.sqrt(disc.clamp_min(0))) / a2
-    s = wa[..., None] + t_side * da
-    ok = (disc >= 0) & (t_side > 0) & (s.abs() <= h)
-    best = torch.where(ok, t_side, inf)
-    for sign in (1.0, -1.0):
-        t_cap = (sign * h - wa[..., None]) / da
-        ok = (t_cap > 0) & (c + t_cap * (2 * b + t_cap * a2) <= 0)
-        best = torch.minimum(best, torch.where(ok, t_cap, inf))
-    depth = best.amin(dim=1)  # (F, P)
-    dx = rays[:, 0][None, :]
-    dz = rays[:, 2][None, :]
-    ox = cam[:, 0:1]
-    oz = cam[:, 2:3]
-    t_wall = torch.where(dx > 0, (spec.WALL_X - ox) / dx, (-spec.WALL_X - ox) / dx)
-    t_flat = torch.where(dz > 0, (spec.CEIL_Z - oz) / dz, (spec.FLOOR_Z - oz) / dz)
-    depth = torch.minimum(depth, torch.where(dx != 0, t_wall, inf))
-    depth = torch.minimum(depth, torch.where(dz != 0, t_flat, inf))
-    return depth.clamp(max=spec.FAR)
+def _key_state(key: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(environment, ix, iz) back from `_state_key`."""
+    return key // (_SPAN * _SPAN), (key // _SPAN) % _SPAN - _SPAN // 2, key % _SPAN - _SPAN // 2
 
 
 class BatchedSimulator:
@@ -131,16 +76,12 @@ class BatchedSimulator:
         self.dtype = dtype
         self.rays = torch.as_tensor(spec.pixel_rays(), dtype=dtype, device=self.device)
         self.cells = pol.FilterCells(self.device)
-        self.compiled = torch.compile(_render_kernel, dynamic=False) if compile else None
+        self.compiled = torch.compile(raycast.render_kernel, dynamic=False) if compile else None
         self.features = torch.compile(pol.conv_features, dynamic=False) if compile else None
         self.net_chunk = 512
-        self.check_disp = torch.as_tensor(prims.check_displacements(), device=self.device)
-        dix, diz = prims.grid_step(np.arange(spec.N_PRIMS))
-        self.dix = torch.as_tensor(dix, device=self.device)
-        self.diz = torch.as_tensor(diz, device=self.device)
+        self.check_disp = torch.tensor(dyn.CHECK_DISP, device=self.device)
         self.cam_offset = torch.as_tensor(spec.CAM_OFFSET, dtype=torch.float64, device=self.device)
 
-    # ----------------------------------------------------------------- geometry
     def scene_tensors(self, scenes: Sequence[Scene]) -> SceneTensors:
         return SceneTensors(scenes, self.rays, self.dtype)
 
@@ -157,21 +98,13 @@ class BatchedSimulator:
                 e = torch.cat([e, e[:1].expand(rc - m)])
                 cam = torch.cat([cam, cam[:1].expand(rc - m, 3)])
             w = (cam[:, None, :] - st.centres[e]).to(self.dtype)
-            args = (
-                self.rays,
-                st.da,
-                st.a2,
-                e,
-                w,
-                st.axes[e].to(self.dtype),
-                st.radii[e].to(self.dtype),
-                cam.to(self.dtype),
-            )
+            axes, radii = st.axes[e].to(self.dtype), st.radii[e].to(self.dtype)
+            args = (self.rays, st.da, st.a2, e, w, axes, radii, cam.to(self.dtype))
             out[i : i + m] = self._kernel(*args)[:m]
         return out.reshape(n, spec.IMG, spec.IMG)
 
     def _kernel(self, *args: torch.Tensor) -> torch.Tensor:
-        return self._compiled_or_eager("compiled", _render_kernel, "ray caster", *args)
+        return self._compiled_or_eager("compiled", raycast.render_kernel, "ray caster", *args)
 
     def _compiled_or_eager(self, attr: str, eager: Any, what: str, *args: torch.Tensor
                            ) -> torch.Tensor:
@@ -192,35 +125,15 @@ class BatchedSimulator:
     def sweep(
         self, st: SceneTensors, env: torch.Tensor, pos: torch.Tensor, prim: torch.Tensor
     ) -> torch.Tensor:
-        """First colliding check (1..20, 0 = none) flying primitives prim (Q,) from pos (Q, 3).
-
-        Sphere vs solid finite cylinder by exact point-to-cylinder distance, in float64; the
-        sphere touching a shape (distance ≤ radius) counts as a collision.
-        """
-        p = pos[:, None, :] + self.check_disp[prim]  # (Q, 20, 3)
-        wv = p[:, :, None, :] - st.centres[env][:, None, :, :]  # (Q, 20, K, 3)
-        s = (wv * st.axes[env][:, None, :, :]).sum(-1)
-        rho = ((wv * wv).sum(-1) - s * s).clamp_min(0).sqrt()
-        dr = (rho - st.radii[env][:, None, :]).clamp_min(0)
-        ds = (s.abs() - spec.OBST_HALF).clamp_min(0)
-        hit = ((dr * dr + ds * ds) <= spec.ROBOT_RADIUS**2).any(-1)
-        r = spec.ROBOT_RADIUS
-        hit |= p[..., 0].abs() >= spec.WALL_X - r
-        hit |= (p[..., 2] <= spec.FLOOR_Z + r) | (p[..., 2] >= spec.CEIL_Z - r)
-        first = torch.where(hit.any(-1), hit.to(torch.int8).argmax(-1) + 1, 0)
-        return first
+        """First colliding check (1..20, 0 = none) flying primitives prim (Q,) from pos (Q, 3)."""
+        return raycast.sweep_kernel(st, env, pos, self.check_disp[prim])
 
     def positions(self, step: int, ix: torch.Tensor, iz: torch.Tensor) -> torch.Tensor:
-        return torch.stack(
-            [
-                spec.START[0] + spec.GRID * ix.double(),
-                torch.full_like(ix, 0, dtype=torch.float64) + spec.START[1] + spec.SPEED * step,
-                spec.START[2] + spec.GRID * iz.double(),
-            ],
-            dim=-1,
-        )
+        """World positions (Q, 3) float64 of grid cells (ix, iz) after `step` primitives."""
+        x, y, z = dyn.grid_coords(step, ix.double(), iz.double())
+        y = torch.as_tensor(y, dtype=torch.float64, device=x.device)
+        return torch.stack(torch.broadcast_tensors(x, y, z), dim=-1)
 
-    # ----------------------------------------------------------------- rollouts
     def rollout(
         self,
         thetas: np.ndarray,
@@ -237,19 +150,13 @@ class BatchedSimulator:
         with _torch_threads(self.threads if self.device.type == "cpu" else 0):
             return self._rollout(thetas, seeds, use_net, net_scale, forced)
 
-    def _rollout(
-        self,
-        thetas: np.ndarray,
-        seeds: np.ndarray,
-        use_net: bool,
-        net_scale: float,
-        forced: np.ndarray | None,
-    ) -> RolloutResult:
+    def _rollout(self, thetas: np.ndarray, seeds: np.ndarray, use_net: bool, net_scale: float,
+                 forced: np.ndarray | None) -> RolloutResult:
         thetas = np.asarray(thetas, dtype=np.float32)
         seeds = np.asarray(seeds, dtype=np.int64).reshape(-1)
         k = thetas.shape[0]
-        th = torch.as_tensor(thetas, device=self.device)
-        parts = pol.split_theta(th.to(self.dtype)) if use_net and forced is None else None
+        th = torch.as_tensor(thetas, device=self.device).to(self.dtype)
+        parts = pol.split_theta(th) if use_net and forced is None else None
         chk = np.zeros((len(seeds), k), np.int64)
         pr = np.full((len(seeds), k, spec.N_STEPS), -1, np.int64)
         ec, pc = self.env_chunk, self.policy_chunk
@@ -265,71 +172,56 @@ class BatchedSimulator:
                 pr[i : i + ec, j : j + pc] = p
         return RolloutResult(cost_from_checks(chk), chk, pr)
 
-    def _rollout_chunk(
-        self,
-        seeds: np.ndarray,
-        k: int,
-        parts: dict[str, torch.Tensor] | None,
-        net_scale: float,
-        forced: np.ndarray | None,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        dev = self.device
-        n = len(seeds)
-        scenes = [sample_scene(int(s)) for s in seeds]
-        if self.compiled is not None:  # one static table shape for the compiled kernel
-            scenes += [scenes[0]] * (self.env_chunk - n)
-        st = self.scene_tensors(scenes)
-        ix = torch.zeros(n, k, dtype=torch.long, device=dev)
-        iz = torch.zeros(n, k, dtype=torch.long, device=dev)
-        checks = torch.zeros(n, k, dtype=torch.long, device=dev)
-        alive = torch.ones(n, k, dtype=torch.bool, device=dev)
+    def _rollout_chunk(self, seeds: np.ndarray, k: int, parts: dict[str, torch.Tensor] | None,
+                       net_scale: float, forced: np.ndarray | None
+                       ) -> tuple[np.ndarray, np.ndarray]:
+        """One chunk stepped through `dynamics`: (first colliding checks, primitives flown)."""
+        dev, n = self.device, len(seeds)
+        st = self._chunk_scenes(seeds)
+        state = dyn.initial(torch.zeros(n, k, dtype=torch.long, device=dev))
         chosen = torch.full((n, k, spec.N_STEPS), -1, dtype=torch.long, device=dev)
         env_grid = torch.arange(n, device=dev)[:, None].expand(n, k)
         forced_t = None if forced is None else torch.as_tensor(forced, device=dev)
-        span = 64  # grid coordinates fit comfortably in [-32, 32)
-        for step in range(spec.N_STEPS):
-            if not bool(alive.any()):
-                break
-            ea, xa, za = env_grid[alive], ix[alive], iz[alive]
+        while not bool(dyn.terminal(state).all()):
+            step, alive = state.step, state.alive
+            live = (env_grid[alive], state.ix[alive], state.iz[alive])
             if forced_t is not None:
                 prim = forced_t[..., step][alive]
             else:
-                key = (ea * span + xa + span // 2) * span + za + span // 2
-                ukey, inv = torch.unique(key, return_inverse=True)
-                ue = ukey // (span * span)
-                ux = (ukey // span) % span - span // 2
-                uz = ukey % span - span // 2
-                images = self.render(st, ue, self.positions(step, ux, uz))
-                scores = self.cells.scores(images)[inv]
-                if parts is not None:
-                    scores = scores + net_scale * self._net(images, inv, alive, parts)
-                prim = pol.choose(scores)
+                prim = self._choose(st, step, live, alive, parts, net_scale)
             chosen[..., step][alive] = prim
-            # collision sweep, deduplicated over (env, state, primitive)
-            skey = ((ea * span + xa + span // 2) * span + za + span // 2) * 32 + prim
-            ukey, inv = torch.unique(skey, return_inverse=True)
-            up = ukey % 32
-            rest = ukey // 32
-            ue = rest // (span * span)
-            ux = (rest // span) % span - span // 2
-            uz = rest % span - span // 2
-            first = self.sweep(st, ue, self.positions(step, ux, uz), up)[inv]
-            hit = first > 0
-            new_checks = torch.where(hit, step * spec.CHECKS_PER_PRIM + first, 0)
-            idx = alive.nonzero(as_tuple=True)
-            checks[idx] = new_checks
-            ix[idx] = xa + self.dix[prim]
-            iz[idx] = za + self.diz[prim]
-            alive[idx] = ~hit
-        return checks.cpu().numpy(), chosen.cpu().numpy()
+            first = torch.zeros_like(state.checks)
+            first[alive] = self._sweep_states(st, step, live, prim)
+            state = dyn.transition(state, chosen[..., step], first)
+        return state.checks.cpu().numpy(), chosen.cpu().numpy()
 
-    def _net(
-        self,
-        images: torch.Tensor,
-        inv: torch.Tensor,
-        alive: torch.Tensor,
-        parts: dict[str, torch.Tensor],
-    ) -> torch.Tensor:
+    def _chunk_scenes(self, seeds: np.ndarray) -> SceneTensors:
+        scenes = [sample_scene(int(s)) for s in seeds]
+        if self.compiled is not None:  # one static table shape for the compiled kernel
+            scenes += [scenes[0]] * (self.env_chunk - len(scenes))
+        return self.scene_tensors(scenes)
+
+    def _choose(self, st: SceneTensors, step: int, live: _Live, alive: torch.Tensor,
+                parts: dict[str, torch.Tensor] | None, net_scale: float) -> torch.Tensor:
+        """The primitive each living rollout flies, rendering each distinct state once."""
+        ukey, inv = torch.unique(_state_key(*live), return_inverse=True)
+        ue, ux, uz = _key_state(ukey)
+        images = self.render(st, ue, self.positions(step, ux, uz))
+        scores = self.cells.scores(images)[inv]
+        if parts is not None:
+            scores = scores + net_scale * self._net(images, inv, alive, parts)
+        return pol.choose(scores)
+
+    def _sweep_states(self, st: SceneTensors, step: int, live: _Live, prim: torch.Tensor
+                      ) -> torch.Tensor:
+        """First colliding check of each living rollout's primitive, each distinct
+        (environment, state, primitive) swept once."""
+        ukey, inv = torch.unique(_state_key(*live) * 32 + prim, return_inverse=True)
+        ue, ux, uz = _key_state(ukey // 32)
+        return self.sweep(st, ue, self.positions(step, ux, uz), ukey % 32)[inv]
+
+    def _net(self, images: torch.Tensor, inv: torch.Tensor, alive: torch.Tensor,
+             parts: dict[str, torch.Tensor]) -> torch.Tensor:
         """Net scores (R, 25) for the alive (env, policy) pairs, in alive order.
 
         The conv layers run per alive pair in fixed-size chunks (one static shape for the
@@ -372,18 +264,36 @@ def _torch_threads(n: int) -> Iterator[None]:
             torch.set_num_threads(before)
 
 
-def render_positions(scene: Scene, positions: np.ndarray, device: str = "cpu") -> np.ndarray:
-    """Convenience: depth images (F, 50, 50) float32 of one scene at robot positions (F, 3)."""
-    sim = BatchedSimulator(device=device)
-    st = sim.scene_tensors([scene])
-    pos = torch.as_tensor(np.asarray(positions, dtype=np.float64).reshape(-1, 3), device=sim.device)
-    env = torch.zeros(pos.shape[0], dtype=torch.long, device=sim.device)
-    return sim.render(st, env, pos).cpu().numpy()
+class BatchedScene:
+    """The batched kernels on one scene behind `scene_sim.SceneSimulator` (tables built once per
+    `load`; eager on CPU by default, as the Gym env, figures and cross-validation use it)."""
 
+    def __init__(self, sim: BatchedSimulator | None = None) -> None:
+        self.sim = sim if sim is not None else BatchedSimulator()
+        self.scene: Scene | None = None
+        self._tables: SceneTensors | None = None
 
-def sweep_primitive(scene: Scene, start: np.ndarray, prim: int) -> int:
-    """Convenience: first colliding check (1..20, 0 = none) of one primitive from start."""
-    sim = BatchedSimulator()
-    st = sim.scene_tensors([scene])
-    pos = torch.as_tensor(np.asarray(start, dtype=np.float64).reshape(1, 3))
-    return int(sim.sweep(st, torch.zeros(1, dtype=torch.long), pos, torch.tensor([prim]))[0])
+    def load(self, scene: Scene) -> None:
+        self.scene, self._tables = scene, self.sim.scene_tensors([scene])
+
+    def render(self, position: np.ndarray) -> np.ndarray:
+        """z-depth (50, 50) float32 at `position` (3,); positions (F, 3) give (F, 50, 50)."""
+        pos = np.asarray(position, dtype=np.float64)
+        flat = torch.as_tensor(pos.reshape(-1, 3), device=self.sim.device)
+        env = torch.zeros(flat.shape[0], dtype=torch.long, device=self.sim.device)
+        images = self.sim.render(self._loaded(), env, flat).cpu().numpy()
+        return images.reshape(*pos.shape[:-1], spec.IMG, spec.IMG)
+
+    def sweep(self, position: np.ndarray, prim: int) -> int:
+        dev = self.sim.device
+        pos = torch.as_tensor(np.asarray(position, dtype=np.float64).reshape(1, 3), device=dev)
+        env = torch.zeros(1, dtype=torch.long, device=dev)
+        return int(self.sim.sweep(self._loaded(), env, pos, torch.tensor([prim], device=dev))[0])
+
+    def close(self) -> None:
+        self.scene = self._tables = None
+
+    def _loaded(self) -> SceneTensors:
+        if self._tables is None:
+            raise RuntimeError("load a scene before rendering or sweeping")
+        return self._tables

@@ -2,8 +2,9 @@
 
 Depth comes from getCameraImage (TinyRenderer) and collisions from getClosestPoints between the
 robot sphere and the field, so it shares no geometry code with the batched simulator: it is the
-oracle that the batched simulator is checked against. Only the primitives, the policy scoring
-and the cost formula are shared (they are not simulation).
+oracle that the batched simulator is checked against. Only the primitives, the policy scoring,
+the cost formula and the grid-state bookkeeping of `dynamics` (where the robot is after each
+primitive, when it collided) are shared: they are not simulation.
 
 The whole field (floor, ceiling, walls, cylinders) is one multibody with fixed links, so a
 collision check is one getClosestPoints call.
@@ -16,13 +17,29 @@ import contextlib
 import numpy as np
 import pybullet as p
 
-from pacplan.worlds.uav import policy_np, spec
+from pacplan.worlds.uav import dynamics, policy_np, spec
 from pacplan.worlds.uav import primitives as prims
 from pacplan.worlds.uav.results import RolloutResult, cost_from_checks
 from pacplan.worlds.uav.scene import Scene, sample_scene
 
 _IDENTITY = (0.0, 0.0, 0.0, 1.0)
 _PARKED = (0.0, 0.0, -100.0)  # where the robot sphere waits while the camera renders
+
+
+def _tunnel_boxes() -> list[tuple[tuple[float, float, float], tuple[float, float, float]]]:
+    """(half extents, centre) of the floor, ceiling and two wall boxes (0.5 m half-thick)."""
+    ylen = spec.TUNNEL_Y_MAX - spec.TUNNEL_Y_MIN
+    ymid = (spec.TUNNEL_Y_MAX + spec.TUNNEL_Y_MIN) / 2
+    t = 0.5  # half-thickness of the boxes
+    hx = spec.WALL_X + 2 * t
+    hz = (spec.CEIL_Z - spec.FLOOR_Z) / 2 + 2 * t
+    zmid = (spec.CEIL_Z + spec.FLOOR_Z) / 2
+    return [
+        ((hx, ylen / 2, t), (0.0, ymid, spec.FLOOR_Z - t)),
+        ((hx, ylen / 2, t), (0.0, ymid, spec.CEIL_Z + t)),
+        ((t, ylen / 2, hz), (spec.WALL_X + t, ymid, zmid)),
+        ((t, ylen / 2, hz), (-spec.WALL_X - t, ymid, zmid)),
+    ]
 
 
 class BulletSimulator:
@@ -54,20 +71,8 @@ class BulletSimulator:
         """Build the tunnel boxes, the 20 cylinders and the robot sphere for `scene`."""
         c = self.cid
         p.resetSimulation(physicsClientId=c)
-        ylen = spec.TUNNEL_Y_MAX - spec.TUNNEL_Y_MIN
-        ymid = (spec.TUNNEL_Y_MAX + spec.TUNNEL_Y_MIN) / 2
-        t = 0.5  # half-thickness of the boxes
-        hx = spec.WALL_X + 2 * t
-        hz = (spec.CEIL_Z - spec.FLOOR_Z) / 2 + 2 * t
-        zmid = (spec.CEIL_Z + spec.FLOOR_Z) / 2
-        boxes = [
-            ((hx, ylen / 2, t), (0.0, ymid, spec.FLOOR_Z - t)),
-            ((hx, ylen / 2, t), (0.0, ymid, spec.CEIL_Z + t)),
-            ((t, ylen / 2, hz), (spec.WALL_X + t, ymid, zmid)),
-            ((t, ylen / 2, hz), (-spec.WALL_X - t, ymid, zmid)),
-        ]
         cols, vis, pos, orn = [], [], [], []
-        for half, centre in boxes:
+        for half, centre in _tunnel_boxes():
             cols.append(p.createCollisionShape(p.GEOM_BOX, halfExtents=half, physicsClientId=c))
             vis.append(p.createVisualShape(p.GEOM_BOX, halfExtents=half, physicsClientId=c))
             pos.append(centre)
@@ -166,22 +171,18 @@ class BulletSimulator:
 
         Returns (first colliding check 1..240 or 0, primitives flown (12,), -1 after collision).
         """
-        pos = np.array(spec.START, dtype=np.float64)
+        state = dynamics.initial()
         chosen = np.full(spec.N_STEPS, -1, dtype=np.int64)
-        for step in range(spec.N_STEPS):
+        while not dynamics.terminal(state):
+            pos = dynamics.position(state)
             if forced is not None:
-                prim = int(forced[step])
+                prim = int(forced[state.step])
             else:
                 assert policy is not None
                 prim = policy.choose(self.render(pos))
-            chosen[step] = prim
-            first = self.sweep(pos, prim)
-            if first:
-                return step * spec.CHECKS_PER_PRIM + first, chosen
-            dix, diz = prims.grid_step(prim)
-            step_vec = [spec.GRID * dix, spec.SPEED * spec.PRIM_DURATION, spec.GRID * diz]
-            pos = pos + np.array(step_vec)
-        return 0, chosen
+            chosen[state.step] = prim
+            state = dynamics.transition(state, prim, self.sweep(pos, prim))
+        return state.checks, chosen
 
     def rollout(
         self,

@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from pacplan.validation import check_policies
 from pacplan.worlds.uav import spec
 
 DEFAULT_NET_SCALE = spec.DEFAULT_NET_SCALE
@@ -61,9 +62,13 @@ def flatten_net(net: ResidualNet) -> np.ndarray:
 
 
 def split_theta(thetas: torch.Tensor) -> dict[str, torch.Tensor]:
-    """(k, 13943) -> {name: (k, *shape)} views, following NET_SHAPES."""
-    if thetas.ndim != 2 or thetas.shape[1] != POLICY_DIM:
-        raise ValueError(f"thetas must be (k, {POLICY_DIM}), got {tuple(thetas.shape)}")
+    """(k, 13943) -> {name: (k, *shape)} views, following NET_SHAPES (1-D θ: k = 1).
+
+    Checked by `pacplan.validation.check_policies` (shape and finite weights; PacplanError), on a
+    host view of the weights: no copy on CPU, one small copy per call on CUDA.
+    """
+    check_policies(thetas.detach().cpu().numpy(), POLICY_DIM, "UAV policy weights")
+    thetas = thetas.reshape(-1, POLICY_DIM)
     out: dict[str, torch.Tensor] = {}
     i = 0
     for name, shape in NET_SHAPES:

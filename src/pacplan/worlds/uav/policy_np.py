@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from pacplan.validation import check_policies
 from pacplan.worlds.uav import spec
 from pacplan.worlds.uav.spec import DEFAULT_NET_SCALE, NET_SHAPES, POLICY_DIM
 
@@ -27,9 +28,8 @@ class NumpyPolicy:
         self.net_scale = float(net_scale)
         self.w: dict[str, np.ndarray] | None = None
         if theta is not None:
-            flat = np.asarray(theta, dtype=np.float32).reshape(-1).astype(np.float64)
-            if flat.size != POLICY_DIM:
-                raise ValueError(f"theta must have {POLICY_DIM} weights, got {flat.size}")
+            one = np.asarray(theta).reshape(1, -1)
+            flat = check_policies(one, POLICY_DIM, "UAV policy weights")[0].astype(np.float64)
             self.w, i = {}, 0
             for name, shape in NET_SHAPES:
                 n = int(np.prod(shape))

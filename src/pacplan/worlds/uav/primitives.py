@@ -7,6 +7,7 @@ offset); here s(0) = 0 and s(1) = 1 exactly, as DESIGN.md asks.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -53,24 +54,9 @@ def check_displacements() -> np.ndarray:
     return displacement(np.arange(spec.N_PRIMS)[:, None], check_times()[None, :])
 
 
-def grid_step(prim: np.ndarray | int) -> tuple[np.ndarray, np.ndarray]:
-    """End offsets of primitives in grid units (multiples of 0.5 m): (dix, diz)."""
-    prim = np.asarray(prim)
-    return prim // 5 - 2, prim % 5 - 2
+def grid_step(prim: Any) -> tuple[Any, Any]:
+    """End offsets of primitives in grid units (multiples of 0.5 m): (dix, diz).
 
-
-def grid_to_position(step: np.ndarray, ix: np.ndarray, iz: np.ndarray) -> np.ndarray:
-    """World position (..., 3) of the robot after `step` primitives at grid cell (ix, iz).
-
-    States are kept as integers so equal states compare equal exactly (dedupe) and positions
-    never accumulate rounding.
+    Operators only, so it works on ints, numpy arrays and torch tensors alike (any device).
     """
-    step, ix, iz = np.broadcast_arrays(np.asarray(step), np.asarray(ix), np.asarray(iz))
-    return np.stack(
-        [
-            spec.START[0] + spec.GRID * ix,
-            spec.START[1] + spec.SPEED * spec.PRIM_DURATION * step,
-            spec.START[2] + spec.GRID * iz,
-        ],
-        axis=-1,
-    ).astype(np.float64)
+    return prim // 5 - 2, prim % 5 - 2

@@ -8,6 +8,7 @@ Filter's 5x5 cells and the chosen primitive's cell highlighted.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -15,6 +16,9 @@ from pacplan.weights import load_theta as load_policy_weights
 from pacplan.worlds.uav import spec
 from pacplan.worlds.uav.policy_np import NumpyPolicy
 from pacplan.worlds.uav.scene import Scene
+
+if TYPE_CHECKING:
+    from pacplan.worlds.uav.world import Trajectory
 
 
 def load_theta(path: str | Path) -> np.ndarray:
@@ -63,17 +67,13 @@ def render_figure(seed: int, out: str | Path, theta_path: str | None = None,
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.patches import Circle, Polygon, Rectangle
 
-    from pacplan.worlds.uav.batched import render_positions
     from pacplan.worlds.uav.world import UAVWorld
 
     theta = None if theta_path is None else load_theta(theta_path)
     # the run's options (net_scale, use_net); eager rendering is faster for one flight
     world = UAVWorld(**{**(world_options or {}), "compile": False})
     tr = world.trajectory(theta, int(seed))
-    scene = tr.scene
-    policy = NumpyPolicy(theta, world.net_scale)
 
     fig = plt.figure(figsize=(13, 9))
     grid = fig.add_gridspec(2, 3, width_ratios=[1.0, 1.6, 1.1])
@@ -82,6 +82,37 @@ def render_figure(seed: int, out: str | Path, theta_path: str | None = None,
     ax_img = [fig.add_subplot(grid[0, 2]), fig.add_subplot(grid[1, 2])]
     ax_txt = fig.add_subplot(grid[1, 1])
     ax_txt.axis("off")
+    _draw_views(ax_top, ax_side, tr)
+    _draw_decisions(fig, ax_img, tr, NumpyPolicy(theta, world.net_scale))
+
+    who = "Depth Filter only (no θ)" if theta is None else f"θ from {Path(theta_path).name}"
+    outcome = (
+        f"collision at t = {tr.checks * spec.CHECK_DT:.2f} s"
+        if tr.checks
+        else "no collision in 12 s"
+    )
+    ax_txt.text(
+        0.0,
+        0.9,
+        f"UAV world, seed {seed}\npolicy: {who} (net scale "
+        f"{world.net_scale:g} m)\n{outcome}; cost = {tr.cost:.4f}\n"
+        f"primitives flown: {', '.join(str(int(p)) for p in tr.prims)}",
+        va="top",
+        fontsize=10,
+        family="monospace",
+        wrap=True,
+    )
+    fig.tight_layout()
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return str(out)
+
+
+def _draw_views(ax_top: Any, ax_side: Any, tr: Trajectory) -> None:
+    """Top (x–y) and side (y–z) views: cylinders, the flown path, decisions, the collision."""
+    from matplotlib.patches import Circle, Polygon
 
     ylim = (-1.0, 16.0)
     for ax, dims, xlim, yl in (
@@ -89,7 +120,7 @@ def render_figure(seed: int, out: str | Path, theta_path: str | None = None,
         (ax_side, (1, 2), ylim, (spec.FLOOR_Z, spec.CEIL_Z)),
     ):
         for i in range(spec.N_OBSTACLES):
-            poly = _silhouette(scene, i, dims)
+            poly = _silhouette(tr.scene, i, dims)
             if poly is not None:
                 ax.add_patch(Polygon(poly, closed=True, color="0.45", alpha=0.6, lw=0))
         ax.plot(
@@ -124,8 +155,17 @@ def render_figure(seed: int, out: str | Path, theta_path: str | None = None,
     ax_side.set_ylabel("z [m]")
     ax_side.set_title("side view")
 
+
+def _draw_decisions(fig: Any, ax_img: list[Any], tr: Trajectory, policy: NumpyPolicy) -> None:
+    """Depth at the first and last decisions with the Depth Filter cells, the flown one red."""
+    from matplotlib.patches import Rectangle
+
+    from pacplan.worlds.uav.batched import BatchedScene
+
     steps = [0, len(tr.decisions) - 1] if len(tr.decisions) > 1 else [0, 0]
-    images = render_positions(scene, tr.decisions[steps])
+    camera = BatchedScene()
+    camera.load(tr.scene)
+    images = camera.render(tr.decisions[steps])
     cells = spec.filter_cells()
     offs = spec.primitive_offsets()
     for ax, step, img in zip(ax_img, steps, images, strict=True):
@@ -152,27 +192,3 @@ def render_figure(seed: int, out: str | Path, theta_path: str | None = None,
         ax.set_yticks([])
         fig.colorbar(im, ax=ax, fraction=0.046, pad=0.02, label="z-depth [m]")
         assert policy.choose(img) == chosen  # the figure shows the decision actually flown
-
-    who = "Depth Filter only (no θ)" if theta is None else f"θ from {Path(theta_path).name}"
-    outcome = (
-        f"collision at t = {tr.checks * spec.CHECK_DT:.2f} s"
-        if tr.checks
-        else "no collision in 12 s"
-    )
-    ax_txt.text(
-        0.0,
-        0.9,
-        f"UAV world, seed {seed}\npolicy: {who} (net scale "
-        f"{world.net_scale:g} m)\n{outcome}; cost = {tr.cost:.4f}\n"
-        f"primitives flown: {', '.join(str(int(p)) for p in tr.prims)}",
-        va="top",
-        fontsize=10,
-        family="monospace",
-        wrap=True,
-    )
-    fig.tight_layout()
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return str(out)

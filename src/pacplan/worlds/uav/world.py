@@ -12,12 +12,12 @@ from typing import Any
 import numpy as np
 
 from pacplan.errors import PacplanError
-from pacplan.worlds.uav import primitives as prims
+from pacplan.validation import check_choice, check_policies, check_seeds
+from pacplan.worlds.uav import dynamics as dyn
 from pacplan.worlds.uav import spec
 from pacplan.worlds.uav.results import RolloutResult
 from pacplan.worlds.uav.scene import Scene, sample_scene
-
-SIMULATORS = ("batched", "bullet")
+from pacplan.worlds.uav.scene_sim import SIMULATORS
 
 
 @dataclass
@@ -79,8 +79,7 @@ class UAVWorld:
         threads: int = 1,
         policy_chunk: int = 256,
     ) -> None:
-        if simulator not in SIMULATORS:
-            raise PacplanError(f"unknown UAV simulator {simulator!r}; use one of {SIMULATORS}")
+        check_choice("UAV simulator", simulator, SIMULATORS)
         if device not in ("cpu", "cuda", "auto") and not str(device).startswith("cuda:"):
             raise PacplanError(f"unknown device {device!r}; use cpu, cuda or auto")
         if not np.isfinite(net_scale) or net_scale < 0:
@@ -146,26 +145,12 @@ class UAVWorld:
                 self._sim = BulletSimulator()
         return self._sim
 
-    def _check(self, thetas: np.ndarray, seeds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        thetas = np.asarray(thetas)
-        if thetas.ndim == 1:
-            thetas = thetas[None]
-        if thetas.ndim != 2 or thetas.shape[1] != spec.POLICY_DIM:
-            raise PacplanError(
-                f"UAV policies must be (k, {spec.POLICY_DIM}) weights, got {thetas.shape}"
-            )
-        thetas = thetas.astype(np.float32)
-        if not np.isfinite(thetas).all():
-            raise PacplanError("UAV policy weights contain NaN or infinity")
-        seeds = np.asarray(seeds).reshape(-1)
-        if seeds.size and (not np.issubdtype(seeds.dtype, np.integer) or seeds.min() < 0):
-            raise PacplanError("environment seeds must be non-negative integers")
-        return thetas, seeds.astype(np.int64)
-
     def rollouts(self, thetas: np.ndarray, seeds: np.ndarray) -> RolloutResult:
         """Costs, first colliding checks and primitive sequences of every (seed, policy)."""
-        thetas, seeds = self._check(thetas, seeds)
-        return self.sim.rollout(thetas, seeds, use_net=self.use_net, net_scale=self.net_scale)
+        thetas = check_policies(thetas, spec.POLICY_DIM, "UAV policy weights")
+        return self.sim.rollout(
+            thetas, check_seeds(seeds), use_net=self.use_net, net_scale=self.net_scale
+        )
 
     def costs(self, thetas: np.ndarray, seeds: np.ndarray) -> np.ndarray:
         """(n, k) costs 1 − t_c / 12 s in [0, 1]; deterministic."""
@@ -175,8 +160,7 @@ class UAVWorld:
         """Fly given primitive sequences (n, k, 12) open loop; for cross-validation."""
         sequences = np.asarray(sequences, dtype=np.int64)
         dummy = np.zeros((sequences.shape[1], spec.POLICY_DIM), np.float32)
-        thetas, seeds = self._check(dummy, seeds)
-        return self.sim.rollout(thetas, seeds, use_net=False, forced=sequences)
+        return self.sim.rollout(dummy, check_seeds(seeds), use_net=False, forced=sequences)
 
     def trajectory(self, theta: np.ndarray | None, seed: int) -> Trajectory:
         """The flight of one policy (None: Depth Filter only) in environment `seed`."""
@@ -191,24 +175,6 @@ class UAVWorld:
 def trajectory_from_sequence(seed: int, seq: np.ndarray, checks: int, cost: float) -> Trajectory:
     """Dense positions of a flown primitive sequence (stopping at the colliding check)."""
     seq = np.asarray(seq)
-    seq = seq[seq >= 0]
-    disp = prims.check_displacements()
-    pos = np.array(spec.START, dtype=np.float64)
-    points = [pos.copy()]
-    decisions = []
-    for step, k in enumerate(seq):
-        decisions.append(pos.copy())
-        for i in range(spec.CHECKS_PER_PRIM):
-            points.append(pos + disp[k, i])
-            if checks and step * spec.CHECKS_PER_PRIM + i + 1 == checks:
-                break
-        pos = pos + disp[k, -1]
-    return Trajectory(
-        seed,
-        sample_scene(seed),
-        np.array(points),
-        np.array(decisions).reshape(-1, 3),
-        seq.astype(np.int64),
-        checks,
-        cost,
-    )
+    seq = seq[seq >= 0].astype(np.int64)
+    decisions, points = dyn.flight(seq, checks)
+    return Trajectory(seed, sample_scene(seed), points, decisions, seq, checks, cost)

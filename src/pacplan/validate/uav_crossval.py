@@ -14,15 +14,16 @@ up to that step, so a split can only come from the two images at that pose).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from pacplan.worlds.uav import primitives as prims
-from pacplan.worlds.uav import spec
-from pacplan.worlds.uav.batched import BatchedSimulator, render_positions
+from pacplan.worlds.uav import dynamics, spec
+from pacplan.worlds.uav.batched import BatchedScene, BatchedSimulator
 from pacplan.worlds.uav.bullet import BulletSimulator
 from pacplan.worlds.uav.policy_np import NumpyPolicy
+from pacplan.worlds.uav.results import RolloutResult
 from pacplan.worlds.uav.scene import Scene, point_cylinder_distance, sample_scene
 
 
@@ -56,29 +57,23 @@ def depth_edges(images: np.ndarray, jump: float = 0.1) -> np.ndarray:
     return out
 
 
-def _positions_along(seq: np.ndarray, checks: int) -> list[np.ndarray]:
-    """Decision positions (start of each flown primitive)."""
-    disp = prims.check_displacements()
-    pos = np.array(spec.START, dtype=np.float64)
-    out = []
-    for step, k in enumerate(seq):
-        if k < 0:
-            break
-        out.append(pos.copy())
-        if checks and (checks - 1) // spec.CHECKS_PER_PRIM == step:
-            break
-        pos = pos + disp[k, -1]
-    return out
+def decision_positions(seq: np.ndarray) -> np.ndarray:
+    """(S, 3) positions where each primitive of a flown sequence (-1 = none) was chosen."""
+    return dynamics.flight(seq)[0]
 
 
 def check_position(seq: np.ndarray, check: int) -> np.ndarray:
     """Robot position at global check index `check` (1..240) along a primitive sequence."""
-    disp = prims.check_displacements()
-    step, i = divmod(check - 1, spec.CHECKS_PER_PRIM)
-    pos = np.array(spec.START, dtype=np.float64)
-    for k in seq[:step]:
-        pos = pos + disp[k, -1]
-    return pos + disp[seq[step], i]
+    return dynamics.flight(seq, check)[1][-1]
+
+
+@dataclass
+class _Sims:
+    """The simulators under comparison, built once per run."""
+
+    batched: BatchedSimulator  # the rollouts, compiled or not as asked
+    eager: BatchedScene  # images at single poses, eager as the figures and the Gym env use
+    bullet: BulletSimulator
 
 
 def run(
@@ -90,16 +85,22 @@ def run(
 ) -> dict[str, Any]:
     """All three checks; returns figures and the list of every disagreement."""
     seeds = np.asarray(seeds, dtype=np.int64)
-    k = len(thetas)
-    batched = BatchedSimulator(compile=compile)
-    bullet = BulletSimulator()
-    out: dict[str, Any] = {"seeds": len(seeds), "policies": k, "net_scale": net_scale}
+    sims = _Sims(BatchedSimulator(compile=compile), BatchedScene(), BulletSimulator())
+    out: dict[str, Any] = {"seeds": len(seeds), "policies": len(thetas), "net_scale": net_scale}
+    ra = sims.batched.rollout(thetas, seeds, net_scale=net_scale)
+    rb = sims.bullet.rollout(thetas, seeds, net_scale=net_scale)
+    out["closed_loop"] = _closed_loop(sims, seeds, thetas, net_scale, ra, rb)
+    out["replay"] = _replays(sims, seeds, thetas, ra.prims, random_sequences)
+    out["depth"] = _depth(sims, seeds, ra.prims)
+    sims.bullet.close()
+    return out
 
-    # (c) closed loop
-    ra = batched.rollout(thetas, seeds, net_scale=net_scale)
-    rb = bullet.rollout(thetas, seeds, net_scale=net_scale)
+
+def _closed_loop(sims: _Sims, seeds: np.ndarray, thetas: np.ndarray, net_scale: float,
+                 ra: RolloutResult, rb: RolloutResult) -> dict[str, Any]:
+    """(c) closed-loop costs of both simulators, and why each differing flight differs."""
     same = ra.checks == rb.checks
-    out["closed_loop"] = {
+    out: dict[str, Any] = {
         "rollouts": int(same.size),
         "mean_cost_batched": float(ra.costs.mean()),
         "mean_cost_bullet": float(rb.costs.mean()),
@@ -110,7 +111,6 @@ def run(
     policies = [NumpyPolicy(t, net_scale) for t in thetas]
     closed = []
     for i, j in zip(*np.nonzero(~same), strict=True):
-        scene = sample_scene(int(seeds[i]))
         differ = np.nonzero(ra.prims[i, j] != rb.prims[i, j])[0]
         rec: dict[str, Any] = {
             "seed": int(seeds[i]),
@@ -119,41 +119,51 @@ def run(
             "checks_bullet": int(rb.checks[i, j]),
         }
         if len(differ):
-            step = int(differ[0])
-            pos = _positions_along(ra.prims[i, j], 0)[step]
-            img_a = render_positions(scene, pos[None])[0]
-            bullet.load(scene)
-            img_b = bullet.render(pos)
-            s = policies[j].scores(img_a)
-            pa, pb = int(ra.prims[i, j, step]), int(rb.prims[i, j, step])
-            rec.update(
-                first_different_step=step,
-                prim_batched=pa,
-                prim_bullet=pb,
-                score_margin_m=float(s[pa] - s[pb]),
-                # the same policy code on each simulator's own image reproduces each choice, so
-                # the split comes from the images alone
-                choices_follow_images=bool(
-                    policies[j].choose(img_a) == pa and policies[j].choose(img_b) == pb
-                ),
-                image_max_abs_diff_m=float(np.abs(img_a - img_b).max()),
-                image_pixels_over_10cm=int((np.abs(img_a - img_b) > 0.1).sum()),
-            )
+            scene = sample_scene(int(seeds[i]))
+            rec.update(_split(sims, scene, policies[j], ra.prims[i, j], rb.prims[i, j], differ[0]))
         else:
             rec["first_different_step"] = None  # same primitives, different collision check
         closed.append(rec)
-    out["closed_loop"]["disagreements"] = closed
+    out["disagreements"] = closed
+    return out
 
-    # (b) replays of the same sequences
-    seqs = {"closed_loop_sequences": ra.prims.copy()}
+
+def _split(sims: _Sims, scene: Scene, policy: NumpyPolicy, seq_a: np.ndarray,
+           seq_b: np.ndarray, step: int) -> dict[str, Any]:
+    """Where two closed-loop flights part: the choices, their score margin, the images there."""
+    step = int(step)
+    pos = decision_positions(seq_a)[step]
+    sims.eager.load(scene)
+    img_a = sims.eager.render(pos)
+    sims.bullet.load(scene)
+    img_b = sims.bullet.render(pos)
+    s = policy.scores(img_a)
+    pa, pb = int(seq_a[step]), int(seq_b[step])
+    return {
+        "first_different_step": step,
+        "prim_batched": pa,
+        "prim_bullet": pb,
+        "score_margin_m": float(s[pa] - s[pb]),
+        # the same policy code on each simulator's own image reproduces each choice, so the
+        # split comes from the images alone
+        "choices_follow_images": bool(policy.choose(img_a) == pa and policy.choose(img_b) == pb),
+        "image_max_abs_diff_m": float(np.abs(img_a - img_b).max()),
+        "image_pixels_over_10cm": int((np.abs(img_a - img_b) > 0.1).sum()),
+    }
+
+
+def _replays(sims: _Sims, seeds: np.ndarray, thetas: np.ndarray, closed_prims: np.ndarray,
+             random_sequences: bool) -> dict[str, Any]:
+    """(b) collision times when both simulators replay the same primitive sequences."""
+    seqs = {"closed_loop_sequences": closed_prims.copy()}
     if random_sequences:
         rng = np.random.default_rng(777)
-        seqs["random_sequences"] = rng.integers(0, spec.N_PRIMS, size=ra.prims.shape)
+        seqs["random_sequences"] = rng.integers(0, spec.N_PRIMS, size=closed_prims.shape)
     replay: dict[str, Any] = {}
     for name, seq in seqs.items():
         seq = np.where(seq < 0, spec.N_PRIMS // 2, seq)  # pad after a collision: fly on straight
-        a = batched.rollout(thetas, seeds, forced=seq)
-        b = bullet.rollout(thetas, seeds, forced=seq)
+        a = sims.batched.rollout(thetas, seeds, forced=seq)
+        b = sims.bullet.rollout(thetas, seeds, forced=seq)
         agree = a.checks == b.checks
         dis = []
         for i, j in zip(*np.nonzero(~agree), strict=True):
@@ -177,18 +187,21 @@ def run(
             "share_colliding": float((a.checks > 0).mean()),
             "disagreements": dis,
         }
-    out["replay"] = replay
+    return replay
 
-    # (a) depth at the same poses: every distinct decision pose of the batched closed loop
+
+def _depth(sims: _Sims, seeds: np.ndarray, closed_prims: np.ndarray) -> dict[str, Any]:
+    """(a) depth at the same poses: every distinct decision pose of the batched closed loop."""
     errs, edges = [], []
     n_poses = 0
     for i, seed in enumerate(seeds):
         scene = sample_scene(int(seed))
-        poses = {tuple(p) for j in range(k) for p in _positions_along(ra.prims[i, j], 0)}
+        poses = {tuple(p) for seq in closed_prims[i] for p in decision_positions(seq)}
         poses_arr = np.array(sorted(poses))
-        img_a = render_positions(scene, poses_arr)
-        bullet.load(scene)
-        img_b = np.stack([bullet.render(p) for p in poses_arr])
+        sims.eager.load(scene)
+        img_a = sims.eager.render(poses_arr)
+        sims.bullet.load(scene)
+        img_b = np.stack([sims.bullet.render(p) for p in poses_arr])
         errs.append((img_b - img_a).ravel())  # signed: > 0 where PyBullet reads deeper
         edges.append((depth_edges(img_a) | depth_edges(img_b)).ravel())
         n_poses += len(poses_arr)
@@ -196,7 +209,7 @@ def run(
     e = np.abs(signed)
     on_edge = np.concatenate(edges)
     big = e > 0.1
-    out["depth"] = {
+    return {
         "poses": n_poses,
         "pixels": int(e.size),
         "median_abs_err_m": float(np.median(e)),
@@ -209,5 +222,3 @@ def run(
         "share_of_those_bullet_deeper": float((signed[big] > 0).mean()) if big.any() else 0.0,
         "share_bullet_deeper_1mm_to_10cm": float((signed[(e > 1e-3) & ~big] > 0).mean()),
     }
-    bullet.close()
-    return out

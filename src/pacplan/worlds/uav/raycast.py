@@ -1,0 +1,107 @@
+"""The batched simulator's geometry: analytic ray casting and sphere sweeps as tensor kernels.
+
+Pure functions of tensors (no chunking, no state), so `BatchedSimulator` can compile them for one
+static shape. The robot never rotates, so the 2,500 pixel rays are fixed; per scene the ray/axis
+products are computed once, and a frame costs a handful of fused multiply-adds per
+(pixel, cylinder). Float op order here fixes results to the bit: change it only on purpose.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from pacplan.worlds.uav import spec
+from pacplan.worlds.uav.scene import Scene
+
+
+class SceneTensors:
+    """Scenes of a chunk of environments as tensors, with per-scene ray products precomputed."""
+
+    def __init__(self, scenes: Sequence[Scene], rays: torch.Tensor, dtype: torch.dtype) -> None:
+        dev = rays.device
+        self.centres = torch.as_tensor(np.stack([s.centres for s in scenes]), device=dev)
+        self.axes = torch.as_tensor(np.stack([s.axes for s in scenes]), device=dev)
+        self.radii = torch.as_tensor(np.stack([s.radii for s in scenes]), device=dev)
+        axes = self.axes.to(dtype)
+        # da[e, k, p] = d_p · a_k ; a2[e, k, p] = |d_p ⊥ a_k|² (the quadratic's leading term).
+        # Written elementwise (not einsum/matmul) so every value is computed the same way
+        # whatever the chunk size: results never depend on how work was chunked.
+        self.da = _dot3(axes[:, :, None, :], rays[None, None, :, :]).contiguous()
+        self.a2 = ((rays * rays).sum(-1)[None, None, :] - self.da * self.da).contiguous()
+
+
+def _dot3(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Broadcast dot product over a last axis of length 3, as explicit products and sums."""
+    return a[..., 0] * b[..., 0] + a[..., 1] * b[..., 1] + a[..., 2] * b[..., 2]
+
+
+def render_kernel(
+    rays: torch.Tensor,  # (P, 3)
+    da_all: torch.Tensor,  # (E, K, P) per scene
+    a2_all: torch.Tensor,  # (E, K, P) per scene
+    env: torch.Tensor,  # (F,) scene of each frame
+    w: torch.Tensor,  # (F, K, 3) camera minus cylinder centre
+    axes: torch.Tensor,  # (F, K, 3)
+    radii: torch.Tensor,  # (F, K)
+    cam: torch.Tensor,  # (F, 3)
+) -> torch.Tensor:
+    """z-depth (F, P) of the nearest hit among cylinders and the four tunnel planes, ≤ FAR.
+
+    The per-scene tables are indexed inside the kernel so a fused (compiled) kernel reads them
+    in place instead of materialising an (F, K, P) copy.
+    """
+    inf = torch.full((), float("inf"), dtype=rays.dtype, device=rays.device)
+    da = da_all[env]
+    a2 = a2_all[env]
+    h = spec.OBST_HALF
+    wa = _dot3(w, axes)  # (F, K)
+    cq = _dot3(w, w) - wa * wa - radii * radii  # |w⊥|² − r²
+    dw = _dot3(w[:, :, None, :], rays[None, None, :, :])
+    b = dw - da * wa[..., None]  # d⊥·w⊥
+    c = cq[..., None]
+    disc = b * b - a2 * c
+    t_side = (-b - torch.sqrt(disc.clamp_min(0))) / a2
+    s = wa[..., None] + t_side * da
+    ok = (disc >= 0) & (t_side > 0) & (s.abs() <= h)
+    best = torch.where(ok, t_side, inf)
+    for sign in (1.0, -1.0):
+        t_cap = (sign * h - wa[..., None]) / da
+        ok = (t_cap > 0) & (c + t_cap * (2 * b + t_cap * a2) <= 0)
+        best = torch.minimum(best, torch.where(ok, t_cap, inf))
+    depth = best.amin(dim=1)  # (F, P)
+    dx = rays[:, 0][None, :]
+    dz = rays[:, 2][None, :]
+    ox = cam[:, 0:1]
+    oz = cam[:, 2:3]
+    t_wall = torch.where(dx > 0, (spec.WALL_X - ox) / dx, (-spec.WALL_X - ox) / dx)
+    t_flat = torch.where(dz > 0, (spec.CEIL_Z - oz) / dz, (spec.FLOOR_Z - oz) / dz)
+    depth = torch.minimum(depth, torch.where(dx != 0, t_wall, inf))
+    depth = torch.minimum(depth, torch.where(dz != 0, t_flat, inf))
+    return depth.clamp(max=spec.FAR)
+
+
+def sweep_kernel(
+    st: SceneTensors,
+    env: torch.Tensor,  # (Q,) scene of each sweep
+    pos: torch.Tensor,  # (Q, 3) float64 start of the primitive
+    disp: torch.Tensor,  # (Q, 20, 3) float64 check offsets of the primitive flown
+) -> torch.Tensor:
+    """First colliding check (1..20, 0 = none) of each (start, primitive) -> (Q,).
+
+    Sphere vs solid finite cylinder by exact point-to-cylinder distance, in float64; the
+    sphere touching a shape (distance ≤ radius) counts as a collision.
+    """
+    p = pos[:, None, :] + disp  # (Q, 20, 3)
+    wv = p[:, :, None, :] - st.centres[env][:, None, :, :]  # (Q, 20, K, 3)
+    s = (wv * st.axes[env][:, None, :, :]).sum(-1)
+    rho = ((wv * wv).sum(-1) - s * s).clamp_min(0).sqrt()
+    dr = (rho - st.radii[env][:, None, :]).clamp_min(0)
+    ds = (s.abs() - spec.OBST_HALF).clamp_min(0)
+    hit = ((dr * dr + ds * ds) <= spec.ROBOT_RADIUS**2).any(-1)
+    r = spec.ROBOT_RADIUS
+    hit |= p[..., 0].abs() >= spec.WALL_X - r
+    hit |= (p[..., 2] <= spec.FLOOR_Z + r) | (p[..., 2] >= spec.CEIL_Z - r)
+    return torch.where(hit.any(-1), hit.to(torch.int8).argmax(-1) + 1, 0)
