@@ -11,7 +11,7 @@ from pacplan.config import load_config
 from pacplan.es.checkpoint import load_prior
 from pacplan.pacbayes.certificate import verify
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def test_shipped_prior_fits_the_uav_world():
