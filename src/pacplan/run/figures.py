@@ -5,41 +5,20 @@ Figures are written atomically (a killed report leaves the old PNG or the new on
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from pacplan.files import atomic_write_bytes
 from pacplan.pacbayes.certificate import Certificate
-
-
-def _pyplot() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def save_figure(fig: Any, path: str | Path) -> Path:
-    """Lay out, write as PNG atomically, close."""
-    plt = _pyplot()
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
-    plt.close(fig)
-    atomic_write_bytes(path, buf.getvalue())
-    return Path(path)
+from pacplan.plotting import pyplot, save_figure
 
 
 def plot_training_curve(records: list[dict[str, Any]], out: str | Path) -> Path | None:
     """PNG of training cost, best cost and mean sigma per iteration (utility phases shaded)."""
     if not records:
         return None
-    plt = _pyplot()
+    plt = pyplot()
 
     it = np.array([r["iteration"] for r in records])
     fig, ax = plt.subplots(figsize=(7, 4))
@@ -69,7 +48,7 @@ def report_figures(fig_dir: Path, certs: dict[int, Certificate], cert: np.ndarra
 
     `cert` is the certification matrix; returns (title, path relative to the run) pairs.
     """
-    plt = _pyplot()
+    plt = pyplot()
     made: list[tuple[str, str]] = []
 
     def save(fig: Any, name: str) -> str:

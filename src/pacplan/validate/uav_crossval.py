@@ -1,6 +1,6 @@
 """Cross-validation of the batched simulator against the PyBullet oracle.
 
-Three checks on the same seeds and policies (DESIGN.md / issue 3):
+Three checks on the same seeds and policies (docs/design.md §4.5):
   (a) depth images at the same poses (the poses the batched closed loop visits);
   (b) collision times when both replay the same primitive sequences (the closed-loop ones and
       uniformly random ones, which collide more often and probe more geometry);

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from pacplan.plotting import pyplot, save_figure
 from pacplan.weights import load_theta
 from pacplan.worlds.quadruped.gait import REFERENCE_GAIT
 from pacplan.worlds.quadruped.policy import POLICY_DIM
@@ -35,10 +36,7 @@ def render_figure(seed: int, out: str, theta_path: str | None = None,
                   world_options: dict | None = None) -> str:
     """Draw the terrain of `seed` with the torso path and the first depth image; return the
     PNG path."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     world = QuadrupedWorld(**(world_options or {}))  # a run's options (slopes, physics)
     theta = load_theta(theta_path, POLICY_DIM, "quadruped") if theta_path else None
@@ -57,12 +55,7 @@ def render_figure(seed: int, out: str, theta_path: str | None = None,
     )
     _draw_top_view(fig.add_subplot(grid[1, 0], sharex=side), terrain, result)
     _draw_depth(fig, fig.add_subplot(grid[:, 1]), result, world.camera.far_m)
-    fig.tight_layout()
-    out_path = Path(out)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out_path, dpi=120)
-    plt.close(fig)
-    return str(out_path)
+    return str(save_figure(fig, out, dpi=120))
 
 
 def _draw_side_view(ax: Any, terrain: Terrain, result: RolloutResult, finish_dx: float) -> None:

@@ -1,4 +1,4 @@
-"""The UAV obstacle-field world of DESIGN.md: scenes, primitives, policy, two simulators.
+"""The UAV obstacle-field world (docs/design.md §4): scenes, primitives, policy, two simulators.
 
 The dynamics are written once (`dynamics`); the batched simulator, the PyBullet rollouts and the
 Gymnasium env step through them and differ only in geometry (`scene_sim.SceneSimulator`).

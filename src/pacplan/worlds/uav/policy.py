@@ -30,7 +30,7 @@ POLICY_DIM = spec.POLICY_DIM
 
 
 class ResidualNet(nn.Module):
-    """The residual net of DESIGN.md, one policy at a time (reference for the batched version)."""
+    """The residual net (docs/design.md §4.4) for one policy: the batched version's reference."""
 
     def __init__(self) -> None:
         super().__init__()

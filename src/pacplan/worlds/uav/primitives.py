@@ -1,7 +1,7 @@
 """The 25 motion primitives: 1 s at 1.25 m/s forward with a rescaled-logistic side/vertical shift.
 
 The public code's sigmoid was not rescaled (it jumps 3.7 % at t = 0 and never reaches the
-offset); here s(0) = 0 and s(1) = 1 exactly, as DESIGN.md asks.
+offset); here s(0) = 0 and s(1) = 1 exactly, as docs/design.md specifies.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from pacplan.plotting import pyplot, save_figure
 from pacplan.weights import load_theta as load_policy_weights
 from pacplan.worlds.uav import spec
 from pacplan.worlds.uav.policy_np import NumpyPolicy
@@ -63,10 +64,7 @@ def _silhouette(scene: Scene, i: int, dims: tuple[int, int]) -> np.ndarray | Non
 def render_figure(seed: int, out: str | Path, theta_path: str | None = None,
                   world_options: dict | None = None) -> str:
     """Draw environment `seed` flown by θ from theta_path (None: Depth Filter only)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     from pacplan.worlds.uav.world import UAVWorld
 
@@ -102,12 +100,7 @@ def render_figure(seed: int, out: str | Path, theta_path: str | None = None,
         family="monospace",
         wrap=True,
     )
-    fig.tight_layout()
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return str(out)
+    return str(save_figure(fig, out, dpi=110))
 
 
 def _draw_views(ax_top: Any, ax_side: Any, tr: Trajectory) -> None:

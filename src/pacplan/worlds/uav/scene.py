@@ -1,4 +1,4 @@
-"""Seed -> obstacle field (DESIGN.md "UAV world"), deterministic, with the safe-start rule.
+"""Seed -> obstacle field (docs/design.md §4.1), deterministic, with the safe-start rule.
 
 Pure numpy so both simulators, the Gymnasium env and the figures share one scene per seed.
 """

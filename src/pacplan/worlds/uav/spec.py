@@ -1,4 +1,4 @@
-"""The numbers of DESIGN.md "UAV world", in one place, plus the camera geometry they imply.
+"""The numbers of the UAV world (docs/design.md §4) in one place, and the camera geometry.
 
 Both simulators, the policy and the figures read these constants, so the two simulators cannot
 drift apart on a number. Nothing here depends on torch or PyBullet.
