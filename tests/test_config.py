@@ -118,3 +118,215 @@ def test_every_shipped_preset_loads() -> None:
             files.append(cfg.es.init_mean)
         for f in files:
             assert f is None or Path(f).is_file(), f"{p.name} names a missing file {f}"
+
+
+# -- types: a boolean is not a number -----------------------------------------------------------
+@pytest.mark.parametrize(
+    ("patch", "fragment"),
+    [
+        ({"policies": {"m": True}}, "policies.m"),
+        ({"es": {"iterations": True}}, "es.iterations"),
+        ({"es": {"lr_mu": True}}, "es.lr_mu"),
+        ({"certificate": {"n": [True]}}, "certificate.n.0"),
+        ({"certificate": {"delta": False}}, "certificate.delta"),
+        ({"seeds": {"prior": [0, True]}}, "seeds.prior.1"),
+        ({"executor": {"workers": True}}, "executor.workers"),
+        ({"policies": {"m": "5"}}, "policies.m"),
+        ({"policies": {"m": 5.5}}, "policies.m"),
+    ],
+)
+def test_booleans_and_strings_are_not_numbers(patch: dict, fragment: str) -> None:
+    with pytest.raises(PacplanError) as info:
+        parse_config(_base() | patch, source="x.yaml")
+    assert fragment in str(info.value) and "\n" not in str(info.value)
+
+
+def test_m_true_in_a_yaml_file_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("name: t\nworld: {name: toy}\npolicies: {m: true}\n")
+    with pytest.raises(PacplanError, match=r"policies\.m: .*integer.*got True"):
+        load_config(path)
+
+
+# -- YAML: duplicate keys, aliases, encodings -----------------------------------------------------
+def test_duplicate_yaml_key_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "dup.yaml"
+    path.write_text("name: t\nworld: {name: toy}\npolicies:\n  m: 5\n  m: 7\n")
+    with pytest.raises(PacplanError, match=r"dup\.yaml: duplicate key 'm'.* \(line 5, column 3\)"):
+        load_config(path)
+
+
+def test_duplicate_top_level_key_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "dup.yaml"
+    path.write_text("name: t\nworld: {name: toy}\nname: u\n")
+    with pytest.raises(PacplanError, match="duplicate key 'name'"):
+        load_config(path)
+
+
+def test_yaml_alias_bomb_is_refused_before_expansion(tmp_path: Path) -> None:
+    lines = ["name: t", "world: {name: toy}", "a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [*a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, "
+              f"*a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}]" for i in range(1, 9)]
+    lines += ["baselines:", "  - name: b", "    world_options: {big: *a8}"]
+    path = tmp_path / "bomb.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(PacplanError, match=r"bomb\.yaml: .*anchors and aliases"):
+        load_config(path)
+
+
+def test_a_single_anchor_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "anchor.yaml"
+    path.write_text("name: t\nworld: &w {name: toy}\n")
+    with pytest.raises(PacplanError, match=r"anchors and aliases .* \(line 2"):
+        load_config(path)
+
+
+def test_non_utf8_config_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "latin.yaml"
+    path.write_bytes("name: caf\u00e9\nworld: {name: toy}\n".encode("latin-1"))
+    with pytest.raises(PacplanError, match=r"latin\.yaml: not UTF-8 text") as info:
+        load_config(path)
+    assert "\n" not in str(info.value)
+
+
+def test_dumped_config_has_no_aliases_and_loads_back(tmp_path: Path) -> None:
+    """Shared values in the options must not be written as YAML anchors (they are refused)."""
+    shared = [1.0, 2.0, 3.0]
+    world = {"name": "toy", "options": {"dim": 3, "target": shared}}
+    baselines = [{"name": "b", "world_options": {"target": shared}}]
+    cfg = parse_config(_base() | {"world": world, "baselines": baselines})
+    dump_config(cfg, tmp_path / "c.yaml")
+    assert "&" not in (tmp_path / "c.yaml").read_text()
+    assert load_config(tmp_path / "c.yaml") == cfg
+
+
+# -- names, seeds, baselines ----------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["../../x", "/tmp/x", "a/b", "a\\b", "..", ".hidden", "-x",
+                                  "a..b", "", "x\n"])
+def test_unsafe_run_names_are_refused(name: str) -> None:
+    with pytest.raises(PacplanError, match=r"x\.yaml: invalid config: name: .*not a safe name"):
+        parse_config(_base() | {"name": name}, source="x.yaml")
+
+
+def test_safe_run_names_load() -> None:
+    for name in ("toy", "uav-quick", "run_2.v1", "A1"):
+        assert parse_config(_base() | {"name": name}).name == name
+
+
+def test_run_name_cannot_escape_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                     capsys: pytest.CaptureFixture) -> None:
+    """`pacplan run` without --out writes runs/<name>: a name with '..' is refused first."""
+    import sys
+
+    from pacplan.cli import main
+
+    work = tmp_path / "a" / "b"
+    work.mkdir(parents=True)
+    (work / "c.yaml").write_text("name: ../../escaped\nworld: {name: toy, options: {dim: 2}}\n")
+    monkeypatch.chdir(work)
+    monkeypatch.setattr(sys, "argv", ["pacplan", "run", "c.yaml", "--quiet"])
+    with pytest.raises(SystemExit) as info:
+        main()
+    assert info.value.code == 2 and "not a safe name" in capsys.readouterr().err
+    assert not (tmp_path / "escaped").exists() and not (work / "runs").exists()
+
+
+@pytest.mark.parametrize("role", ["prior", "cert", "test"])
+def test_seeds_beyond_int64_are_refused(role: str) -> None:
+    seeds = {"prior": [0, 10], "cert": [10, 20], "test": [20, 30]}
+    seeds[role] = [10**19, 10**20]
+    with pytest.raises(PacplanError) as info:
+        parse_config(_base() | {"seeds": seeds}, source="x.yaml")
+    msg = str(info.value)
+    assert f"seeds.{role}" in msg and "largest seed 9223372036854775807" in msg
+    assert "\n" not in msg
+
+
+@pytest.mark.parametrize("field", [("es", "seed"), ("policies", "seed")])
+def test_rng_seeds_beyond_int64_are_refused(field: tuple[str, str]) -> None:
+    section, key = field
+    with pytest.raises(PacplanError, match=f"{section}.{key}"):
+        parse_config(_base() | {section: {key: 10**20}})
+
+
+def test_cert_seed_range_up_to_int64_loads() -> None:
+    top = 2**63 - 1
+    cfg = parse_config(_base() | {"seeds": {"prior": [0, 10], "cert": [top - 10, top],
+                                            "test": [20, 30]}})
+    assert cfg.seeds.cert == (top - 10, top)
+
+
+def test_duplicate_baseline_names_are_named() -> None:
+    data = _base() | {"baselines": [{"name": "zeros"}, {"name": "b"}, {"name": "zeros"}]}
+    with pytest.raises(PacplanError, match="baselines: duplicate baseline name 'zeros'"):
+        parse_config(data, source="x.yaml")
+
+
+def test_unsafe_baseline_name_is_refused() -> None:
+    with pytest.raises(PacplanError, match=r"baselines\.0\.name: .*not a safe name"):
+        parse_config(_base() | {"baselines": [{"name": ".."}]}, source="x.yaml")
+
+
+# -- world options --------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("options", "fragments"),
+    [
+        ({"dim": "eight"}, ["world 'toy'", "option 'dim'", "'eight'"]),
+        ({"dim": True}, ["world 'toy'", "option 'dim'"]),
+        ({"dim": 8.5}, ["world 'toy'", "option 'dim'"]),
+        ({"shift": "wide"}, ["world 'toy'", "option 'shift'"]),
+        ({"target": ["a", "b"]}, ["world 'toy'", "option 'target'"]),
+        ({"dimm": 8}, ["world 'toy'", "unknown option 'dimm'", "dim, target"]),
+    ],
+)
+def test_bad_world_options_name_the_world_and_the_option(options: dict,
+                                                         fragments: list[str]) -> None:
+    from pacplan.worlds.base import make_world
+
+    with pytest.raises(PacplanError) as info:
+        make_world("toy", **options)
+    msg = str(info.value)
+    assert all(f in msg for f in fragments), msg
+    assert "\n" not in msg
+
+
+def test_toy_world_checks_its_own_option_types() -> None:
+    """Built directly (not through make_world), the toy world still names a bad option."""
+    from pacplan.worlds.toy import ToyWorld
+
+    for kwargs, option in [({"dim": "eight"}, "dim"), ({"work": 1.5}, "work"),
+                           ({"scale": "big"}, "scale"), ({"crash_on_seed": "3"}, "crash_on_seed"),
+                           ({"shift": True}, "shift")]:
+        with pytest.raises(PacplanError, match=f"toy world: option {option} "):
+            ToyWorld(**kwargs)
+
+
+def test_factory_value_errors_become_one_line() -> None:
+    """A factory that parses its options itself (float('eight')) is a user error too."""
+    with pytest.raises(PacplanError, match=r"world 'parsing': .*option 'width'.*'eight'"):
+        _make_parsing_world(width="eight")
+
+
+def _parsing_world(width="1.0"):  # unannotated: only the factory's own parsing checks it
+    return float(width)
+
+
+def _make_parsing_world(**options):
+    from pacplan.worlds import base
+
+    base._REGISTRY["parsing"] = base.WorldEntry(f"{__name__}:_parsing_world")
+    try:
+        return base.make_world("parsing", **options)
+    finally:
+        del base._REGISTRY["parsing"]
+
+
+def test_shipped_presets_world_options_pass_the_type_checks() -> None:
+    """Every preset's world options (and baseline overrides) match the factory's annotations."""
+    from pacplan.worlds.base import check_world_options
+
+    for p in sorted((REPO / "configs").glob("*.yaml")):
+        cfg = load_config(p)
+        check_world_options(cfg.world.name, cfg.world.options)
+        for base in cfg.baselines:
+            check_world_options(cfg.world.name, cfg.world.options | base.world_options)

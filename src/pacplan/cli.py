@@ -1,16 +1,20 @@
 """`pacplan …` command line (Typer + Rich). Thin: parses, calls the library, prints.
 
-Every user-fixable problem surfaces as `PacplanError` and is printed as one line with exit 2.
+Every user-fixable problem (a `PacplanError`, an `OSError` such as a read-only folder or a full
+disk, a usage error) is printed as one line with exit 2, never a traceback.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from pacplan.choices import BOUND_CHOICES, BOUNDS, EXECUTORS, SOLVERS
@@ -18,7 +22,7 @@ from pacplan.errors import PacplanError
 from pacplan.pacbayes import bounds
 from pacplan.pacbayes.certificate import Certificate, build_certificate, verify
 from pacplan.pacbayes.matrices import load_cost_matrix
-from pacplan.validation import check_choice, check_delta
+from pacplan.validation import INT64_MAX, check_choice, check_delta, check_whole_number
 
 app = typer.Typer(
     name="pacplan",
@@ -96,17 +100,20 @@ def certify_matrix(
 def bound_cmd(
     emp: float = typer.Option(..., "--emp", help="Empirical cost Ĉ in [0, 1]."),
     kl: float = typer.Option(..., "--kl", help="KL(p‖p0) ≥ 0."),
-    n: int = typer.Option(..., "-n", "--n", help="Number of certification environments N."),
+    n: str = typer.Option(..., "-n", "--n", metavar="N",
+                          help="Number of certification environments N (e.g. 4000 or 4e3)."),
     delta: float = DeltaOpt,
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Print the McAllester, quadratic and kl-inverse bounds for given Ĉ, KL, N and δ."""
-    values = bounds.all_bounds(emp, kl, n, delta)
+    n_envs = check_whole_number(n, "N (-n)")
+    values = bounds.all_bounds(emp, kl, n_envs, delta)
     if as_json:
         _print_json({**values, "certified": min(values.values()), "emp_cost": emp, "kl": kl,
-                     "n": n, "delta": delta})
+                     "n": n_envs, "delta": delta})
         return
-    table = Table(title=f"PAC-Bayes bounds (Ĉ = {emp:g}, KL = {kl:g}, N = {n}, δ = {delta:g})")
+    table = Table(title=f"PAC-Bayes bounds (Ĉ = {emp:g}, KL = {kl:g}, N = {n_envs}, "
+                  f"δ = {delta:g})")
     table.add_column("bound")
     table.add_column("value", justify="right")
     for name, value in values.items():
@@ -138,10 +145,11 @@ def run_cmd(
 ) -> None:
     """Run every step (prior, policies, cost matrices, certificates, report); resumable."""
     from pacplan.config import load_config
-    from pacplan.run.report import write_report
     from pacplan.run.pipeline import run
+    from pacplan.run.report import write_report
 
     cfg = load_config(config)
+    _check_worlds(cfg)
     _apply_executor_options(cfg, executor, workers, address)
     run_dir = out or Path("runs") / cfg.name
     result = run(cfg, run_dir, prior_file=prior, progress=not quiet,
@@ -159,6 +167,15 @@ def report_cmd(
     from pacplan.run.report import write_report
 
     console.print(f"wrote {write_report(run_dir)}")
+
+
+def _check_worlds(cfg) -> None:
+    """Name a bad world option now, not after hours of work (baselines are flown last)."""
+    from pacplan.worlds.base import check_world_options
+
+    check_world_options(cfg.world.name, cfg.world.options)
+    for base in cfg.baselines:
+        check_world_options(cfg.world.name, cfg.world.options | base.world_options)
 
 
 def _apply_executor_options(cfg, executor: str | None, workers: int | None,
@@ -187,6 +204,7 @@ def render(
     """Draw one environment with the flown (or walked) trajectory and the depth image."""
     from pacplan.worlds.base import world_renderer
 
+    check_whole_number(seed, "--seed", minimum=0, maximum=INT64_MAX)
     render_figure = world_renderer(world)
     if render_figure is None:
         raise PacplanError(f"world {world!r} has no renderer")
@@ -211,6 +229,7 @@ def train_prior_cmd(
     from pacplan.run.training import train_prior
 
     cfg = load_config(config)
+    _check_worlds(cfg)
     _apply_executor_options(cfg, executor, workers, address)
     state = train_prior(cfg, out, progress=not quiet)
     console.print(
@@ -222,30 +241,65 @@ def train_prior_cmd(
     console.print(f"wrote {rd / RunDir.PRIOR} and {rd / RunDir.TRAINING_CURVE}", soft_wrap=True)
 
 
+def _click_exception_types() -> tuple[tuple[type, ...], tuple[type, ...], tuple[type, ...]]:
+    """(usage errors, exits, aborts) of the click that typer bundles and of click itself.
+
+    Newer typer raises its own bundled copy of click's exceptions, which are not
+    `click.exceptions.*`; older typer raises click's. Both are caught.
+    """
+    errors: list[type] = []
+    exits: list[type] = [typer.Exit]
+    aborts: list[type] = [typer.Abort]
+    for module_name in ("typer._click.exceptions", "click.exceptions"):
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        errors.append(module.ClickException)
+        exits.extend(t for t in [getattr(module, "Exit", None)] if t is not None)
+        aborts.extend(t for t in [getattr(module, "Abort", None)] if t is not None)
+    return tuple(errors), tuple(exits), tuple(aborts)
+
+
+def _usage_line(exc: Exception) -> str:
+    """One line for a click usage error, with the help command that explains it."""
+    if type(exc).__name__ == "NoArgsIsHelpError":
+        return "no command given; `pacplan --help` lists the commands"
+    text = " ".join(exc.format_message().split())  # type: ignore[attr-defined]
+    ctx = getattr(exc, "ctx", None)
+    return text + (f" (see `{ctx.command_path} --help`)" if ctx is not None else "")
+
+
+def _os_error_line(exc: OSError) -> str:
+    """The path(s) and the OS's reason, e.g. `runs/x/config.yaml: Permission denied`."""
+    paths = list(dict.fromkeys(str(p) for p in (exc.filename, exc.filename2) if p is not None))
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    return f"{' -> '.join(paths)}: {reason}" if paths else reason
+
+
+def _fail(line: str, code: int = 2) -> NoReturn:
+    err_console.print(f"[bold red]error:[/] {escape(line)}", highlight=False, soft_wrap=True)
+    sys.exit(code)
+
+
 def main() -> None:
     """Console-script entry point: one-line errors, exit code 2, no traceback."""
+    usage_errors, exits, aborts = _click_exception_types()
     try:
-        rc = app(standalone_mode=False)
+        rc = app(standalone_mode=False, prog_name="pacplan")
     except PacplanError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
-        sys.exit(2)
-    except FileNotFoundError as exc:
-        err_console.print(f"[bold red]error:[/] file not found: {exc.filename}", highlight=False)
-        sys.exit(2)
+        _fail(str(exc))
+    except OSError as exc:  # a read-only folder, a full disk, --out naming a file
+        _fail(_os_error_line(exc))
     except KeyboardInterrupt:
         err_console.print("interrupted; finished work is kept in the run directory")
         sys.exit(130)
-    except Exception as exc:  # click usage errors
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            sys.exit(2)
-        if isinstance(exc, click.exceptions.Exit):
-            sys.exit(exc.exit_code)
-        if isinstance(exc, click.exceptions.Abort):
-            sys.exit(1)
-        raise
+    except usage_errors as exc:
+        _fail(_usage_line(exc))
+    except exits as exc:
+        sys.exit(exc.exit_code)
+    except aborts:
+        sys.exit(1)
     if isinstance(rc, int) and rc:  # Typer returns 130 for Ctrl-C in non-standalone mode
         if rc == 130:
             err_console.print("interrupted; finished work is kept in the run directory")

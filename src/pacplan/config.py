@@ -1,27 +1,47 @@
 """The YAML run configuration shared by every stage (prior training, policies, certificate).
 
-Pydantic models with `extra="forbid"` so a typo is an error, not a silently ignored key; every
-validation problem is re-raised as one `PacplanError` line naming the field (e.g. `es.lr_mu`).
+Pydantic models with `extra="forbid"` so a typo is an error, not a silently ignored key, and
+`strict=True` so `m: true` or `m: "5"` is not silently the number 1 or 5; every validation
+problem is re-raised as one `PacplanError` line naming the file and the field (e.g. `es.lr_mu`).
+The YAML itself is read with a safe loader that also refuses duplicate keys (the last one would
+silently win) and anchors/aliases (a few lines can expand to gigabytes when the config is frozen).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic.types import Strict
 
 from pacplan.choices import BOUND_CHOICES, EXECUTORS, SOLVERS
 from pacplan.errors import PacplanError
 from pacplan.files import atomic_write_text
+from pacplan.validation import (
+    INT64_MAX,
+    check_int64_seed_range,
+    check_safe_name,
+    check_unique,
+)
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=False)
+    model_config = ConfigDict(extra="forbid", frozen=False, strict=True)
 
 
-SeedRange = tuple[int, int]
+SeedRange = Annotated[tuple[StrictInt, StrictInt], Strict(False)]
+"""[start, stop): a YAML list of two integers (lax only in list-to-tuple, never in the ints)."""
+RngSeed = Annotated[int, Field(ge=0, le=INT64_MAX)]
 
 
 def seed_range_size(r: SeedRange) -> int:
@@ -45,13 +65,8 @@ class SeedsConfig(_Strict):
 
     @field_validator("prior", "cert", "test")
     @classmethod
-    def _non_empty(cls, v: SeedRange) -> SeedRange:
-        start, stop = v
-        if start < 0:
-            raise ValueError(f"seed range [{start}, {stop}) must start at a seed >= 0")
-        if stop <= start:
-            raise ValueError(f"seed range [{start}, {stop}) is empty (need start < stop)")
-        return v
+    def _int64_range(cls, v: SeedRange) -> SeedRange:
+        return check_int64_seed_range(v, "seed range")
 
     @model_validator(mode="after")
     def _disjoint(self) -> SeedsConfig:
@@ -89,7 +104,7 @@ class ESConfig(_Strict):
     adam_beta1: float = Field(0.9, ge=0, lt=1)
     adam_beta2: float = Field(0.999, ge=0, lt=1)
     adam_eps: float = Field(1e-8, gt=0)
-    seed: int = Field(0, ge=0)
+    seed: RngSeed = 0
     shared_perturbations: bool = Field(False, description="fly one set of pairs on every "
                                        "environment of an iteration (batches in one matrix)")
 
@@ -114,7 +129,7 @@ class PoliciesConfig(_Strict):
     """The finite policy set drawn once from the prior."""
 
     m: int = Field(50, ge=1)
-    seed: int = Field(0, ge=0)
+    seed: RngSeed = 0
 
 
 class CertificateConfig(_Strict):
@@ -148,10 +163,15 @@ class BaselineConfig(_Strict):
     the policy in `weights` (e.g. the quadruped's open-loop reference gait).
     """
 
-    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    name: str
     world_options: dict[str, Any] = Field(default_factory=dict)
     weights: str | None = Field(None, description="a policy file (.safetensors or .npy) flown "
                                 "instead of all-zero weights; relative to the config's folder")
+
+    @field_validator("name")
+    @classmethod
+    def _safe_name(cls, v: str) -> str:  # it names costs/baseline-<name>.npy
+        return check_safe_name(v, "baseline name")
 
 
 class ReportConfig(_Strict):
@@ -164,7 +184,7 @@ class ReportConfig(_Strict):
 class RunConfig(_Strict):
     """Everything that defines a run; a frozen copy is written to the run directory."""
 
-    name: str = Field(min_length=1)
+    name: str = Field(description="names the run folder runs/<name> when --out is not given")
     world: WorldConfig
     seeds: SeedsConfig = Field(default_factory=SeedsConfig)
     es: ESConfig = Field(default_factory=ESConfig)
@@ -175,6 +195,17 @@ class RunConfig(_Strict):
                               "ES training; a relative path is read from the config's folder")
     baselines: list[BaselineConfig] = Field(default_factory=list)
     report: ReportConfig = Field(default_factory=ReportConfig)
+
+    @field_validator("name")
+    @classmethod
+    def _safe_name(cls, v: str) -> str:  # runs/<name> must stay inside runs/
+        return check_safe_name(v, "run name")
+
+    @field_validator("baselines")
+    @classmethod
+    def _unique_baselines(cls, v: list[BaselineConfig]) -> list[BaselineConfig]:
+        check_unique((b.name for b in v), "baseline name")
+        return v
 
     @model_validator(mode="after")
     def _cross(self) -> RunConfig:
@@ -197,8 +228,15 @@ def _format_error(exc: ValidationError, source: str) -> str:
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             msg = "unknown field"
+        elif err["type"].endswith(("_type", "_parsing")):  # show what was given instead
+            msg += f", got {_short_repr(err.get('input'))}"
         parts.append(f"{loc}: {msg}")
     return f"{source}: invalid config: " + "; ".join(parts)
+
+
+def _short_repr(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def parse_config(data: Any, source: str = "config") -> RunConfig:
@@ -213,16 +251,72 @@ def parse_config(data: Any, source: str = "config") -> RunConfig:
         raise PacplanError(_format_error(exc, source)) from None
 
 
+class _RefusedYAML(yaml.MarkedYAMLError):
+    """Valid YAML that a config may not use (duplicate keys, anchors and aliases)."""
+
+
+class _ConfigLoader(yaml.SafeLoader):
+    """The safe loader (no Python objects), refusing duplicate keys and anchors/aliases."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            raise _RefusedYAML(problem="YAML anchors and aliases (&name, *name) are refused in a "
+                               "config; write each value out", problem_mark=event.start_mark)
+        return super().compose_node(parent, index)
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                duplicate = key in seen
+                seen.add(key)
+            except TypeError:  # an unhashable key: the safe loader refuses it itself
+                continue
+            if duplicate:
+                raise _RefusedYAML(problem=f"duplicate key {key!r}; each key may appear once "
+                                   "in a mapping", problem_mark=key_node.start_mark)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _yaml_error(path: Path, exc: yaml.YAMLError) -> str:
+    """One line: the file, what is wrong and where."""
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
+        mark = exc.problem_mark
+        where = f" (line {mark.line + 1}, column {mark.column + 1})"
+        what = f"{exc.context + ': ' if exc.context else ''}{exc.problem}"
+        prefix = "" if isinstance(exc, _RefusedYAML) else "not valid YAML: "
+        return f"{path}: {prefix}{what}{where}".replace("\n", " ")
+    return f"{path}: not valid YAML: {exc}".replace("\n", " ")
+
+
+def read_yaml(path: Path) -> Any:
+    """Parse a UTF-8 YAML file with `_ConfigLoader`, every problem one `PacplanError` line."""
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        bad = exc.object[exc.start : exc.end]
+        raise PacplanError(f"{path}: not UTF-8 text (byte 0x{bad.hex()} at offset {exc.start}); "
+                           "save the config as UTF-8") from None
+    loader = _ConfigLoader(text)
+    loader.name = str(path)
+    try:
+        return loader.get_single_data()
+    except yaml.YAMLError as exc:
+        raise PacplanError(_yaml_error(path, exc)) from None
+    finally:
+        loader.dispose()
+
+
 def load_config(path: str | Path) -> RunConfig:
     """Read and validate a YAML config (safe loader: no Python objects are ever constructed)."""
     p = Path(path)
     if not p.is_file():
         raise PacplanError(f"config file not found: {p}")
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise PacplanError(f"{p}: not valid YAML: {exc}".replace("\n", " ")) from None
-    cfg = parse_config(data, source=str(p))
+    cfg = parse_config(read_yaml(p), source=str(p))
     if cfg.prior is not None and not Path(cfg.prior).is_absolute():
         cfg.prior = str((p.parent / cfg.prior).resolve())
     if isinstance(cfg.es.init_mean, str) and not Path(cfg.es.init_mean).is_absolute():
@@ -238,6 +332,15 @@ def config_to_dict(cfg: RunConfig) -> dict[str, Any]:
     return cfg.model_dump(mode="json")
 
 
+class _NoAliasDumper(yaml.SafeDumper):
+    """Writes a value shared by two fields twice: `load_config` refuses anchors and aliases."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
 def dump_config(cfg: RunConfig, path: str | Path) -> None:
     """Write the config as YAML that `load_config` reads back to an equal `RunConfig`."""
-    atomic_write_text(path, yaml.safe_dump(config_to_dict(cfg), sort_keys=False))
+    text = yaml.dump(config_to_dict(cfg), Dumper=_NoAliasDumper, sort_keys=False,
+                     allow_unicode=True)
+    atomic_write_text(path, text)

@@ -12,12 +12,14 @@ import contextlib
 import hashlib
 import io
 import json
+import math
 import os
 import struct
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
+from numpy.lib import format as npy_format
 
 from pacplan.errors import PacplanError
 
@@ -33,9 +35,11 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             tmp.unlink()
+        if isinstance(exc, OSError) and exc.filename in (None, str(tmp)):
+            exc.filename = str(path)  # a full disk names no file; the user knows the target
         raise
 
 
@@ -56,12 +60,69 @@ def atomic_save_npy(path: str | Path, array: np.ndarray) -> None:
     atomic_write_bytes(path, buf.getvalue())
 
 
-def load_npy(path: str | Path) -> np.ndarray:
-    """Read a plain numeric .npy (never a pickle)."""
+def load_npy(path: str | Path, name: str | None = None) -> np.ndarray:
+    """Read a plain .npy (never a pickle), checking its header against the file's size before
+    allocating, so a damaged or hostile file is a `PacplanError` naming it, never a MemoryError.
+
+    `name` is what the user knows the file as (default: its path).
+    """
+    label = name or str(path)
     try:
-        return np.load(path, allow_pickle=False)
-    except (ValueError, OSError) as exc:
-        raise PacplanError(f"{path}: unreadable array ({exc})") from None
+        with open(path, "rb") as fh:
+            shape, dtype = _npy_header(fh, label)
+            _check_npy_size(label, shape, dtype, os.fstat(fh.fileno()).st_size - fh.tell())
+            fh.seek(0)
+            return npy_format.read_array(fh, allow_pickle=False)
+    except FileNotFoundError:
+        raise PacplanError(f"{label}: no such file {path}") from None
+    except OSError as exc:
+        raise PacplanError(f"{label}: cannot read {path} ({exc.strerror or exc})") from None
+    except PacplanError:
+        raise
+    except ValueError as exc:  # a header numpy accepted but data it could not read
+        raise PacplanError(f"{label}: unreadable .npy array ({exc})") from None
+
+
+_ZIP_MAGIC = b"PK\x03\x04"
+
+
+def _npy_header(fh: BinaryIO, label: str) -> tuple[tuple[int, ...], np.dtype]:
+    """The shape and dtype a .npy header claims, read without reading any data."""
+    start = fh.read(len(npy_format.MAGIC_PREFIX))
+    if not start:
+        raise PacplanError(f"{label}: not a .npy file (it is empty)")
+    if start.startswith(_ZIP_MAGIC):
+        raise PacplanError(f"{label}: not a .npy file (a .npz archive; save one array as .npy)")
+    if start != npy_format.MAGIC_PREFIX:
+        raise PacplanError(f"{label}: not a .npy file (it does not start with the .npy magic "
+                           f"string; first bytes {start!r})")
+    fh.seek(0)
+    try:
+        version = npy_format.read_magic(fh)
+        readers = {(1, 0): npy_format.read_array_header_1_0,
+                   (2, 0): npy_format.read_array_header_2_0}
+        if version not in readers:
+            raise ValueError(f"unsupported .npy format version {version[0]}.{version[1]}")
+        shape, _fortran, dtype = readers[version](fh)
+    except ValueError as exc:
+        raise PacplanError(f"{label}: damaged .npy header ({exc})".replace("\n", " ")) from None
+    if dtype.hasobject:
+        raise PacplanError(f"{label}: holds Python objects (dtype {dtype}): pickled data is "
+                           "refused; save a plain numeric array")
+    return shape, dtype
+
+
+def _check_npy_size(label: str, shape: tuple[int, ...], dtype: np.dtype, available: int) -> None:
+    """The data a header claims must be exactly the bytes that follow it."""
+    if any(d < 0 for d in shape):
+        raise PacplanError(f"{label}: damaged .npy header (negative shape {shape})")
+    needed = math.prod(shape) * dtype.itemsize  # Python ints: no overflow
+    if needed > available:
+        raise PacplanError(f"{label}: truncated .npy file: its header claims shape {shape} of "
+                           f"{dtype} ({needed} bytes) but only {available} bytes follow")
+    if needed < available:
+        raise PacplanError(f"{label}: damaged .npy file: {available - needed} more bytes follow "
+                           f"the {needed} bytes of data its header claims (shape {shape})")
 
 
 def sha256_file(path: str | Path) -> str:

@@ -7,12 +7,25 @@ naming that thing and the rule it broke. Nothing else in pacplan re-implements t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+import inspect
+import math
+import re
+import typing
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from pacplan.errors import PacplanError
+
+INT64_MAX = 2**63 - 1
+"""The largest seed: seeds are stored and hashed as int64."""
+MAX_WHOLE = 2**53
+"""The largest count accepted where one is given (e.g. N): every whole number up to it is
+exact as a float64, so no count is silently rounded."""
+SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+"""A name that is also a file or folder name: no path separator, no leading dot or dash."""
 
 
 def check_choice(name: str, value: Any, choices: Sequence[str]) -> str:
@@ -102,10 +115,12 @@ def check_delta(delta: Any) -> np.ndarray:
 
 
 def check_n(n: Any) -> np.ndarray:
-    """N, the number of certification environments, must be a positive integer."""
+    """N, the number of certification environments: a whole number from 1 to `MAX_WHOLE`."""
     arr = np.asarray(n)
-    if arr.dtype.kind not in "iuf" or np.any(arr < 1) or np.any(np.asarray(arr) != np.floor(arr)):
-        raise PacplanError(f"N (number of environments) must be an integer ≥ 1, got {n}")
+    ok = arr.dtype.kind in "iuf" and bool(np.all(np.isfinite(arr)))
+    if not ok or np.any(arr < 1) or np.any(arr > MAX_WHOLE) or np.any(arr != np.floor(arr)):
+        raise PacplanError(f"N (number of environments) must be a whole number from 1 to "
+                           f"{MAX_WHOLE}, got {n}")
     return arr.astype(np.float64)
 
 
@@ -139,3 +154,166 @@ def check_probability_vector(p0: Any, m: int, name: str = "prior p0") -> np.ndar
     if arr.shape != (m,) or np.any(arr < 0) or not np.isclose(arr.sum(), 1.0):
         raise PacplanError(f"{name} must be a probability vector of length {m}")
     return arr
+
+
+def _as_whole(value: Any) -> int | None:
+    """`value` as an int when it is exactly a whole number (never a bool), else None."""
+    if isinstance(value, bool | np.bool_):
+        return None
+    if isinstance(value, int | np.integer):
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            try:
+                value = float(value)
+            except ValueError:
+                return None
+    if isinstance(value, float | np.floating) and math.isfinite(value) and value == int(value):
+        return int(value)
+    return None
+
+
+def check_whole_number(value: Any, name: str, minimum: int = 1, maximum: int = MAX_WHOLE) -> int:
+    """A whole number in [minimum, maximum], given as an int, an exact float or a string such as
+    "4000" or "4e3". Booleans are refused: YAML's `true` is not the count 1."""
+    number = _as_whole(value)
+    if number is None or not minimum <= number <= maximum:
+        raise PacplanError(f"{name} must be a whole number from {minimum} to {maximum}, "
+                           f"got {value!r}")
+    return number
+
+
+def check_int64_seed_range(value: Any, name: str = "seed range") -> tuple[int, int]:
+    """A half-open range [start, stop) of int64 seeds with 0 ≤ start < stop: seeds are stored,
+    hashed and drawn as int64, so a larger one cannot name an environment."""
+    ok = isinstance(value, Sequence) and not isinstance(value, str) and len(value) == 2
+    if not ok or any(isinstance(v, bool) or not isinstance(v, int | np.integer) for v in value):
+        raise PacplanError(f"{name} must be two integers [start, stop), got {value!r}")
+    start, stop = (int(v) for v in value)
+    if start < 0:
+        raise PacplanError(f"{name} [{start}, {stop}) must start at a seed >= 0")
+    if stop <= start:
+        raise PacplanError(f"{name} [{start}, {stop}) is empty (need start < stop)")
+    if stop > INT64_MAX:
+        raise PacplanError(f"{name} [{start}, {stop}) goes beyond the largest seed {INT64_MAX} "
+                           "(seeds are int64)")
+    return start, stop
+
+
+def check_safe_name(value: Any, name: str = "name") -> str:
+    """A name that becomes a file or folder name (runs/<name>, costs/baseline-<name>.npy):
+    letters, digits, '_', '.', '-', starting with a letter or digit, never '..', so it can
+    never point outside the folder it is put in."""
+    if not isinstance(value, str) or not SAFE_NAME.fullmatch(value) or ".." in value:
+        raise PacplanError(f"{name} {value!r} is not a safe name: use letters, digits, '_', '.' "
+                           "and '-', starting with a letter or digit, without '..'")
+    return value
+
+
+def check_unique(names: Iterable[str], what: str) -> None:
+    """Names that identify things (baselines, report rows) must not repeat."""
+    seen: set[str] = set()
+    for n in names:
+        if n in seen:
+            raise PacplanError(f"duplicate {what} {n!r}; each {what} must be unique")
+        seen.add(n)
+
+
+def check_int(value: Any, name: str, minimum: int | None = None,
+              maximum: int | None = None) -> int:
+    """An integer (never a bool, a float or a string) within the given bounds."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
+        raise PacplanError(f"{name} must be an integer, got {value!r}")
+    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+        raise PacplanError(f"{name} must be an integer {_bounds_text(minimum, maximum)}, "
+                           f"got {value!r}")
+    return int(value)
+
+
+def check_real(value: Any, name: str, minimum: float | None = None,
+               above: float | None = None) -> float:
+    """A finite number (an int or a float, never a bool or a string), ≥ `minimum` or
+    > `above` when given."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, int | float | np.number):
+        raise PacplanError(f"{name} must be a number, got {value!r}")
+    number = float(value)
+    if not math.isfinite(number):
+        raise PacplanError(f"{name} must be a finite number, got {value!r}")
+    if minimum is not None and number < minimum:
+        raise PacplanError(f"{name} must be >= {minimum}, got {value!r}")
+    if above is not None and number <= above:
+        raise PacplanError(f"{name} must be > {above}, got {value!r}")
+    return number
+
+
+def _bounds_text(minimum: int | None, maximum: int | None) -> str:
+    if minimum is not None and maximum is not None:
+        return f"from {minimum} to {maximum}"
+    return f">= {minimum}" if minimum is not None else f"<= {maximum}"
+
+
+def check_keyword_options(what: str, func: Callable[..., Any], options: Mapping[str, Any]) -> None:
+    """Options a user gives for `func(**options)` (e.g. a world's factory): every name must be
+    one of its parameters and every value of the type the parameter is annotated with (strictly:
+    `true` is not 1, "8" is not 8), so a typo or a wrong type is named before anything runs."""
+    try:
+        signature = inspect.signature(func)
+    except (TypeError, ValueError):  # a builtin without a signature: nothing to check against
+        return
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    params = [n for n, p in signature.parameters.items() if p.kind in kinds]
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD
+                    for p in signature.parameters.values())
+    for key in options:
+        if key not in params and not takes_any:
+            raise PacplanError(f"{what}: unknown option {key!r}; its options are "
+                               f"{', '.join(params) or 'none'}")
+    hints = _type_hints(func)
+    for key, value in options.items():
+        if key in hints:
+            _check_annotated(what, key, value, hints[key])
+
+
+def _type_hints(func: Callable[..., Any]) -> dict[str, Any]:
+    """The resolved annotations of a function or of a class's __init__ ({} if unresolvable)."""
+    target = func.__init__ if isinstance(func, type) else func  # type: ignore[misc]
+    try:
+        return typing.get_type_hints(target)
+    except Exception:  # a name only imported for type checkers: do without
+        return {}
+
+
+def _check_annotated(what: str, key: str, value: Any, annotation: Any) -> None:
+    from pydantic import ValidationError
+
+    try:
+        adapter = _strict_adapter(annotation)
+    except TypeError:  # an unhashable annotation: build it uncached
+        adapter = _strict_adapter.__wrapped__(annotation)
+    if adapter is None:
+        return
+    try:
+        adapter.validate_python(value)
+    except ValidationError:
+        raise PacplanError(f"{what}: option {key!r} must be {_type_text(annotation)}, "
+                           f"got {value!r}") from None
+
+
+@functools.lru_cache(maxsize=256)
+def _strict_adapter(annotation: Any) -> Any:
+    """A strict pydantic validator for `annotation` (built once: worlds are rebuilt per worker),
+    or None for an annotation pydantic cannot check (an arbitrary class)."""
+    from pydantic import ConfigDict, TypeAdapter
+
+    try:
+        return TypeAdapter(annotation, config=ConfigDict(strict=True))
+    except Exception:
+        return None
+
+
+def _type_text(annotation: Any) -> str:
+    """`float | collections.abc.Sequence[float] | None` -> `float | Sequence[float] | None`."""
+    text = annotation.__name__ if isinstance(annotation, type) else str(annotation)
+    return re.sub(r"\b(?:typing|collections\.abc)\.", "", text)

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from pacplan.errors import PacplanError
+from pacplan.files import load_npy
 from pacplan.validation import check_finite
 
 
@@ -21,10 +22,7 @@ def load_theta(path: str | Path, dim: int, world: str = "policy") -> np.ndarray:
     if not path.is_file():
         raise PacplanError(f"no such policy file: {path}")
     if path.suffix == ".npy":
-        try:
-            arr = np.load(path, allow_pickle=False)
-        except ValueError as exc:
-            raise PacplanError(f"{path}: not a plain .npy array ({exc})") from exc
+        arr = load_npy(path)
     elif path.suffix == ".safetensors":
         from safetensors.numpy import load_file
 

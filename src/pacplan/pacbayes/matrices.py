@@ -1,9 +1,9 @@
 """Loading and checking cost matrices: the only data a certificate rests on.
 
-Matrices are .npy files read with allow_pickle=False. Every problem (missing file, object
-arrays, wrong shape, NaN, costs outside [0, 1]) is a `PacplanError` naming the file. Clipping
-out-of-range costs is allowed only when asked for, and the number of clipped entries is kept
-so the certificate can record it.
+Matrices are .npy files read by `pacplan.files.load_npy` (never unpickled; sizes checked before
+allocating). Every problem (missing file, damaged or object arrays, wrong shape, NaN, costs
+outside [0, 1]) is a `PacplanError` naming the file. Clipping out-of-range costs is allowed only
+when asked for, and the number of clipped entries is kept so the certificate can record it.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from pacplan.errors import PacplanError
-from pacplan.files import sha256_file
+from pacplan.files import load_npy, sha256_file
 from pacplan.validation import check_unit_costs
 
 
@@ -45,14 +45,7 @@ def load_cost_matrix(path: str | Path, rows: int | None = None, clip: bool = Fal
     label = name or str(path)
     if not path.is_file():
         raise PacplanError(f"{label}: no such file {path}")
-    try:
-        raw = np.load(path, allow_pickle=False)
-    except ValueError as exc:
-        raise PacplanError(f"{label}: not a plain numeric .npy array ({exc})") from exc
-    except OSError as exc:
-        raise PacplanError(f"{label}: cannot read as .npy ({exc})") from exc
-    if not isinstance(raw, np.ndarray):
-        raise PacplanError(f"{label}: expected one .npy array, got an archive")
+    raw = load_npy(path, name=label)
     if raw.ndim == 2 and rows is not None:
         if rows < 1:
             raise PacplanError(f"{label}: --rows must be ≥ 1, got {rows}")

@@ -16,6 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from pacplan.errors import PacplanError
+from pacplan.validation import check_keyword_options
 
 
 @runtime_checkable
@@ -89,13 +90,35 @@ def _resolve(target: str, what: str) -> Any:
         raise PacplanError(f"{what} is not available: {exc}") from exc
 
 
-def make_world(name: str, **options: Any) -> World:
-    """Build the world called `name` with keyword options from a config."""
+def check_world_options(name: str, options: dict[str, Any]) -> None:
+    """Every option is a parameter of the world's factory, of the type it is annotated with."""
     factory = _resolve(world_entry(name).factory, f"world {name!r}")
+    check_keyword_options(f"world {name!r}", factory, options)
+
+
+def make_world(name: str, **options: Any) -> World:
+    """Build the world called `name` with keyword options from a config.
+
+    Unknown options and values of the wrong type are named before the factory runs; what the
+    factory's own parsing still refuses (a TypeError or ValueError) is named as well.
+    """
+    factory = _resolve(world_entry(name).factory, f"world {name!r}")
+    check_keyword_options(f"world {name!r}", factory, options)
     try:
         return factory(**options)
-    except TypeError as exc:  # an unknown or missing option
-        raise PacplanError(f"world {name!r}: bad options {options}: {exc}") from None
+    except PacplanError:
+        raise
+    except (TypeError, ValueError) as exc:
+        raise PacplanError(_factory_error(name, options, exc)) from None
+
+
+def _factory_error(name: str, options: dict[str, Any], exc: Exception) -> str:
+    """Name the option(s) whose value the factory's message quotes, else list them all."""
+    text = " ".join(str(exc).split())
+    named = [k for k, v in options.items() if isinstance(v, str | int | float) and repr(v) in text]
+    culprit = (f"option {named[0]!r} = {options[named[0]]!r}" if len(named) == 1
+               else f"options {options}")
+    return f"world {name!r}: bad {culprit}: {text}"
 
 
 def world_renderer(name: str) -> Callable[..., Any] | None:

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from pacplan.errors import PacplanError
+from pacplan.validation import check_int, check_real
 
 
 class ToyWorld:
@@ -36,29 +37,16 @@ class ToyWorld:
         work: int = 0,
         crash_on_seed: int | None = None,
     ) -> None:
-        if int(dim) < 1:
-            raise PacplanError(f"toy world: dim must be >= 1, got {dim}")
-        if shift < 0:
-            raise PacplanError(f"toy world: shift must be >= 0, got {shift}")
-        if work < 0:
-            raise PacplanError(f"toy world: work must be >= 0, got {work}")
-        self.dim = int(dim)
-        if target is None:
-            t = np.linspace(-1.0, 1.0, self.dim)
-        elif isinstance(target, int | float):
-            t = np.full(self.dim, float(target))
-        else:
-            t = np.asarray(target, dtype=np.float64)
-            if t.shape != (self.dim,):
-                raise PacplanError(f"toy world: target needs {self.dim} values, got {t.size}")
-        self.target = t.astype(np.float64)
-        self.shift = float(shift)
-        self.scale = float(scale) if scale is not None else float(self.dim)
-        if self.scale <= 0:
-            raise PacplanError(f"toy world: scale must be > 0, got {scale}")
-        self.work = int(work)
+        opt = "toy world: option"
+        self.dim = check_int(dim, f"{opt} dim", minimum=1)
+        self.target = _target(target, self.dim)
+        self.shift = check_real(shift, f"{opt} shift", minimum=0.0)
+        self.scale = float(self.dim) if scale is None else check_real(scale, f"{opt} scale",
+                                                                      above=0.0)
+        self.work = check_int(work, f"{opt} work", minimum=0)
         # Fault injection for executor tests: the process evaluating this seed dies at once.
-        self.crash_on_seed = crash_on_seed
+        self.crash_on_seed = (None if crash_on_seed is None
+                              else check_int(crash_on_seed, f"{opt} crash_on_seed", minimum=0))
 
     def policy_dim(self) -> int:
         return self.dim
@@ -107,6 +95,19 @@ class ToyWorld:
     def min_expected_cost(self) -> float:
         """The infimum of `expected_cost` (mu = target, var -> 0)."""
         return self.expected_cost(self.target, 0.0)
+
+
+def _target(target: float | Sequence[float] | None, dim: int) -> np.ndarray:
+    """The unshifted optimum: linspace(-1, 1) by default, one number for every weight, or `dim`
+    numbers."""
+    if target is None:
+        return np.linspace(-1.0, 1.0, dim)
+    if isinstance(target, str) or not isinstance(target, Sequence | np.ndarray):
+        return np.full(dim, check_real(target, "toy world: option target"))
+    values = [check_real(t, "toy world: option target (each value)") for t in target]
+    if len(values) != dim:
+        raise PacplanError(f"toy world: option target needs {dim} values, got {len(values)}")
+    return np.asarray(values, dtype=np.float64)
 
 
 def _busy(work: int, seed: int, j: int) -> float:
