@@ -13,6 +13,7 @@ from pacplan.validation import (
     check_int64_seed_range,
     check_keyword_options,
     check_n,
+    check_policies,
     check_real,
     check_safe_name,
     check_unique,
@@ -114,3 +115,10 @@ def test_keyword_options_with_kwargs_or_no_annotations() -> None:
         return None
 
     check_keyword_options("f", loose, {"a": "anything", "b": 1})
+
+
+def test_policies_too_large_for_float32_are_refused() -> None:
+    """1e39 is finite in float64 but infinite once cast to the float32 the worlds fly."""
+    with pytest.raises(PacplanError, match="as float32"):
+        check_policies(np.array([[0.0, 1e39]]), 2)
+    assert check_policies(np.array([0.5, -1.0]), 2).dtype == np.float32

@@ -81,13 +81,18 @@ def check_finite(values: Any, name: str) -> np.ndarray:
 
 
 def check_policies(thetas: Any, dim: int, name: str = "policy weights") -> np.ndarray:
-    """k policies of `dim` finite weights as a contiguous (k, dim) float32 array (1-D → k = 1)."""
+    """k policies of `dim` finite weights as a contiguous (k, dim) float32 array (1-D → k = 1).
+
+    Finiteness is checked after the cast, so a float64 weight too large for float32 is refused.
+    """
     arr = check_finite(thetas, name)
     if arr.ndim == 1:
         arr = arr[None]
     if arr.ndim != 2 or arr.shape[1] != dim:
         raise PacplanError(f"{name}: expected (k, {dim}) weights, got shape {arr.shape}")
-    return np.ascontiguousarray(arr, dtype=np.float32)
+    with np.errstate(over="ignore"):
+        out = np.ascontiguousarray(arr, dtype=np.float32)
+    return check_finite(out, f"{name} (as float32)")
 
 
 def check_seeds(seeds: Any, name: str = "environment seeds") -> np.ndarray:
