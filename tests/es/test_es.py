@@ -352,3 +352,86 @@ def test_init_mean_from_a_weights_file(tmp_path: Path) -> None:
     np.save(tmp_path / "short.npy", np.zeros(3))
     with pytest.raises(PacplanError, match="expected 5"):
         train_prior(_cfg(init_mean=str(tmp_path / "short.npy")), tmp_path / "y", progress=False)
+
+
+# -- the checkpoint and the prior file are checked when read ---------------------------------------
+def _rewrite_safetensors(path: Path, change) -> None:
+    """Edit one tensor of a safetensors file the way a user (or a bit flip) would, keeping its
+    metadata."""
+    from safetensors import safe_open
+    from safetensors.numpy import save_file
+
+    with safe_open(str(path), framework="numpy") as fh:
+        meta = fh.metadata()
+        tensors = {k: fh.get_tensor(k) for k in fh.keys()}  # noqa: SIM118 - not a dict
+    change(tensors)
+    save_file(tensors, str(path), metadata=meta)
+
+
+def test_an_edited_checkpoint_is_named_not_resumed(tmp_path: Path) -> None:
+    """Editing mu in es_state.safetensors used to change the resumed prior silently."""
+    cfg = _cfg(iterations=6)
+    train_prior(cfg, tmp_path, progress=False, stop_after=3)
+    state = tmp_path / "es_state.safetensors"
+
+    def shift_mu(t: dict) -> None:
+        t["mu"] = t["mu"] + 0.5
+
+    _rewrite_safetensors(state, shift_mu)
+    with pytest.raises(PacplanError, match=r"es_state\.safetensors.*(changed|corrupted).*delete"
+                       ) as err:
+        train_prior(cfg, tmp_path, progress=False)
+    assert "\n" not in str(err.value)
+    state.unlink()  # the advice: delete it to train again
+    train_prior(cfg, tmp_path, progress=False)
+    train_prior(cfg, tmp_path / "clean", progress=False)
+    _assert_same_state(tmp_path / "clean", tmp_path)
+
+
+def test_a_checkpoint_without_its_checksum_is_refused(tmp_path: Path) -> None:
+    train_prior(_cfg(iterations=2), tmp_path, progress=False)
+    from safetensors import safe_open
+    from safetensors.numpy import save_file
+
+    path = tmp_path / "es_state.safetensors"
+    with safe_open(str(path), framework="numpy") as fh:
+        meta = {k: v for k, v in (fh.metadata() or {}).items() if k == "es"}
+        tensors = {k: fh.get_tensor(k) for k in fh.keys()}  # noqa: SIM118 - not a dict
+    save_file(tensors, str(path), metadata=meta)
+    with pytest.raises(PacplanError, match=r"es_state\.safetensors.*checksum"):
+        train_prior(_cfg(iterations=3), tmp_path, progress=False)
+
+
+def test_es_prior_records_its_training_seeds(tmp_path: Path) -> None:
+    train_prior(_cfg(iterations=2), tmp_path, progress=False)
+    assert checkpoint.load_prior_seeds(tmp_path / "prior.safetensors") == (0, 500)
+
+
+def _prior_file(path: Path, mu: np.ndarray, logvar: np.ndarray, **meta: str) -> Path:
+    from safetensors.numpy import save_file
+
+    save_file({"mu": mu, "logvar": logvar}, str(path), metadata=meta or None)
+    return path
+
+
+@pytest.mark.parametrize(("mu", "logvar", "words"), [
+    (np.zeros((2, 4)), np.zeros(8), r"mu.*1-D"),
+    (np.array([0.0, np.nan, 1.0]), np.zeros(3), r"mu.*not finite"),
+    (np.zeros(3), np.array([0.0, np.inf, 1.0]), r"logvar.*not finite"),
+    (np.zeros(8), np.zeros(7), r"logvar has 7 .*mu has 8"),
+    (np.zeros(3), np.full(3, 2000.0), r"logvar.*too large"),
+    (np.zeros(0), np.zeros(0), r"mu.*empty"),
+])
+def test_a_malformed_prior_names_the_file_and_the_tensor(tmp_path: Path, mu: np.ndarray,
+                                                         logvar: np.ndarray, words: str) -> None:
+    path = _prior_file(tmp_path / "bad.safetensors", mu, logvar)
+    with pytest.raises(PacplanError, match=rf"bad\.safetensors.*{words}") as err:
+        checkpoint.load_prior(path)
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("seeds", ["[0]", "[5, 1]", "zero", "[0, 1.5]", "[-1, 3]", "[true, 4]"])
+def test_malformed_recorded_seeds_are_named(tmp_path: Path, seeds: str) -> None:
+    path = _prior_file(tmp_path / "p.safetensors", np.zeros(3), np.zeros(3), prior_seeds=seeds)
+    with pytest.raises(PacplanError, match=r"p\.safetensors.*prior_seeds"):
+        checkpoint.load_prior_seeds(path)

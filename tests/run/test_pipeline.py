@@ -17,8 +17,8 @@ from pacplan.config import parse_config
 from pacplan.errors import PacplanError
 from pacplan.pacbayes.certificate import verify
 from pacplan.run.executors import SerialExecutor
-from pacplan.run.report import write_report
 from pacplan.run.pipeline import run
+from pacplan.run.report import write_report
 
 BASE = {
     "name": "toy-pipeline",

@@ -24,13 +24,13 @@ from pacplan.run.pipeline import run
 REPO = Path(__file__).resolve().parents[2]
 
 TOY = {
-    "prior.safetensors": "ed1658759f9d90508b3d10eeabc6ced9680fa6650708adf5de9ced05900fc2b2",
+    "prior.safetensors": "7d3279359643d9309aa2a5998e28d1326e30737be943fc24223e5852d387b3e9",
     "policies.npy": "c44671b0f011899941641c15ad16cb993210427c7fa2cc8645e7841d02776373",
     "costs/cert.npy": "c02dd9748fd67a2f89571532519c816b841888a20a7f74ec89f0ff5178023b2e",
     "costs/test.npy": "beb918859277e888ae0dd292779502e585fd5aee2ae0757ef82f2a0e9be92338",
-    "certificates/N1000.json": "8a8a452629f31182ddc8ee798e8a2ca7ce8cfee620706c7adcde9c82d2a9c09e",
-    "certificates/N2000.json": "41c9154f255b787b1f15141d7936b525233418e515f99bcf5758350cc739168b",
-    "certificates/N4000.json": "2658485a3658299fc4f83d74edf953f253c5b47e4b803a6d3c4257700c5a9a22",
+    "certificates/N1000.json": "e528d321c2bfd06dbf326e9811c653cc8106de12e41494a12bcdc4f46a30911f",
+    "certificates/N2000.json": "2b7d14f548a077bdd4e4e30df8dcc1d6486a34a6a7878d8bf508ccdcea73b9a9",
+    "certificates/N4000.json": "d3c0c1326944c424ff048269470211605fffc7b53d715519bf2a8e974df7c434",
 }
 
 UAV_QUICK = {

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from pacplan.config import RunConfig, config_to_dict, dump_config
+from pacplan.config import RunConfig, config_to_dict, dump_config, parse_config
 from pacplan.errors import PacplanError
 from pacplan.files import load_npy
 from pacplan.pacbayes.certificate import Certificate
@@ -57,14 +57,35 @@ def freeze_config(cfg: RunConfig, rd: RunDir) -> None:
     """Write config.yaml, or refuse if the directory was made by a different config."""
     path = rd / RunDir.CONFIG
     if path.is_file():
-        old = config_identity(yaml.safe_load(path.read_text()) or {})
+        old = config_identity(config_to_dict(_frozen_config(path)))
         new = config_identity(config_to_dict(cfg))
         if identity(old) != identity(new):
             changed = sorted(k for k in set(old) | set(new)
                              if identity(old.get(k)) != identity(new.get(k)))
             raise PacplanError(f"{rd.path} was made by a different config (changed: "
-                               f"{', '.join(changed)}); use a new --out directory")
+                               f"{', '.join(changed)}, says its {RunDir.CONFIG}); use a new "
+                               "--out directory")
     dump_config(cfg, path)
+
+
+def _frozen_config(path: Path) -> RunConfig:
+    """A run directory's config.yaml, read and validated; damage is named, never a traceback."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = yaml.safe_load(text)
+    except (UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise PacplanError(f"{path}: damaged frozen config ({type(exc).__name__}: "
+                           f"{exc})".replace("\n", " ") + _RESTORE) from None
+    if not isinstance(data, dict):
+        raise PacplanError(f"{path}: damaged frozen config (a YAML {type(data).__name__}, not a "
+                           "mapping of fields)" + _RESTORE)
+    try:
+        return parse_config(data, source=str(path))
+    except PacplanError as exc:
+        raise PacplanError(f"{exc}{_RESTORE}") from None
+
+
+_RESTORE = "; restore it, or use a new --out directory"
 
 
 def _seed_array(seed_range: tuple[int, int] | list[int], count: int | None = None) -> np.ndarray:
@@ -95,9 +116,15 @@ def _baselines(cfg: RunConfig, rd: RunDir, manifest: Manifest, ex: Executor, dim
 def run(cfg: RunConfig, run_dir: str | Path, prior_file: str | Path | None = None,
         progress: bool = True, executor: Executor | None = None,
         log: Callable[[str], None] | None = None) -> RunResult:
-    """Run (or resume) every step of `cfg` in `run_dir`."""
+    """Run (or resume) every step of `cfg` in `run_dir`, holding the directory's lock (another
+    process working there is refused at once, naming it)."""
     rd = RunDir(run_dir)
-    rd.path.mkdir(parents=True, exist_ok=True)
+    with rd.locked():
+        return _run(cfg, rd, prior_file, progress, executor, log)
+
+
+def _run(cfg: RunConfig, rd: RunDir, prior_file: str | Path | None, progress: bool,
+         executor: Executor | None, log: Callable[[str], None] | None) -> RunResult:
     freeze_config(cfg, rd)
     manifest = Manifest(rd.path)
     say = log or (lambda _msg: None)
@@ -114,7 +141,7 @@ def run(cfg: RunConfig, run_dir: str | Path, prior_file: str | Path | None = Non
 
     try:
         prior_sha = step("prior", lambda: ensure_prior(cfg, rd, manifest, ex, prior_file,
-                                                      progress))
+                                                      progress, say))
         policies_sha = step("policies", lambda: ensure_policies(cfg, rd, manifest, prior_sha))
         thetas = load_npy(rd / RunDir.POLICIES)
         spec = world_spec(cfg)
@@ -134,5 +161,7 @@ def run(cfg: RunConfig, run_dir: str | Path, prior_file: str | Path | None = Non
     finally:
         if own:
             ex.close()
-    rd.save_timings(seconds)
+    note = rd.save_timings(seconds)
+    if note is not None:
+        say(note)
     return RunResult(run_dir=rd.path, certificates=certificates, seconds=seconds)

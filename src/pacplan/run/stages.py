@@ -4,11 +4,14 @@ Every stage skips what the run directory already holds, after checking its hash 
 manifest. Cost matrices are built chunk by chunk: each finished chunk is written atomically to
 `costs/<role>.chunks/`, so a killed run resumes without recomputing anything finished; the full
 matrix is assembled once every chunk exists.
+
+A given prior is checked before it is copied: its tensors, its size, and the seeds it records
+it was trained on, which the certificates then state (see `ensure_prior`).
 """
 
 from __future__ import annotations
 
-import shutil
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +19,8 @@ import numpy as np
 
 from pacplan.config import RunConfig, config_to_dict
 from pacplan.errors import PacplanError
-from pacplan.es.checkpoint import load_prior
-from pacplan.files import atomic_save_npy, load_npy, sha256_file
+from pacplan.es.checkpoint import load_prior, load_prior_seeds, read_prior
+from pacplan.files import atomic_save_npy, atomic_write_bytes, load_npy, sha256_file
 from pacplan.pacbayes.certificate import Certificate, build_certificate, relative_path
 from pacplan.pacbayes.matrices import CostMatrix
 from pacplan.run.executors import Executor, WorldSpec, chunk_grid
@@ -33,30 +36,90 @@ def world_spec(cfg: RunConfig, **overrides: Any) -> WorldSpec:
 
 
 def ensure_prior(cfg: RunConfig, rd: RunDir, manifest: Manifest, executor: Executor,
-                 prior_file: str | Path | None, progress: bool) -> str:
-    """The prior in the run dir: copied from a given file, or trained (resumably) with ES."""
+                 prior_file: str | Path | None, progress: bool,
+                 log: Callable[[str], None] | None = None) -> str:
+    """The prior in the run dir: copied from a given file, or trained (resumably) with ES.
+
+    The seeds the prior records it was trained on are checked against seeds.cert and
+    seeds.test (an overlap voids the bound) and recorded in the manifest for the certificates.
+    """
     source = prior_file or cfg.prior
     if manifest.check(RunDir.PRIOR):
         held = manifest.sha(RunDir.PRIOR) or ""
         if source is not None and (not Path(source).is_file() or sha256_file(source) != held):
             raise PacplanError(f"{rd.path} holds a different prior than {source}; use a new "
                                "--out directory to run with this one")
-        return held
-    if source is not None:
-        source = Path(source)
-        if not source.is_file():
-            raise PacplanError(f"prior file not found: {source}")
-        mu, logvar = load_prior(source)  # validates the file before it is used
-        from pacplan.worlds.base import make_world
+        seeds = prior_seeds(rd, manifest)
+        check_prior_seeds(cfg, seeds, str(rd / RunDir.PRIOR))
+    elif source is not None:
+        held, seeds = _copy_prior(cfg, rd, manifest, Path(source))
+    else:
+        train_prior(cfg, rd.path, executor=executor, progress=progress)
+        seeds = load_prior_seeds(rd / RunDir.PRIOR)
+        check_prior_seeds(cfg, seeds, str(rd / RunDir.PRIOR))
+        held = manifest.record(RunDir.PRIOR, source="es", seeds=_listed(seeds))
+    _say_prior_seeds(cfg, seeds, source or rd / RunDir.PRIOR, log)
+    return held
 
-        dim = int(make_world(cfg.world.name, **cfg.world.options).policy_dim())
-        if mu.size != dim or logvar.size != dim:
-            raise PacplanError(f"prior {source} has {mu.size} weights but world "
-                               f"{cfg.world.name!r} needs {dim}")
-        shutil.copyfile(source, rd / RunDir.PRIOR)
-        return manifest.record(RunDir.PRIOR, source=relative_path(source, rd.path))
-    train_prior(cfg, rd.path, executor=executor, progress=progress)
-    return manifest.record(RunDir.PRIOR, source="es")
+
+def _copy_prior(cfg: RunConfig, rd: RunDir, manifest: Manifest, source: Path
+                ) -> tuple[str, tuple[int, int] | None]:
+    """Check a given prior file and copy the very bytes checked (read once)."""
+    if not source.is_file():
+        raise PacplanError(f"prior file not found: {source}")
+    data = source.read_bytes()
+    prior = read_prior(data, str(source))
+    from pacplan.worlds.base import make_world
+
+    dim = int(make_world(cfg.world.name, **cfg.world.options).policy_dim())
+    if prior.mu.size != dim:
+        raise PacplanError(f"{source}: mu has {prior.mu.size} weights but world "
+                           f"{cfg.world.name!r} needs {dim}")
+    check_prior_seeds(cfg, prior.seeds, str(source))
+    atomic_write_bytes(rd / RunDir.PRIOR, data)
+    held = manifest.record(RunDir.PRIOR, source=relative_path(source, rd.path),
+                           seeds=_listed(prior.seeds))
+    return held, prior.seeds
+
+
+def _listed(seeds: tuple[int, int] | None) -> list[int] | None:
+    return None if seeds is None else [int(seeds[0]), int(seeds[1])]
+
+
+def check_prior_seeds(cfg: RunConfig, seeds: Sequence[int] | None, name: str) -> None:
+    """Refuse a prior trained on certification or test environments: it would void the bound."""
+    if seeds is None:
+        return
+    a0, a1 = int(seeds[0]), int(seeds[1])
+    for role in ("cert", "test"):
+        b0, b1 = getattr(cfg.seeds, role)
+        if a0 < b1 and b0 < a1:
+            raise PacplanError(f"{name}: prior_seeds [{a0}, {a1}) overlap seeds.{role} "
+                               f"[{b0}, {b1}) of this config; a prior trained on certification "
+                               "or test environments voids the bound: use a prior trained on "
+                               f"other seeds, or other seeds.{role}")
+
+
+def prior_seeds(rd: RunDir, manifest: Manifest) -> tuple[int, int] | None:
+    """The seeds the run's prior records it was trained on (None: it does not say)."""
+    inputs = manifest.inputs(RunDir.PRIOR)
+    if "seeds" in inputs:  # recorded when the prior was made or copied
+        seeds = inputs["seeds"]
+        return None if seeds is None else (int(seeds[0]), int(seeds[1]))
+    return load_prior_seeds(rd / RunDir.PRIOR)  # a manifest from before seeds were recorded
+
+
+def _say_prior_seeds(cfg: RunConfig, seeds: tuple[int, int] | None, source: str | Path,
+                     log: Callable[[str], None] | None) -> None:
+    """Tell whose seeds the certificates will state, when it is not the config's own claim."""
+    say = log or (lambda _msg: None)
+    configured = [int(x) for x in cfg.seeds.prior]
+    if seeds is None:
+        say(f"prior {source} records no training seeds; certificates state the config's "
+            f"seeds.prior {configured} (make sure the prior was trained on them)")
+    elif list(seeds) != configured:
+        say(f"prior {source} was trained on seeds {list(seeds)}; certificates state those, not "
+            f"the config's seeds.prior {configured}")
 
 
 def ensure_policies(cfg: RunConfig, rd: RunDir, manifest: Manifest, prior_sha: str) -> str:
@@ -80,18 +143,15 @@ def ensure_costs(role: str, spec: WorldSpec, thetas: np.ndarray, seeds: np.ndarr
     if manifest.check(name, **inputs):
         return load_npy(rd / name)
     store = ChunkStore(rd.chunks(role), inputs)
-    done = store.done()
-    total = len(chunk_grid(len(seeds), len(thetas), executor.chunk_seeds,
-                           executor.chunk_policies))
-    with progress_bar(progress, f"{role} costs", total, len(done)) as bar:
+    grid = chunk_grid(len(seeds), len(thetas), executor.chunk_seeds, executor.chunk_policies)
+    done = store.done(grid)
+    with progress_bar(progress, f"{role} costs", len(grid), len(done)) as bar:
         for chunk in executor.iter_chunks(spec, thetas, seeds, skip=done):
             block, _ = check_unit_costs(chunk.block, f"{role} costs of seeds "
                                         f"{seeds[chunk.seeds.start]}…{seeds[chunk.seeds.stop - 1]}")
             store.save(chunk.key, block)
             bar.advance()
-    matrix = store.assemble((len(seeds), len(thetas)))
-    if np.isnan(matrix).any():
-        raise PacplanError(f"{role} cost matrix is incomplete after all chunks ran")
+    matrix = store.assemble(grid, (len(seeds), len(thetas)))
     atomic_save_npy(rd / name, matrix)
     manifest.record(name, **inputs)
     store.remove()
@@ -102,12 +162,14 @@ def certify(cfg: RunConfig, rd: RunDir, manifest: Manifest, cert: np.ndarray,
             test: np.ndarray) -> dict[int, Certificate]:
     """One certificate per N in the config (first N rows); certificate.json is the largest N."""
     test_ref = _matrix(rd, manifest, RunDir.costs("test"), test)
+    recorded = prior_seeds(rd, manifest)  # the prior's own seeds, else the config's claim
+    trained_on = list(recorded) if recorded is not None else list(cfg.seeds.prior)
     out: dict[int, Certificate] = {}
     for n in sorted(cfg.certificate.n or []):
         cert_ref = _matrix(rd, manifest, RunDir.costs("cert"), cert[:n])
         provenance = {
             "world": config_to_dict(cfg)["world"],
-            "seeds": {"prior": list(cfg.seeds.prior),
+            "seeds": {"prior": trained_on,
                       "cert": [cfg.seeds.cert[0], cfg.seeds.cert[0] + n],
                       "test": list(cfg.seeds.test)},
             "prior_sha256": manifest.sha(RunDir.PRIOR),

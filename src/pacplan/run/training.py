@@ -49,13 +49,22 @@ def _refuse_other(state: ESState, fingerprint: str, rd: RunDir) -> None:
                            "seeds or es settings changed); use a new --out directory")
 
 
-def _start(cfg: ESConfig, dim: int, rd: RunDir | None, fingerprint: str) -> ESState:
-    """The checkpointed state of `rd` (checked), or iteration 0."""
+def _start(cfg: ESConfig, dim: int, rd: RunDir | None, fingerprint: str,
+           seed_range: tuple[int, int]) -> ESState:
+    """The checkpointed state of `rd` (checked), or iteration 0.
+
+    The state records its seed range, which its prior file then states (`prior_seeds`).
+    """
+    seeds = [int(seed_range[0]), int(seed_range[1])]
     if rd is not None:
         files = rd.checkpoint_files()
         state = ckpt.load_checkpoint(files)
         if state is not None:
             _refuse_other(state, fingerprint, rd)
+            if state.extra.get("prior_seeds") != seeds:
+                raise PacplanError(f"{rd.path} holds ES training on seeds "
+                                   f"{state.extra.get('prior_seeds')}, not {seeds}; use a new "
+                                   "--out directory")
             if state.mu.size != dim:
                 raise PacplanError(f"{rd.path}: checkpoint has {state.mu.size} weights, "
                                    f"world has {dim}")
@@ -68,6 +77,7 @@ def _start(cfg: ESConfig, dim: int, rd: RunDir | None, fingerprint: str) -> ESSt
         mean = load_theta(cfg.init_mean, dim, world="es.init_mean")
     state = init_state(cfg, dim, mean)
     state.extra["fingerprint"] = fingerprint
+    state.extra["prior_seeds"] = seeds
     return state
 
 
@@ -90,7 +100,7 @@ def run_es(
     rd = RunDir(run_dir) if run_dir is not None else None
     if rd is not None:
         rd.path.mkdir(parents=True, exist_ok=True)
-    state = _start(cfg, dim, rd, fingerprint)
+    state = _start(cfg, dim, rd, fingerprint, seed_range)
     todo = max(0, cfg.iterations - state.iteration)
     if stop_after is not None:
         todo = min(todo, stop_after)
@@ -123,12 +133,18 @@ def train_prior(
     """Train (or resume) the prior of `cfg` into `run_dir`.
 
     Uses `executor` if given (left open), otherwise builds one from `cfg.executor` and closes it.
-    The result does not depend on the executor kind or worker count.
+    The result does not depend on the executor kind or worker count. The run directory is
+    locked meanwhile: another process training or running there is refused.
     """
+    rd = RunDir(run_dir)
+    with rd.locked():
+        return _train_prior(cfg, rd, executor, progress, stop_after)
+
+
+def _train_prior(cfg: RunConfig, rd: RunDir, executor: Executor | None, progress: bool,
+                 stop_after: int | None) -> ESState:
     from pacplan.worlds.base import make_world
 
-    rd = RunDir(run_dir)
-    rd.path.mkdir(parents=True, exist_ok=True)
     spec = WorldSpec(cfg.world.name, dict(cfg.world.options))
     dim = int(make_world(spec.name, **spec.options).policy_dim())
     fp = es_fingerprint(cfg)
