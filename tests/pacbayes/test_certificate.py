@@ -9,9 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pacplan.errors import PacplanError
 from pacplan.choices import BOUNDS
-from pacplan.pacbayes import bounds
+from pacplan.errors import PacplanError
 from pacplan.pacbayes.certificate import Certificate, build_certificate, confidence_interval, verify
 from pacplan.pacbayes.matrices import load_cost_matrix
 

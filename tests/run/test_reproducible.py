@@ -47,11 +47,13 @@ UAV_QUICK = {
 
 
 def artifact_hash(path: Path) -> str:
-    """sha256 of the file; for a certificate, of its JSON without the `created` timestamp."""
+    """sha256 of the file; for a certificate, of its JSON without the `created` timestamp and
+    the self-hash that covers it."""
     if path.suffix != ".json":
         return sha256_file(path)
     data = json.loads(path.read_text())
     data.pop("created", None)
+    data.pop("content_sha256", None)
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
 

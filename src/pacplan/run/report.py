@@ -1,7 +1,9 @@
 """report.md and figures for a finished run: the paper's Table 1 form, plus what it rests on.
 
 Reads only the run directory (certificates, cost matrices, policies), so a report can be redrawn
-at any time without rerunning anything.
+at any time without rerunning anything. It prints nothing it has not checked: every certificate
+is verified (recomputed from its hash-checked matrices) and every matrix is read only after its
+sha256 matches manifest.json.
 """
 
 from __future__ import annotations
@@ -14,9 +16,10 @@ import numpy as np
 from pacplan.config import RunConfig, load_config
 from pacplan.errors import PacplanError
 from pacplan.files import atomic_save_npy, atomic_write_text, load_npy
-from pacplan.pacbayes.certificate import Certificate, confidence_interval
+from pacplan.pacbayes.certificate import Certificate, confidence_interval, verify
 from pacplan.run.figures import report_figures
-from pacplan.run.rundir import RunDir
+from pacplan.run.rundir import Manifest, RunDir
+from pacplan.validation import check_unit_costs
 from pacplan.worlds.base import world_renderer
 
 
@@ -25,10 +28,49 @@ def _pct(x: float | None) -> str:
 
 
 def _certificates(rd: RunDir) -> dict[int, Certificate]:
+    """Every certificate of the run, each verified (every number recomputed from its
+    sha256-checked matrices, provenance checked against manifest.json) and filed under its N."""
     files = rd.certificates()
     if not files:
         raise PacplanError(f"{rd.path} has no certificates yet; run `pacplan run` first")
-    return {n: Certificate.load(f) for n, f in files.items()}
+    certs = {}
+    for n, path in files.items():
+        c = verify(path)
+        if c.n != n:
+            raise PacplanError(f"{path} is filed as N = {n} but certifies N = {c.n}")
+        certs[n] = c
+    return certs
+
+
+def _checked_matrix(rd: RunDir, manifest: Manifest, name: str) -> np.ndarray | None:
+    """A finished array of the run, read only once its sha256 matches manifest.json (None if
+    the run has none)."""
+    path = rd / name
+    if not path.is_file() and manifest.sha(name) is None:
+        return None
+    if not manifest.check(name):  # raises if changed or missing
+        raise PacplanError(f"{name} in {rd.path} is not recorded in {RunDir.MANIFEST}, so its "
+                           "content is unchecked; rerun `pacplan run` to finish the run")
+    return load_npy(path, name=f"{name} in {rd.path}")
+
+
+def _baselines(rd: RunDir, manifest: Manifest, cfg: RunConfig,
+               test: np.ndarray | None) -> dict[str, np.ndarray]:
+    """The baselines' hash-checked test columns, computed on the test matrix's environments."""
+    test_seeds = manifest.inputs(RunDir.costs("test")).get("seeds")
+    out = {}
+    for base in cfg.baselines:
+        name = RunDir.costs(f"baseline-{base.name}")
+        costs = _checked_matrix(rd, manifest, name)
+        if costs is None:
+            continue
+        seeds = manifest.inputs(name).get("seeds")
+        if test is None or seeds != test_seeds:
+            raise PacplanError(f"{name} in {rd.path} was computed on seeds {seeds!r}, the test "
+                               f"matrix on {test_seeds!r}: a comparison needs the same ones")
+        out[base.name], _ = check_unit_costs(costs, f"{name} in {rd.path}",
+                                             shape=(test.shape[0], 1))
+    return out
 
 
 def table1(certs: dict[int, Certificate], baselines: dict[str, np.ndarray]) -> str:
@@ -77,65 +119,89 @@ def paired_comparison(p: np.ndarray, test: np.ndarray, baselines: dict[str, np.n
     return "\n".join(lines)
 
 
-def _trajectories(rd: RunDir, cfg: RunConfig, last: Certificate) -> list[tuple[str, str]]:
-    """Draw a few test environments flown by the posterior's most likely policy, if the world
-    has a renderer in the registry."""
-    count = cfg.report.trajectories
-    render = world_renderer(cfg.world.name)
+def _trajectories(rd: RunDir, manifest: Manifest, cfg: RunConfig, last: Certificate
+                  ) -> list[tuple[str, str]]:
+    """Draw a few test environments flown by the posterior's most likely policy (from the
+    hash-checked policies), if the world has a renderer in the registry."""
+    count, world = cfg.report.trajectories, _world(cfg, last)
+    render = world_renderer(world["name"])
     if count <= 0 or render is None:
         return []
+    first = (last.provenance.get("seeds") or {}).get("test", cfg.seeds.test)[0]
     best = int(np.argmax(last.p))
     theta_path = rd / RunDir.FIGURES / "most_likely_policy.npy"
-    atomic_save_npy(theta_path, load_npy(rd / RunDir.POLICIES)[best])
+    policies = _checked_matrix(rd, manifest, RunDir.POLICIES)
+    if policies is None:
+        raise PacplanError(f"{rd.path} has no {RunDir.POLICIES} to draw trajectories from")
+    atomic_save_npy(theta_path, policies[best])
     made = []
-    for seed in range(cfg.seeds.test[0], cfg.seeds.test[0] + count):
+    for seed in range(first, first + count):
         out = rd / RunDir.FIGURES / f"trajectory_seed{seed}.png"
         render(seed=seed, out=str(out), theta_path=str(theta_path),
-               world_options=dict(cfg.world.options))
+               world_options=dict(world["options"]))
         made.append((f"Test environment {seed}, policy {best}", f"{RunDir.FIGURES}/{out.name}"))
     return made
 
 
-def write_report(run_dir: str | Path) -> Path:
-    """Write report.md (and figures/) for a run directory; returns the report's path."""
-    rd = RunDir(run_dir)
-    certs = _certificates(rd)
-    cfg = load_config(rd / RunDir.CONFIG)
-    baselines = {}
-    for base in cfg.baselines:
-        path = rd / RunDir.costs(f"baseline-{base.name}")
-        if path.is_file():
-            baselines[base.name] = load_npy(path)
-    last = certs[max(certs)]
-    cert = load_npy(rd / RunDir.costs("cert"))
-    figures = report_figures(rd / RunDir.FIGURES, certs, cert)
-    figures += _trajectories(rd, cfg, last)
-    timings = rd / RunDir.TIMINGS
-    lines = [
+def _world(cfg: RunConfig, last: Certificate) -> dict:
+    """The world as the verified certificate records it (the config only for a certificate
+    without provenance)."""
+    return last.provenance.get("world") or {"name": cfg.world.name,
+                                            "options": dict(cfg.world.options)}
+
+
+def _header(cfg: RunConfig, last: Certificate) -> list[str]:
+    """The report's opening: world, m, δ, solver and seeds, from the verified certificate."""
+    world = _world(cfg, last)
+    seeds = last.provenance.get("seeds") or {
+        "prior": list(cfg.seeds.prior), "cert": [cfg.seeds.cert[0], cfg.seeds.cert[0] + last.n],
+        "test": list(cfg.seeds.test)}
+    return [
         f"# pacplan report: {cfg.name}",
         "",
-        f"World `{cfg.world.name}` {json.dumps(cfg.world.options) if cfg.world.options else ''}; "
+        f"World `{world['name']}` {json.dumps(world['options']) if world['options'] else ''}; "
         f"m = {last.m} policies drawn from the prior; δ = {last.delta:g}; posterior by "
         f"`{last.solver}` minimizing the `{last.bound}` bound. Seeds: prior "
-        f"{list(cfg.seeds.prior)}, certification {last.provenance.get('seeds', {}).get('cert')}, "
-        f"test {list(cfg.seeds.test)} (half-open, disjoint).",
+        f"{seeds['prior']}, certification {seeds['cert']}, test {seeds['test']} "
+        "(half-open, disjoint).",
         "",
         "With probability ≥ 1 − δ over the certification environments, the posterior's expected "
         "cost on new environments is at most the **certified** value (the smallest of the three "
         "bounds, which hold on the same event). The test cost is measured on held-out "
-        "environments, with a 99 % Chernoff–kl interval.",
-        "",
-        table1(certs, baselines),
+        "environments, with a 99 % Chernoff–kl interval. Every certificate below was verified "
+        "(`pacplan verify`) and every matrix checked against manifest.json before printing.",
         "",
     ]
-    test_path = rd / RunDir.costs("test")
-    if baselines and test_path.is_file():
+
+
+def write_report(run_dir: str | Path) -> Path:
+    """Write report.md (and figures/) for a run directory; returns the report's path.
+
+    Everything printed is checked first: each certificate is verified and each matrix read
+    only once its sha256 matches manifest.json, so an edited file stops the report instead of
+    appearing in it.
+    """
+    rd = RunDir(run_dir)
+    certs = _certificates(rd)
+    last = certs[max(certs)]
+    cfg = load_config(rd / RunDir.CONFIG)
+    manifest = Manifest(rd.path)
+    cert = _checked_matrix(rd, manifest, RunDir.costs("cert"))
+    if cert is None:
+        raise PacplanError(f"{rd.path} has no {RunDir.costs('cert')}; run `pacplan run` first")
+    test = _checked_matrix(rd, manifest, RunDir.costs("test"))
+    baselines = _baselines(rd, manifest, cfg, test)
+    figures = report_figures(rd / RunDir.FIGURES, certs, cert)
+    figures += _trajectories(rd, manifest, cfg, last)
+    lines = [*_header(cfg, last), table1(certs, baselines), ""]
+    if baselines and test is not None:
         lines += ["## Posterior against the baselines, environment by environment", "",
                   f"The posterior of N = {max(certs)} and each baseline on the same "
-                  f"{len(load_npy(test_path))} test environments.", "",
-                  paired_comparison(np.asarray(last.p), load_npy(test_path), baselines), ""]
+                  f"{len(test)} test environments.", "",
+                  paired_comparison(np.asarray(last.p), test, baselines), ""]
     for title, rel in figures:
         lines += [f"## {title}", "", f"![{title}]({rel})", ""]
+    timings = rd / RunDir.TIMINGS
     if timings.is_file():
         lines += ["## Step wall times (s)", "", "```json", timings.read_text().strip(), "```", ""]
     path = rd / RunDir.REPORT
