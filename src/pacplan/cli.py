@@ -20,8 +20,10 @@ from rich.table import Table
 from pacplan.choices import BOUND_CHOICES, BOUNDS, EXECUTORS, SOLVERS
 from pacplan.errors import PacplanError
 from pacplan.pacbayes import bounds
-from pacplan.pacbayes.certificate import Certificate, build_certificate, verify
+from pacplan.pacbayes.certificate import build_certificate
 from pacplan.pacbayes.matrices import load_cost_matrix
+from pacplan.pacbayes.record import Certificate
+from pacplan.run.provenance import verify_certificate
 from pacplan.validation import INT64_MAX, check_choice, check_delta, check_whole_number
 
 app = typer.Typer(
@@ -126,7 +128,7 @@ def verify_cmd(
     file: Path = typer.Argument(..., help="certificate.json to check."),
 ) -> None:
     """Recompute a certificate from the matrices it references; fail on any mismatch."""
-    c = verify(file)
+    c = verify_certificate(file)
     console.print(f"[green]OK[/] {file}: certified cost ≤ {100 * c.certified:.2f} % "
                   f"({c.certified_by}, δ = {c.delta:g}, N = {c.n}, m = {c.m}); inputs match "
                   "their sha256 and every number recomputes")

@@ -11,8 +11,10 @@ import pytest
 
 from pacplan.choices import BOUNDS
 from pacplan.errors import PacplanError
-from pacplan.pacbayes.certificate import Certificate, build_certificate, confidence_interval, verify
+from pacplan.pacbayes.certificate import build_certificate, confidence_interval
 from pacplan.pacbayes.matrices import load_cost_matrix
+from pacplan.pacbayes.record import Certificate
+from pacplan.pacbayes.verify import verify
 
 
 @pytest.fixture

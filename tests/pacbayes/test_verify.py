@@ -12,11 +12,12 @@ import math
 from pathlib import Path
 
 import pytest
-from verify_helpers import edit, read, run_cli, small_certificate, write
 
 from pacplan.errors import PacplanError
-from pacplan.pacbayes.certificate import confidence_interval, verify
+from pacplan.pacbayes.certificate import confidence_interval
 from pacplan.pacbayes.matrices import load_cost_matrix
+from pacplan.pacbayes.verify import verify
+from verify_helpers import edit, read, run_cli, small_certificate, write
 
 
 @pytest.fixture

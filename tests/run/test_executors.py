@@ -11,7 +11,6 @@ import pytest
 
 from pacplan.config import parse_config
 from pacplan.errors import PacplanError
-from pacplan.run.training import train_prior
 from pacplan.run.executors import (
     SerialExecutor,
     WorldSpec,
@@ -19,6 +18,7 @@ from pacplan.run.executors import (
     compute_task,
     make_executor,
 )
+from pacplan.run.training import train_prior
 from pacplan.worlds.toy import ToyWorld
 
 SPEC = WorldSpec("toy", {"dim": 6, "shift": 0.5})
@@ -128,7 +128,7 @@ def test_costs_outside_unit_interval_are_rejected() -> None:
             return c
 
     spec = WorldSpec("bad-test-world", {})
-    with pytest.raises(PacplanError, match="bad-test-world.*NaN"):
+    with pytest.raises(PacplanError, match=r"bad-test-world.*NaN"):
         compute_task(Bad(), spec, [(np.arange(3), np.zeros((2, 1), np.float32))])
 
 

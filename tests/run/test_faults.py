@@ -20,8 +20,8 @@ from pathlib import Path
 import yaml
 
 from pacplan.config import config_to_dict, parse_config
-from pacplan.pacbayes.certificate import verify
 from pacplan.run.pipeline import run
+from pacplan.run.provenance import verify_certificate as verify
 
 CONFIG = {
     "name": "toy-faults",

@@ -15,9 +15,9 @@ import yaml
 
 from pacplan.config import parse_config
 from pacplan.errors import PacplanError
-from pacplan.pacbayes.certificate import verify
 from pacplan.run.executors import SerialExecutor
 from pacplan.run.pipeline import run
+from pacplan.run.provenance import verify_certificate as verify
 from pacplan.run.rundir import ChunkStore
 
 BASE = {

@@ -14,8 +14,8 @@ from safetensors.numpy import save_file
 from pacplan.config import parse_config
 from pacplan.errors import PacplanError
 from pacplan.es.checkpoint import load_prior_seeds
-from pacplan.pacbayes.certificate import verify
 from pacplan.run.pipeline import run
+from pacplan.run.provenance import verify_certificate as verify
 
 BASE = {
     "name": "toy-prior-seeds",

@@ -11,7 +11,7 @@ import pytest
 
 from pacplan.config import parse_config
 from pacplan.errors import PacplanError
-from pacplan.pacbayes.certificate import certificate_content_sha256
+from pacplan.pacbayes.schema import certificate_content_sha256
 from pacplan.run.pipeline import run
 from pacplan.run.report import write_report
 

@@ -18,8 +18,8 @@ import pytest
 
 from pacplan.config import load_config
 from pacplan.files import sha256_file
-from pacplan.pacbayes.certificate import verify
 from pacplan.run.pipeline import run
+from pacplan.run.provenance import verify_certificate as verify
 
 REPO = Path(__file__).resolve().parents[2]
 

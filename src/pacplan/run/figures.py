@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from pacplan.pacbayes.certificate import Certificate
+from pacplan.pacbayes.record import Certificate
 from pacplan.plotting import pyplot, save_figure
 
 

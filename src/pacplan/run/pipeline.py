@@ -21,7 +21,7 @@ import yaml
 from pacplan.config import RunConfig, config_to_dict, dump_config, parse_config
 from pacplan.errors import PacplanError
 from pacplan.files import load_npy
-from pacplan.pacbayes.certificate import Certificate
+from pacplan.pacbayes.record import Certificate
 from pacplan.run.executors import Executor, executor_from_config
 from pacplan.run.rundir import Manifest, RunDir, identity
 from pacplan.run.stages import certify, ensure_costs, ensure_policies, ensure_prior, world_spec

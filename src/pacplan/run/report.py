@@ -16,8 +16,10 @@ import numpy as np
 from pacplan.config import RunConfig, load_config
 from pacplan.errors import PacplanError
 from pacplan.files import atomic_save_npy, atomic_write_text, load_npy
-from pacplan.pacbayes.certificate import Certificate, confidence_interval, verify
+from pacplan.pacbayes.certificate import confidence_interval
+from pacplan.pacbayes.record import Certificate
 from pacplan.run.figures import report_figures
+from pacplan.run.provenance import verify_certificate
 from pacplan.run.rundir import Manifest, RunDir
 from pacplan.validation import check_unit_costs
 from pacplan.worlds.base import world_renderer
@@ -35,7 +37,7 @@ def _certificates(rd: RunDir) -> dict[int, Certificate]:
         raise PacplanError(f"{rd.path} has no certificates yet; run `pacplan run` first")
     certs = {}
     for n, path in files.items():
-        c = verify(path)
+        c = verify_certificate(path)
         if c.n != n:
             raise PacplanError(f"{path} is filed as N = {n} but certifies N = {c.n}")
         certs[n] = c

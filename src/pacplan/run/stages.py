@@ -21,8 +21,9 @@ from pacplan.config import RunConfig, config_to_dict
 from pacplan.errors import PacplanError
 from pacplan.es.checkpoint import load_prior, load_prior_seeds, read_prior
 from pacplan.files import atomic_save_npy, atomic_write_bytes, load_npy, sha256_file
-from pacplan.pacbayes.certificate import Certificate, build_certificate, relative_path
+from pacplan.pacbayes.certificate import build_certificate
 from pacplan.pacbayes.matrices import CostMatrix
+from pacplan.pacbayes.record import Certificate, relative_path
 from pacplan.run.executors import Executor, WorldSpec, chunk_grid
 from pacplan.run.progress import progress_bar
 from pacplan.run.rundir import ChunkStore, Manifest, RunDir

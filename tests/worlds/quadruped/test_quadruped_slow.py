@@ -71,8 +71,8 @@ def test_quick_preset_shrunk_runs_end_to_end(tmp_path) -> None:
     from pathlib import Path
 
     from pacplan.config import load_config
-    from pacplan.pacbayes.certificate import verify
     from pacplan.run.pipeline import run
+    from pacplan.run.provenance import verify_certificate as verify
     from pacplan.run.report import write_report
     from pacplan.worlds.quadruped.policy import gait_theta
 

@@ -185,7 +185,7 @@ def test_shipped_quadruped_result_verifies() -> None:
     import hashlib
     from pathlib import Path
 
-    from pacplan.pacbayes.certificate import verify
+    from pacplan.run.provenance import verify_certificate as verify
 
     repo = Path(__file__).resolve().parents[3]
     c = verify(repo / "results" / "quadruped" / "certificate.json")

@@ -9,13 +9,13 @@ import math
 
 import numpy as np
 import pytest
+from uav_helpers import scene_with
 
 from pacplan.errors import PacplanError
 from pacplan.worlds.uav import primitives as prims
 from pacplan.worlds.uav import spec
 from pacplan.worlds.uav.batched import BatchedScene
 from pacplan.worlds.uav.scene import point_cylinder_distance, sample_scene
-from uav_helpers import scene_with
 
 STRAIGHT = 12  # dx = 0, dz = 0
 CENTRE_PIXEL = (24, 25)  # samples the image plane at (25, 25): the optical axis

@@ -9,7 +9,7 @@ import pytest
 
 from pacplan.config import load_config
 from pacplan.es.checkpoint import load_prior
-from pacplan.pacbayes.certificate import verify
+from pacplan.run.provenance import verify_certificate as verify
 
 REPO = Path(__file__).resolve().parents[3]
 

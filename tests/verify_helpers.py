@@ -13,8 +13,9 @@ from unittest import mock
 import numpy as np
 
 from pacplan.errors import PacplanError
-from pacplan.pacbayes.certificate import build_certificate, certificate_content_sha256
+from pacplan.pacbayes.certificate import build_certificate
 from pacplan.pacbayes.matrices import load_cost_matrix
+from pacplan.pacbayes.schema import certificate_content_sha256
 
 
 def small_matrices(folder: Path, clip: bool = False) -> tuple[Path, Path]:

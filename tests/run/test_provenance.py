@@ -12,12 +12,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from verify_helpers import read, small_certificate, write
 
 from pacplan.config import parse_config
 from pacplan.errors import PacplanError
-from pacplan.pacbayes.certificate import verify
 from pacplan.run.pipeline import run
+from pacplan.run.provenance import verify_certificate as verify
+from verify_helpers import read, small_certificate, write
 
 REPO = Path(__file__).resolve().parents[2]
 

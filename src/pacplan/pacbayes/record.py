@@ -1,0 +1,142 @@
+"""The certificate record: what a certificate states, and its file (save and load).
+
+Saving writes plain JSON atomically, with matrix paths relative to the certificate's folder and
+the content hash last; what `verify` would refuse (a non-finite number) is never written.
+Loading is strict (`pacplan.pacbayes.schema`); recomputing the numbers is `verify`'s job.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pacplan import __version__
+from pacplan.errors import PacplanError
+from pacplan.files import atomic_write_json
+from pacplan.pacbayes.schema import (
+    CertificateRecord,
+    ProvenanceRecord,
+    certificate_content_sha256,
+    check_content_hash,
+    read_json,
+    validate_record,
+)
+
+
+@dataclass
+class MatrixRef:
+    """Which file a matrix came from, its hash, and the rows used."""
+
+    path: str
+    sha256: str
+    rows: int
+    clipped: int = 0
+
+
+@dataclass
+class Certificate:
+    """Everything needed to state, reproduce and check one PAC-Bayes certificate."""
+
+    mcallester: float
+    quadratic: float
+    klinv: float
+    certified: float
+    certified_by: str
+    emp_cost: float
+    kl: float
+    n: int
+    m: int
+    delta: float
+    bound: str
+    solver: str
+    p: list[float]
+    clip: bool
+    cert_matrix: MatrixRef
+    test_cost: float | None = None
+    test_ci: list[float] | None = None
+    test_confidence: float | None = None
+    test_n: int | None = None
+    test_matrix: MatrixRef | None = None
+    beta: float | None = None
+    provenance: dict[str, Any] = field(default_factory=dict)
+    pacplan_version: str = __version__
+    created: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    content_sha256: str | None = None  # set when saved or loaded; None for one never saved
+
+    # ------------------------------------------------------------------ (de)serialization
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        if self.beta is not None and math.isinf(self.beta):
+            d["beta"] = "inf"
+        return d
+
+    def save(self, path: str | Path) -> Path:
+        """Write JSON atomically, with matrix paths relative to the certificate's folder and
+        the sha256 of the content; what `verify` would refuse is never written."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        d = self.to_dict()
+        del d["content_sha256"]
+        for key in ("cert_matrix", "test_matrix"):
+            if d[key] is not None:
+                d[key]["path"] = relative_path(d[key]["path"], path.parent)
+        try:  # plain JSON types (no numpy scalars), and never a non-finite number
+            d = json.loads(json.dumps(d, allow_nan=False))
+        except ValueError:
+            raise PacplanError(f"{path}: refusing to write a certificate holding a non-finite "
+                               "number") from None
+        d["content_sha256"] = certificate_content_sha256(d, source=str(path))
+        atomic_write_json(path, d)
+        self.content_sha256 = d["content_sha256"]
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> Certificate:
+        """Read a certificate (strict JSON types, content hash checked when present); matrix
+        paths are resolved against the certificate's folder. Numbers are not recomputed: that
+        is `verify`."""
+        return load_record(Path(path)).certificate
+
+
+def relative_path(target: str | Path, folder: Path) -> str:
+    """`target` as seen from `folder` (a record that survives moving both together)."""
+    try:
+        return os.path.relpath(Path(target).resolve(), folder.resolve())
+    except ValueError:  # another drive on Windows
+        return str(Path(target).resolve())
+
+
+@dataclass(frozen=True)
+class Loaded:
+    certificate: Certificate
+    record: CertificateRecord
+    provenance: ProvenanceRecord | None
+
+
+def load_record(path: Path, check_hash: bool = True) -> Loaded:
+    """Parse and type-check a certificate file, and check its content hash if asked."""
+    record, provenance = validate_record(read_json(path), str(path))
+    if check_hash:
+        check_content_hash(record, str(path))
+    return Loaded(_to_certificate(record, path), record, provenance)
+
+
+def _to_certificate(record: CertificateRecord, path: Path) -> Certificate:
+    d = record.model_dump()
+    for key in ("cert_matrix", "test_matrix"):
+        if d[key] is not None:
+            ref = MatrixRef(**d[key])
+            try:
+                ref.path = str((path.parent / ref.path).resolve())
+            except (OSError, ValueError):
+                raise PacplanError(f"{path}: field {key}.path is not a usable file path"
+                                   ) from None
+            d[key] = ref
+    if d["beta"] == "inf":
+        d["beta"] = math.inf
+    return Certificate(**d)

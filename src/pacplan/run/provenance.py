@@ -1,0 +1,120 @@
+"""A certificate checked against the run directory it lives in.
+
+Inside a run directory (the certificate in <run>/ or <run>/certificates/), provenance that no
+matrix can recompute — the prior and policies it came from, the world, the seed ranges — is
+checked against manifest.json and the files it records. `verify_certificate` is `verify` with
+this check: what the CLI's `verify` and `report` use.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pacplan.config import load_config
+from pacplan.errors import PacplanError
+from pacplan.pacbayes.record import Certificate, Loaded, MatrixRef
+from pacplan.pacbayes.schema import ProvenanceRecord
+from pacplan.pacbayes.verify import verify
+from pacplan.run.rundir import Manifest, RunDir, identity
+
+
+class RunDirProvenance:
+    """The `ProvenanceCheck` of a run directory."""
+
+    def vouches(self, path: Path) -> bool:
+        return run_dir_of(path) is not None
+
+    def problems(self, path: Path, loaded: Loaded) -> list[str]:
+        run = run_dir_of(path)
+        return [] if run is None else _check_against_run(run, loaded)
+
+
+def verify_certificate(path: str | Path) -> Certificate:
+    """`verify`, plus the run directory's checks when the certificate lives in one."""
+    return verify(path, RunDirProvenance())
+
+
+def run_dir_of(path: Path) -> Path | None:
+    """The run directory holding this certificate (<run>/ or <run>/certificates/), if any."""
+    folder = path.resolve().parent
+    for candidate in (folder, folder.parent if folder.name == "certificates" else None):
+        if candidate is not None and (candidate / RunDir.MANIFEST).is_file():
+            return candidate
+    return None
+
+
+def _short(digest: str | None) -> str:
+    return "null" if digest is None else f"{str(digest)[:12]}…"
+
+
+def _check_against_run(run: Path, loaded: Loaded) -> list[str]:
+    """Provenance against manifest.json and the files it records (prior, policies, matrices)."""
+    c, prov = loaded.certificate, loaded.provenance
+    assert prov is not None
+    manifest = Manifest(run)
+    problems = _check_artifact(manifest, RunDir.PRIOR, "prior_sha256", prov.prior_sha256)
+    problems += _check_artifact(manifest, RunDir.POLICIES, "policies_sha256",
+                                prov.policies_sha256)
+    drawn = manifest.inputs(RunDir.POLICIES)
+    if drawn.get("prior") != prov.prior_sha256:
+        problems.append(f"provenance.prior_sha256 is {_short(prov.prior_sha256)} but "
+                        f"manifest.json records policies.npy drawn from prior "
+                        f"{_short(drawn.get('prior'))}")
+    if drawn.get("m") != c.m:
+        problems.append(f"m is {c.m} but manifest.json records {drawn.get('m')!r} policies")
+    problems += _check_matrix_inputs(run, manifest, "cert", c.cert_matrix, prov)
+    if c.test_matrix is not None:
+        problems += _check_matrix_inputs(run, manifest, "test", c.test_matrix, prov)
+    if loaded.record.content_sha256 is None:
+        problems += _check_prior_seeds(run, prov)
+    return problems
+
+
+def _check_artifact(manifest: Manifest, name: str, key: str, claimed: str | None) -> list[str]:
+    """The provenance hash of `name` is the manifest's, and the file still has it."""
+    recorded = manifest.sha(name)
+    if recorded is None:
+        return [f"{name} is not recorded in manifest.json, so provenance.{key} is unchecked"]
+    if claimed != recorded:
+        return [f"provenance.{key} is {_short(claimed)} but manifest.json records "
+                f"{_short(recorded)} for {name}"]
+    manifest.check(name)  # raises if the file changed or is missing
+    return []
+
+
+def _check_matrix_inputs(run: Path, manifest: Manifest, role: str, ref: MatrixRef,
+                         prov: ProvenanceRecord) -> list[str]:
+    """The run's matrix is the one referenced, made for these policies, world and seeds."""
+    name, key = RunDir.costs(role), f"{role}_matrix"
+    problems = []
+    if Path(ref.path) != (run / name).resolve():
+        problems.append(f"{key}.path is {ref.path} but a run's certificate uses its {name}")
+    if manifest.sha(name) != ref.sha256:
+        problems.append(f"{key}.sha256 is {_short(ref.sha256)} but manifest.json records "
+                        f"{_short(manifest.sha(name))} for {name}")
+    made = manifest.inputs(name)
+    if made.get("policies") != prov.policies_sha256:
+        problems.append(f"provenance.policies_sha256 is {_short(prov.policies_sha256)} but "
+                        f"manifest.json records {name} made for policies "
+                        f"{_short(made.get('policies'))}")
+    if identity(made.get("world")) != identity(prov.world.model_dump()):
+        problems.append(f"provenance.world is not the world manifest.json records for {name}")
+    seeds, claimed = made.get("seeds"), getattr(prov.seeds, role)
+    ok = isinstance(seeds, list) and len(seeds) == 2 and claimed[0] == seeds[0] and (
+        claimed[1] <= seeds[1] if role == "cert" else claimed[1] == seeds[1])
+    if not ok:
+        problems.append(f"provenance.seeds.{role} is {claimed} but manifest.json records "
+                        f"{name} computed on seeds {seeds!r}")
+    return problems
+
+
+def _check_prior_seeds(run: Path, prov: ProvenanceRecord) -> list[str]:
+    """An unhashed (old) certificate's prior seeds are held to its run's frozen config."""
+    try:
+        prior = list(load_config(run / RunDir.CONFIG).seeds.prior)
+    except PacplanError as exc:
+        return [f"provenance.seeds.prior cannot be checked without content_sha256 ({exc})"]
+    if prior != prov.seeds.prior:
+        return [f"provenance.seeds.prior is {prov.seeds.prior} but the run's config.yaml says "
+                f"{prior}"]
+    return []
