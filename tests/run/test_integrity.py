@@ -15,10 +15,10 @@ import yaml
 
 from pacplan.config import parse_config
 from pacplan.errors import PacplanError
+from pacplan.run.chunks import ChunkStore
 from pacplan.run.executors import SerialExecutor
 from pacplan.run.pipeline import run
 from pacplan.run.provenance import verify_certificate as verify
-from pacplan.run.rundir import ChunkStore
 
 BASE = {
     "name": "toy-integrity",

@@ -24,9 +24,10 @@ from pacplan.files import atomic_save_npy, atomic_write_bytes, load_npy, sha256_
 from pacplan.pacbayes.certificate import build_certificate
 from pacplan.pacbayes.matrices import CostMatrix
 from pacplan.pacbayes.record import Certificate, relative_path
+from pacplan.run.chunks import ChunkStore
 from pacplan.run.executors import Executor, WorldSpec, chunk_grid
 from pacplan.run.progress import progress_bar
-from pacplan.run.rundir import ChunkStore, Manifest, RunDir
+from pacplan.run.rundir import Manifest, RunDir
 from pacplan.run.training import train_prior
 from pacplan.validation import check_unit_costs
 
