@@ -147,16 +147,18 @@ def run_cmd(
 ) -> None:
     """Run every step (prior, policies, cost matrices, certificates, report); resumable."""
     from pacplan.config import load_config
-    from pacplan.run.pipeline import run
+    from pacplan.run.pipeline import check_worlds, run
     from pacplan.run.report import write_report
+    from pacplan.run.rundir import RunDir
 
     cfg = load_config(config)
-    _check_worlds(cfg)
+    check_worlds(cfg)  # before the run directory is made
     _apply_executor_options(cfg, executor, workers, address)
     run_dir = out or Path("runs") / cfg.name
-    result = run(cfg, run_dir, prior_file=prior, progress=not quiet,
-                 log=lambda msg: console.print(f"[dim]{msg}[/]"))
-    report = write_report(run_dir)
+    with RunDir(run_dir).locked():  # one lock over the run and its report
+        result = run(cfg, run_dir, prior_file=prior, progress=not quiet,
+                     log=lambda msg: console.print(f"[dim]{msg}[/]"))
+        report = write_report(run_dir)
     console.print(_certificate_table(result.certificates[max(result.certificates)]))
     console.print(f"run directory {run_dir}; report {report}")
 
@@ -169,15 +171,6 @@ def report_cmd(
     from pacplan.run.report import write_report
 
     console.print(f"wrote {write_report(run_dir)}")
-
-
-def _check_worlds(cfg) -> None:
-    """Name a bad world option now, not after hours of work (baselines are flown last)."""
-    from pacplan.worlds.base import check_world_options
-
-    check_world_options(cfg.world.name, cfg.world.options)
-    for base in cfg.baselines:
-        check_world_options(cfg.world.name, cfg.world.options | base.world_options)
 
 
 def _apply_executor_options(cfg, executor: str | None, workers: int | None,
@@ -227,11 +220,12 @@ def train_prior_cmd(
 ) -> None:
     """Train the PAC-Bayes prior with Evolution Strategies (resumes a killed run exactly)."""
     from pacplan.config import load_config
+    from pacplan.run.pipeline import check_worlds
     from pacplan.run.rundir import RunDir
     from pacplan.run.training import train_prior
 
     cfg = load_config(config)
-    _check_worlds(cfg)
+    check_worlds(cfg)  # the whole config is checked, baselines included
     _apply_executor_options(cfg, executor, workers, address)
     state = train_prior(cfg, out, progress=not quiet)
     console.print(

@@ -26,6 +26,7 @@ from pacplan.run.executors import Executor, executor_from_config
 from pacplan.run.rundir import Manifest, RunDir, identity
 from pacplan.run.stages import certify, ensure_costs, ensure_policies, ensure_prior, world_spec
 from pacplan.weights import load_theta
+from pacplan.worlds.base import check_world_options
 
 
 @dataclass
@@ -113,11 +114,20 @@ def _baselines(cfg: RunConfig, rd: RunDir, manifest: Manifest, ex: Executor, dim
                           inputs, progress))
 
 
+def check_worlds(cfg: RunConfig) -> None:
+    """Every world the run will build, with its options checked: baselines are flown last, so
+    a bad option is named before any work, not after hours of it."""
+    check_world_options(cfg.world.name, cfg.world.options)
+    for base in cfg.baselines:
+        check_world_options(cfg.world.name, cfg.world.options | base.world_options)
+
+
 def run(cfg: RunConfig, run_dir: str | Path, prior_file: str | Path | None = None,
         progress: bool = True, executor: Executor | None = None,
         log: Callable[[str], None] | None = None) -> RunResult:
     """Run (or resume) every step of `cfg` in `run_dir`, holding the directory's lock (another
     process working there is refused at once, naming it)."""
+    check_worlds(cfg)
     rd = RunDir(run_dir)
     with rd.locked():
         return _run(cfg, rd, prior_file, progress, executor, log)

@@ -184,6 +184,13 @@ def write_report(run_dir: str | Path) -> Path:
     appearing in it.
     """
     rd = RunDir(run_dir)
+    if not rd.path.is_dir():
+        raise PacplanError(f"{rd.path} is not a run directory; run `pacplan run` first")
+    with rd.locked():  # no run may change what the report is checking and printing
+        return _write_report(rd)
+
+
+def _write_report(rd: RunDir) -> Path:
     certs = _certificates(rd)
     last = certs[max(certs)]
     cfg = load_config(rd / RunDir.CONFIG)

@@ -136,17 +136,17 @@ def train_prior(
     The result does not depend on the executor kind or worker count. The run directory is
     locked meanwhile: another process training or running there is refused.
     """
-    rd = RunDir(run_dir)
-    with rd.locked():
-        return _train_prior(cfg, rd, executor, progress, stop_after)
-
-
-def _train_prior(cfg: RunConfig, rd: RunDir, executor: Executor | None, progress: bool,
-                 stop_after: int | None) -> ESState:
     from pacplan.worlds.base import make_world
 
     spec = WorldSpec(cfg.world.name, dict(cfg.world.options))
-    dim = int(make_world(spec.name, **spec.options).policy_dim())
+    dim = int(make_world(spec.name, **spec.options).policy_dim())  # options checked first
+    rd = RunDir(run_dir)
+    with rd.locked():
+        return _train_prior(cfg, rd, spec, dim, executor, progress, stop_after)
+
+
+def _train_prior(cfg: RunConfig, rd: RunDir, spec: WorldSpec, dim: int,
+                 executor: Executor | None, progress: bool, stop_after: int | None) -> ESState:
     fp = es_fingerprint(cfg)
     existing = ckpt.load_checkpoint(rd.checkpoint_files())
     if existing is not None:
