@@ -122,3 +122,16 @@ def test_policies_too_large_for_float32_are_refused() -> None:
     with pytest.raises(PacplanError, match="as float32"):
         check_policies(np.array([[0.0, 1e39]]), 2)
     assert check_policies(np.array([0.5, -1.0]), 2).dtype == np.float32
+
+
+def test_overlapping_ranges_brute_force() -> None:
+    """Against a brute-force set intersection on small ranges."""
+    from pacplan.validation import overlapping_ranges
+
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        starts = rng.integers(0, 20, 3)
+        ranges = {k: (int(s), int(s + rng.integers(1, 8))) for k, s in zip("abc", starts)}
+        expected = [(a, b) for i, a in enumerate("abc") for b in "abc"[i + 1:]
+                    if set(range(*ranges[a])) & set(range(*ranges[b]))]
+        assert overlapping_ranges(ranges) == expected

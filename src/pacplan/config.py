@@ -32,6 +32,7 @@ from pacplan.validation import (
     check_int64_seed_range,
     check_safe_name,
     check_unique,
+    overlapping_ranges,
 )
 
 
@@ -71,15 +72,12 @@ class SeedsConfig(_Strict):
     @model_validator(mode="after")
     def _disjoint(self) -> SeedsConfig:
         roles = {"prior": self.prior, "cert": self.cert, "test": self.test}
-        names = list(roles)
-        for i, a in enumerate(names):
-            for b in names[i + 1 :]:
-                (a0, a1), (b0, b1) = roles[a], roles[b]
-                if a0 < b1 and b0 < a1:
-                    raise ValueError(
-                        f"seed ranges overlap: {a} [{a0}, {a1}) and {b} [{b0}, {b1}); "
-                        "prior, cert and test environments must be disjoint"
-                    )
+        for a, b in overlapping_ranges(roles)[:1]:
+            (a0, a1), (b0, b1) = roles[a], roles[b]
+            raise ValueError(
+                f"seed ranges overlap: {a} [{a0}, {a1}) and {b} [{b0}, {b1}); "
+                "prior, cert and test environments must be disjoint"
+            )
         return self
 
 

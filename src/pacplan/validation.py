@@ -322,3 +322,19 @@ def _type_text(annotation: Any) -> str:
     """`float | collections.abc.Sequence[float] | None` -> `float | Sequence[float] | None`."""
     text = annotation.__name__ if isinstance(annotation, type) else str(annotation)
     return re.sub(r"\b(?:typing|collections\.abc)\.", "", text)
+
+
+def overlapping_ranges(ranges: dict[str, Sequence[int]]) -> list[tuple[str, str]]:
+    """The pairs of named half-open ranges [start, stop) that share a seed, in order.
+
+    The one rule behind "prior, certification and test environments must be disjoint": the
+    config, a given prior's recorded seeds and `verify` all ask it; each phrases its message.
+    """
+    names = list(ranges)
+    pairs = []
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            (a0, a1), (b0, b1) = ranges[a], ranges[b]
+            if a0 < b1 and b0 < a1:
+                pairs.append((a, b))
+    return pairs

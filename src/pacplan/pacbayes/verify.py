@@ -29,7 +29,7 @@ from pacplan.pacbayes.posterior import (
 )
 from pacplan.pacbayes.record import Certificate, Loaded, MatrixRef, load_record
 from pacplan.pacbayes.schema import ProvenanceRecord, check_content_hash
-from pacplan.validation import check_unit_costs
+from pacplan.validation import check_unit_costs, overlapping_ranges
 
 _REL_TOL = 1e-9  # bounds recomputed at the stored p must agree to this (relative)
 _POSTERIOR_TOL = 1e-6  # a re-solved posterior's bound must agree to this (absolute)
@@ -146,13 +146,9 @@ def _check_seeds(c: Certificate, prov: ProvenanceRecord) -> list[str]:
     ranges = {"prior": prov.seeds.prior, "cert": prov.seeds.cert, "test": prov.seeds.test}
     problems = [f"provenance.seeds.{role} is {r}: a range [start, stop) needs start < stop"
                 for role, r in ranges.items() if r[1] <= r[0]]
-    roles = list(ranges)
-    for i, a in enumerate(roles):
-        for b in roles[i + 1:]:
-            (a0, a1), (b0, b1) = ranges[a], ranges[b]
-            if a0 < b1 and b0 < a1:
-                problems.append(f"provenance.seeds.{a} {ranges[a]} and provenance.seeds.{b} "
-                                f"{ranges[b]} overlap: the bound needs disjoint seed ranges")
+    for a, b in overlapping_ranges(ranges):
+        problems.append(f"provenance.seeds.{a} {ranges[a]} and provenance.seeds.{b} "
+                        f"{ranges[b]} overlap: the bound needs disjoint seed ranges")
     size = prov.seeds.cert[1] - prov.seeds.cert[0]
     if size != c.n:
         problems.append(f"provenance.seeds.cert {prov.seeds.cert} holds {size} seeds but n is "

@@ -29,7 +29,7 @@ from pacplan.run.executors import Executor, WorldSpec, chunk_grid
 from pacplan.run.progress import progress_bar
 from pacplan.run.rundir import Manifest, RunDir
 from pacplan.run.training import train_prior
-from pacplan.validation import check_unit_costs
+from pacplan.validation import check_unit_costs, overlapping_ranges
 
 
 def world_spec(cfg: RunConfig, **overrides: Any) -> WorldSpec:
@@ -93,10 +93,10 @@ def check_prior_seeds(cfg: RunConfig, seeds: Sequence[int] | None, name: str) ->
     if seeds is None:
         return
     a0, a1 = int(seeds[0]), int(seeds[1])
-    for role in ("cert", "test"):
+    ranges = {"prior": (a0, a1), "cert": cfg.seeds.cert, "test": cfg.seeds.test}
+    for _, role in [p for p in overlapping_ranges(ranges) if p[0] == "prior"][:1]:
         b0, b1 = getattr(cfg.seeds, role)
-        if a0 < b1 and b0 < a1:
-            raise PacplanError(f"{name}: prior_seeds [{a0}, {a1}) overlap seeds.{role} "
+        raise PacplanError(f"{name}: prior_seeds [{a0}, {a1}) overlap seeds.{role} "
                                f"[{b0}, {b1}) of this config; a prior trained on certification "
                                "or test environments voids the bound: use a prior trained on "
                                f"other seeds, or other seeds.{role}")
