@@ -12,7 +12,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -34,6 +33,7 @@ from pacplan.validation import (
     check_unique,
     overlapping_ranges,
 )
+from pacplan.yamlio import read_yaml, yaml_text
 
 
 class _Strict(BaseModel):
@@ -249,66 +249,6 @@ def parse_config(data: Any, source: str = "config") -> RunConfig:
         raise PacplanError(_format_error(exc, source)) from None
 
 
-class _RefusedYAML(yaml.MarkedYAMLError):
-    """Valid YAML that a config may not use (duplicate keys, anchors and aliases)."""
-
-
-class _ConfigLoader(yaml.SafeLoader):
-    """The safe loader (no Python objects), refusing duplicate keys and anchors/aliases."""
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        event = self.peek_event()
-        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
-            raise _RefusedYAML(problem="YAML anchors and aliases (&name, *name) are refused in a "
-                               "config; write each value out", problem_mark=event.start_mark)
-        return super().compose_node(parent, index)
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                continue
-            key = self.construct_object(key_node, deep=True)
-            try:
-                duplicate = key in seen
-                seen.add(key)
-            except TypeError:  # an unhashable key: the safe loader refuses it itself
-                continue
-            if duplicate:
-                raise _RefusedYAML(problem=f"duplicate key {key!r}; each key may appear once "
-                                   "in a mapping", problem_mark=key_node.start_mark)
-        return super().construct_mapping(node, deep=deep)
-
-
-def _yaml_error(path: Path, exc: yaml.YAMLError) -> str:
-    """One line: the file, what is wrong and where."""
-    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
-        mark = exc.problem_mark
-        where = f" (line {mark.line + 1}, column {mark.column + 1})"
-        what = f"{exc.context + ': ' if exc.context else ''}{exc.problem}"
-        prefix = "" if isinstance(exc, _RefusedYAML) else "not valid YAML: "
-        return f"{path}: {prefix}{what}{where}".replace("\n", " ")
-    return f"{path}: not valid YAML: {exc}".replace("\n", " ")
-
-
-def read_yaml(path: Path) -> Any:
-    """Parse a UTF-8 YAML file with `_ConfigLoader`, every problem one `PacplanError` line."""
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        bad = exc.object[exc.start : exc.end]
-        raise PacplanError(f"{path}: not UTF-8 text (byte 0x{bad.hex()} at offset {exc.start}); "
-                           "save the config as UTF-8") from None
-    loader = _ConfigLoader(text)
-    loader.name = str(path)
-    try:
-        return loader.get_single_data()
-    except yaml.YAMLError as exc:
-        raise PacplanError(_yaml_error(path, exc)) from None
-    finally:
-        loader.dispose()
-
-
 def load_config(path: str | Path) -> RunConfig:
     """Read and validate a YAML config (safe loader: no Python objects are ever constructed)."""
     p = Path(path)
@@ -330,15 +270,6 @@ def config_to_dict(cfg: RunConfig) -> dict[str, Any]:
     return cfg.model_dump(mode="json")
 
 
-class _NoAliasDumper(yaml.SafeDumper):
-    """Writes a value shared by two fields twice: `load_config` refuses anchors and aliases."""
-
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
-
-
 def dump_config(cfg: RunConfig, path: str | Path) -> None:
     """Write the config as YAML that `load_config` reads back to an equal `RunConfig`."""
-    text = yaml.dump(config_to_dict(cfg), Dumper=_NoAliasDumper, sort_keys=False,
-                     allow_unicode=True)
-    atomic_write_text(path, text)
+    atomic_write_text(path, yaml_text(config_to_dict(cfg)))

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from pacplan.config import RunConfig, config_to_dict, dump_config, parse_config
 from pacplan.errors import PacplanError
@@ -27,6 +26,7 @@ from pacplan.run.rundir import Manifest, RunDir, identity
 from pacplan.run.stages import certify, ensure_costs, ensure_policies, ensure_prior, world_spec
 from pacplan.weights import load_theta
 from pacplan.worlds.base import check_world_options
+from pacplan.yamlio import read_yaml
 
 
 @dataclass
@@ -72,11 +72,9 @@ def freeze_config(cfg: RunConfig, rd: RunDir) -> None:
 def _frozen_config(path: Path) -> RunConfig:
     """A run directory's config.yaml, read and validated; damage is named, never a traceback."""
     try:
-        text = path.read_text(encoding="utf-8")
-        data = yaml.safe_load(text)
-    except (UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise PacplanError(f"{path}: damaged frozen config ({type(exc).__name__}: "
-                           f"{exc})".replace("\n", " ") + _RESTORE) from None
+        data = read_yaml(path)
+    except PacplanError as exc:
+        raise PacplanError(f"damaged frozen config: {exc}{_RESTORE}") from None
     if not isinstance(data, dict):
         raise PacplanError(f"{path}: damaged frozen config (a YAML {type(data).__name__}, not a "
                            "mapping of fields)" + _RESTORE)
