@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from verify_helpers import read, run_cli, small_certificate, write
 
 from pacplan.choices import BOUND_CHOICES
+from verify_helpers import read, run_cli, small_certificate, write
 
 Path_ = tuple[Any, ...]
 HASH_ONLY = {"created", "pacplan_version", "provenance", "content_sha256"}
