@@ -8,23 +8,26 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from pacplan.paperdata import default_cache_dir, paper_data_dir
 
 
-def paper_data_dir() -> Path:
-    """`../shared/data/paper` beside the checkout (CI puts shared/ there) or $PACPLAN_PAPER_DATA."""
-    env = os.environ.get("PACPLAN_PAPER_DATA")
-    return Path(env) if env else REPO.parent / "shared" / "data" / "paper"
+def _missing_message(d: Path | None) -> str:
+    """Why the matrices are missing and the one command that fetches them."""
+    where = (f"in {d}" if d is not None else
+             f"($PACPLAN_PAPER_DATA unset, no ../shared/data/paper, cache {default_cache_dir()} "
+             "incomplete)")
+    return (f"paper matrices not found {where}: run `pacplan data paper` to download them, "
+            "or set PACPLAN_PAPER_DATA")
 
 
 @pytest.fixture(scope="session")
 def paper_dir() -> Path:
+    """The folder holding the paper's matrices; under CI a missing folder fails, never skips."""
     d = paper_data_dir()
-    if not (d / "C_quadrotor.npy").is_file():
-        message = f"paper matrices not found in {d} (set PACPLAN_PAPER_DATA)"
+    if d is None or not (d / "C_quadrotor.npy").is_file():
         if os.environ.get("CI"):  # in CI the data must be there: never pass by skipping
-            pytest.fail(message)
-        pytest.skip(message)
+            pytest.fail(_missing_message(d))
+        pytest.skip(_missing_message(d))
     return d
 
 

@@ -1,0 +1,57 @@
+"""`pacplan data …`: fetch the data sets pacplan's examples and tests use.
+
+A sub-app so that `cli.py` only registers it (`app.add_typer(data_app, name="data")`); errors
+are `PacplanError`s, which `cli.main` prints as one line with exit 2.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import typer
+
+from pacplan import paperdata
+
+data_app = typer.Typer(
+    help="Download data sets (the paper's published cost matrices).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def certify_command(directory: Path) -> str:
+    """The `certify-matrix` line to run next on the fetched matrices, quoted for a shell."""
+    cert = shlex.quote(str(directory / "C_quadrotor.npy"))
+    test = shlex.quote(str(directory / "C_quadrotor_emp_test.npy"))
+    return (f"pacplan certify-matrix {cert} --test {test} "
+            "--out runs/paper/certificate.json")
+
+
+@data_app.command("paper")
+def paper_cmd(
+    url: str = typer.Option(paperdata.BASE_URL, "--url", metavar="BASE", show_default=False,
+                            help="Folder URL holding the files (default: Weights/ of the paper's "
+                            f"repository at commit {paperdata.COMMIT[:7]}); a mirror or a "
+                            "file:// folder must hold the same bytes."),
+    cache: Path | None = typer.Option(None, "--cache", metavar="DIR",
+                                      help="Folder to put the files in (default: "
+                                      "$PACPLAN_CACHE/paper, else ~/.cache/pacplan/paper)."),
+    force: bool = typer.Option(False, "--force", help="Download again even if the cache "
+                               "already holds the right files."),
+    timeout: float = typer.Option(paperdata.DEFAULT_TIMEOUT, "--timeout", metavar="SECONDS",
+                                  help="Give up on a server silent this long."),
+) -> None:
+    """Download the paper's published UAV cost matrices, each checked against a pinned sha256."""
+    report = paperdata.fetch_paper_data(url, cache, force=force, timeout=timeout)
+    for name in report.downloaded:
+        typer.echo(f"downloaded {name} (sha256 ok)")
+    for name in report.cached:
+        typer.echo(f"already cached {name} (sha256 ok)")
+    directory = report.directory.resolve()
+    typer.echo(f"the paper's matrices are in {directory}")
+    if directory != paperdata.default_cache_dir().resolve():
+        env = shlex.quote(str(directory))
+        typer.echo(f"for the tests and examples: export PACPLAN_PAPER_DATA={env}")
+    typer.echo(f"next: {certify_command(directory)}")
