@@ -61,7 +61,7 @@ def check_unit_costs(values: Any, name: str, clip: bool = False,
     if n_out and not clip:
         i, j = np.argwhere(outside)[0]
         raise PacplanError(
-            f"{name}: {n_out} costs lie outside [0, 1] (first: {arr[i, j]!r} at row {i}, "
+            f"{name}: {n_out} costs lie outside [0, 1] (first: {float(arr[i, j])!r} at row {i}, "
             f"column {j}; min {arr.min():.4g}, max {arr.max():.4g}); "
             "pass --clip to clip them (recorded in the certificate)"
         )

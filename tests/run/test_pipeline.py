@@ -241,7 +241,7 @@ def test_baseline_from_a_weights_file_and_stale_chunks(tmp_path: Path):
 
 
 def test_paired_comparison_against_exact_cases():
-    from pacplan.run.report import paired_comparison
+    from pacplan.run.report_tables import paired_comparison
 
     rng = np.random.default_rng(0)
     test = rng.uniform(0, 1, (50, 3))

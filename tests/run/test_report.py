@@ -96,3 +96,188 @@ def test_report_refuses_a_changed_test_matrix(rundir: Path):
     costs[0, 0] = 1.0 - costs[0, 0]
     np.save(path, costs)
     _report_fails(rundir, "test")
+
+
+# ----------------------------------------------------------------- a report to share
+def _md_html(rundir: Path) -> tuple[str, str]:
+    md = write_report(rundir).read_text()
+    return md, (rundir / "report.html").read_text()
+
+
+def test_html_is_self_contained_and_holds_the_same_numbers(rundir: Path):
+    import base64
+    import re
+
+    md, page = _md_html(rundir)
+    assert "http://" not in page and "https://" not in page
+    assert 'src="figures/' not in page and "href=" not in page
+    sources = re.findall(r'<img [^>]*src="([^"]*)"', page)
+    assert len(sources) == md.count("![") >= 4
+    assert all(s.startswith("data:image/png;base64,") for s in sources)
+    first = re.search(r"!\[[^\]]*\]\(([^)]+)\)", md).group(1)
+    assert base64.b64decode(sources[0].split(",", 1)[1]) == (rundir / first).read_bytes()
+    numbers = re.findall(r"\d+\.\d+ %|\d+\.\d+ pts|\d\.\d{3}", md)
+    assert numbers and all(n in page for n in numbers)
+    table_rows = [line for line in md.splitlines() if line.startswith("| ")]
+    assert page.count("<tr>") == len(table_rows)  # every table row (headers included)
+
+
+def test_markdown_to_html_constructs(tmp_path: Path):
+    from pacplan.run.report_html import markdown_to_html
+
+    (tmp_path / "f.png").write_bytes(b"\x89PNG fake")
+    text = ("# T <1>\n\npara *em* and **b** `x<y`\ncontinued\n\n| a | b |\n|---|---:|\n"
+            "| 1 | 2 % |\n\n- item `c`\n\n```\n<raw> & **not bold**\n```\n\n![cap](f.png)\n")
+    page = markdown_to_html(text, tmp_path, "t")
+    assert "<h1>T &lt;1&gt;</h1>" in page
+    assert "<p>para <em>em</em> and <strong>b</strong> <code>x&lt;y</code> continued</p>" in page
+    assert '<td style="text-align:right">2 %</td>' in page and "<th" in page
+    assert "<li>item <code>c</code></li>" in page
+    assert "<pre><code>&lt;raw&gt; &amp; **not bold**</code></pre>" in page
+    assert 'src="data:image/png;base64,iVBORyBmYWtl"' in page
+    with pytest.raises(PacplanError, match="outside"):
+        markdown_to_html("![x](../f.png)\n", tmp_path / "sub", "t")
+    with pytest.raises(PacplanError, match="missing"):
+        markdown_to_html("![x](g.png)\n", tmp_path, "t")
+
+
+def _certificate(finished_run: Path, **changes: object):
+    from dataclasses import replace
+
+    from pacplan.pacbayes.record import Certificate
+
+    c = Certificate.load(finished_run / "certificates" / "N60.json")
+    return replace(c, **changes)
+
+
+def test_paper_column_exactly_when_the_setting_matches(finished_run: Path):
+    from pacplan.run.report_tables import paper_figures, table1
+
+    setting = {"n": 1000, "m": 50, "delta": 0.01}
+    paper = {n: _certificate(finished_run, **{**setting, "n": n}) for n in (1000, 1500, 4000)}
+    figures = paper_figures("uav", paper)
+    assert figures == {1000: "26.02 % (McAllester)", 4000: "21.55 % (quadratic); test 18.43 %"}
+    for world, changes in (("toy", {}), ("quadruped", {}), ("uav", {"m": 49}),
+                           ("uav", {"delta": 0.05}), ("uav", {"n": 2500})):
+        c = _certificate(finished_run, **{**setting, **changes})
+        assert paper_figures(world, {c.n: c}) == {}, (world, changes)
+    table = table1(paper, {"zeros": np.zeros((5, 1))}, figures).splitlines()
+    assert "paper (its own world and prior)" in table[0]
+    assert {line.count("|") for line in table} == {table[0].count("|")}
+    assert "26.02 %" in table[2] and table[3].endswith("|  |") and "21.55 %" in table[4]
+    assert "paper" not in table1(paper, {})
+
+
+def test_report_of_a_non_paper_setting_has_no_paper_column(rundir: Path):
+    md, page = _md_html(rundir)
+    assert "paper (its own world" not in md and "paper" not in page.split("<h2>")[0].lower()
+
+
+def test_choose_trajectories_takes_failures_and_a_success():
+    from pacplan.run.report import choose_trajectories
+
+    costs = np.array([0.0, 0.3, 0.0, 0.5, 0.2, 0.0])
+    assert choose_trajectories(costs, 3) == [1, 3, 0]
+    assert choose_trajectories(costs, 2) == [1, 0]
+    assert choose_trajectories(costs, 1) == [1]
+    assert choose_trajectories(costs, 5) == [1, 3, 4, 0, 2]
+    assert choose_trajectories(np.zeros(4), 3) == [0, 1, 2]  # no failure: successes fill in
+    assert choose_trajectories(np.full(4, 0.1), 3) == [0, 1, 2]  # no success: failures fill in
+    assert choose_trajectories(costs, 10) == [1, 3, 4, 0, 2, 5]
+    assert choose_trajectories(costs, 0) == []
+
+
+def test_report_draws_failures_from_the_test_matrix(rundir: Path, monkeypatch):
+    import yaml
+
+    from pacplan.files import atomic_write_bytes
+    from pacplan.run import report
+    from pacplan.run.report import choose_trajectories
+
+    drawn = []
+
+    def fake_render(seed: int, out: str, theta_path: str, world_options: dict) -> str:
+        drawn.append(seed)
+        atomic_write_bytes(out, b"\x89PNG fake")
+        return out
+
+    monkeypatch.setattr(report, "world_renderer", lambda name: fake_render)
+    cfg = yaml.safe_load((rundir / "config.yaml").read_text())
+    cfg["report"]["trajectories"] = 3
+    (rundir / "config.yaml").write_text(yaml.safe_dump(cfg))
+    stale = rundir / "figures" / "trajectory_seed1.png"
+    stale.write_bytes(b"old")
+    test = np.load(rundir / "costs" / "test.npy")
+    p = json.loads((rundir / "certificate.json").read_text())["p"]
+    column = test[:, int(np.argmax(p))]
+    expected = [20_000 + i for i in choose_trajectories(column, 3)]
+    md, _ = _md_html(rundir)
+    assert drawn == expected
+    assert sum(column[i] > 0 for i in choose_trajectories(column, 3)) >= min(
+        2, int((column > 0).sum()))
+    for seed in expected:
+        label = "failure" if column[seed - 20_000] > 0 else "success"
+        assert f"### Test environment {seed}, policy {int(np.argmax(p))}: {label}" in md
+        assert f"figures/trajectory_seed{seed}.png" in md
+    assert not stale.exists()  # an earlier report's figure is not left behind
+
+
+def test_timing_table_sums_invocations(rundir: Path):
+    from pacplan.run.report_tables import timing_table
+
+    history = [
+        {"finished": "2026-01-01T00:00:00Z", "seconds": {"prior": 10.0, "cert costs": 20.5}},
+        "not an entry",
+        {"finished": "2026-01-02T00:00:00Z", "seconds": {"cert costs": 4.5, "test costs": 65.0,
+                                                         "bad": "x"}},
+    ]
+    lines = timing_table(history)
+    assert lines[:2] == ["| step | wall time (s) | share |", "|---|---:|---:|"]
+    assert "| prior | 10.0 | 10.0 % |" in lines and "| cert costs | 25.0 | 25.0 % |" in lines
+    assert "| test costs | 65.0 | 65.0 % |" in lines
+    assert "| **total** | **100.0** (2 min) | 100 % |" in lines
+    assert "2 invocations" in lines[-1] and "1 resume" in lines[-1]
+    assert "2026-01-02T00:00:00Z" in lines[-1]
+    (rundir / "timings.json").write_text(json.dumps(history))
+    md, page = _md_html(rundir)
+    assert "| **total** | **100.0** (2 min) | 100 % |" in md and "```json" not in md
+    assert "<strong>100.0</strong>" in page
+    (rundir / "timings.json").write_text("{broken")
+    assert "timings.json is unreadable" in write_report(rundir).read_text()
+
+
+def test_prior_trained_in_the_run(rundir: Path):
+    md, _ = _md_html(rundir)
+    sha = json.loads((rundir / "manifest.json").read_text())["prior.safetensors"]["sha256"]
+    assert "Trained in this run by Evolution Strategies" in md and sha in md
+    assert "3 iterations × 4 environments × 2 antithetic pairs" in md
+    assert "training seeds [0, 100)" in md
+    assert "![ES training curve of the prior](figures/prior_training.png)" in md
+    assert (rundir / "figures" / "prior_training.png").is_file()
+
+
+def test_prior_given_as_a_file(finished_run: Path, tmp_path: Path):
+    from pacplan.files import sha256_file
+
+    shipped = tmp_path / "shipped"
+    shipped.mkdir()
+    shutil.copy(finished_run / "prior.safetensors", shipped / "toy.safetensors")
+    shutil.copy(finished_run / "metrics.jsonl", shipped / "toy-metrics.jsonl")
+    (shipped / "toy-prior.yaml").write_text("name: toy\n")
+    out = tmp_path / "given"
+    run(parse_config(json.loads(json.dumps(CONFIG))), out, prior_file=shipped / "toy.safetensors",
+        progress=False)
+    md, _ = _md_html(out)
+    assert "Given as a file" in md and sha256_file(shipped / "toy.safetensors") in md
+    assert "training seeds [0, 100)" in md and "`toy-metrics.jsonl`" in md
+    assert "`toy-prior.yaml`" in md and "3 iterations" in md
+    assert "![ES training curve of the prior](figures/prior_training.png)" in md
+    assert (out / "figures" / "prior_training.png").is_file()
+    (shipped / "toy-metrics.jsonl").unlink()
+    (shipped / "toy-training.png").write_bytes(b"\x89PNG curve")
+    md, _ = _md_html(out)
+    assert "`toy-training.png`" in md
+    assert (out / "figures" / "prior_training.png").read_bytes() == b"\x89PNG curve"
+    (shipped / "toy.safetensors").write_bytes(b"changed")
+    md, _ = _md_html(out)
+    assert "not found with this sha256" in md and "ES training curve" not in md

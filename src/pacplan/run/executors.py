@@ -7,6 +7,7 @@ cost matrix of those thetas on those seeds. Workers rebuild the world from its (
 spec once per process and keep it for the life of that process (or of the serial executor).
 
 Two callers:
+
 - ES (`paired_costs`): each environment has its own perturbed weights.
 - The pipeline (`iter_chunks`, `cost_matrix`): a full seeds × policies matrix built chunk by chunk;
   `iter_chunks` yields each finished chunk as it completes so it can be persisted, and skips

@@ -42,11 +42,13 @@ def plot_training_curve(records: list[dict[str, Any]], out: str | Path) -> Path 
     return save_figure(fig, out)
 
 
-def report_figures(fig_dir: Path, certs: dict[int, Certificate], cert: np.ndarray
-                   ) -> list[tuple[str, str]]:
+def report_figures(fig_dir: Path, certs: dict[int, Certificate], cert: np.ndarray,
+                   paper: dict[int, float] | None = None) -> list[tuple[str, str]]:
     """The report's figures in `fig_dir`: bounds vs N, posterior weights, cost distributions.
 
-    `cert` is the certification matrix; returns (title, path relative to the run) pairs.
+    `cert` is the certification matrix; `paper` (N -> the bound the paper's Table 1 reports)
+    adds those points to the bounds plot, marked as the paper's own world and prior. Returns
+    (title, path relative to the run) pairs.
     """
     plt = pyplot()
     made: list[tuple[str, str]] = []
@@ -58,7 +60,7 @@ def report_figures(fig_dir: Path, certs: dict[int, Certificate], cert: np.ndarra
     ns = list(certs)
     last = certs[ns[-1]]
 
-    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    fig, ax = plt.subplots(figsize=(7.2, 3.6))
     for key, label in (("mcallester", "McAllester"), ("quadratic", "quadratic"),
                        ("klinv", "kl-inverse")):
         ax.plot(ns, [100 * getattr(certs[n], key) for n in ns], marker="o", label=label)
@@ -68,10 +70,14 @@ def report_figures(fig_dir: Path, certs: dict[int, Certificate], cert: np.ndarra
         hi = [100 * certs[n].test_ci[1] for n in ns]
         ax.plot(ns, tc, marker="s", color="k", label="test cost")
         ax.fill_between(ns, lo, hi, color="k", alpha=0.12, label="99 % CI")
+    if paper:
+        pn = sorted(paper)
+        ax.plot(pn, [100 * paper[n] for n in pn], ls="none", marker="*", ms=10, color="tab:red",
+                label="paper's Table 1 (its world, prior)")
     ax.set_xlabel("N (certification environments)")
     ax.set_ylabel("cost (%)")
     ax.set_title(f"bounds vs N (δ = {last.delta:g})")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     made.append(("Bounds and test cost vs N", save(fig, "bounds_vs_n.png")))
 
     fig, ax = plt.subplots(figsize=(5.5, 3.0))

@@ -1,9 +1,15 @@
-"""report.md and figures for a finished run: the paper's Table 1 form, plus what it rests on.
+"""report.md, report.html and figures for a finished run: the paper's Table 1 form, plus what
+it rests on.
 
-Reads only the run directory (certificates, cost matrices, policies), so a report can be redrawn
-at any time without rerunning anything. It prints nothing it has not checked: every certificate
-is verified (recomputed from its hash-checked matrices) and every matrix is read only after its
-sha256 matches manifest.json.
+Reads only the run directory (certificates, cost matrices, policies, the prior and its training
+metrics, timings), so a report can be redrawn at any time without rerunning anything. It prints
+nothing it has not checked: every certificate is verified (recomputed from its hash-checked
+matrices) and every matrix, the policies and the prior are read only after their sha256 matches
+manifest.json. What is for people only (metrics.jsonl, timings.json, a shipped prior's training
+record) is labelled as such.
+
+report.html is the same Markdown rendered by `pacplan.run.report_html`, figures embedded: one
+file to share.
 """
 
 from __future__ import annotations
@@ -15,18 +21,30 @@ import numpy as np
 
 from pacplan.config import RunConfig, load_config
 from pacplan.errors import PacplanError
-from pacplan.files import atomic_save_npy, atomic_write_text, load_npy
-from pacplan.pacbayes.certificate import confidence_interval
+from pacplan.files import (
+    atomic_save_npy,
+    atomic_write_text,
+    load_npy,
+)
 from pacplan.pacbayes.record import Certificate
 from pacplan.run.figures import report_figures
 from pacplan.run.provenance import verify_certificate
+from pacplan.run.report_html import markdown_to_html
+from pacplan.run.report_prior import prior_section
+from pacplan.run.report_tables import (
+    PAPER_NOTE,
+    PAPER_TABLE1,
+    paired_comparison,
+    paper_figures,
+    table1,
+    timing_table,
+)
 from pacplan.run.rundir import Manifest, RunDir
 from pacplan.validation import check_unit_costs
 from pacplan.worlds.base import world_renderer
 
-
-def _pct(x: float | None) -> str:
-    return "—" if x is None else f"{100 * x:.2f} %"
+REPORT_HTML = "report.html"
+"""The shareable page beside report.md (same content, figures embedded)."""
 
 
 def _certificates(rd: RunDir) -> dict[int, Certificate]:
@@ -47,13 +65,8 @@ def _certificates(rd: RunDir) -> dict[int, Certificate]:
 def _checked_matrix(rd: RunDir, manifest: Manifest, name: str) -> np.ndarray | None:
     """A finished array of the run, read only once its sha256 matches manifest.json (None if
     the run has none)."""
-    path = rd / name
-    if not path.is_file() and manifest.sha(name) is None:
-        return None
-    if not manifest.check(name):  # raises if changed or missing
-        raise PacplanError(f"{name} in {rd.path} is not recorded in {RunDir.MANIFEST}, so its "
-                           "content is unchecked; rerun `pacplan run` to finish the run")
-    return load_npy(path, name=f"{name} in {rd.path}")
+    path = manifest.checked_path(name)
+    return None if path is None else load_npy(path, name=f"{name} in {rd.path}")
 
 
 def _baselines(rd: RunDir, manifest: Manifest, cfg: RunConfig,
@@ -75,74 +88,73 @@ def _baselines(rd: RunDir, manifest: Manifest, cfg: RunConfig,
     return out
 
 
-def table1(certs: dict[int, Certificate], baselines: dict[str, np.ndarray]) -> str:
-    """Markdown table in the form of the paper's Table 1, one row per N, then baseline rows."""
-    lines = [
-        "| N | Ĉ (train) | KL | McAllester | quadratic | kl-inverse | **certified** "
-        "| test cost [99 % CI] | gap |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for n, c in certs.items():
-        ci = f" [{_pct(c.test_ci[0])}, {_pct(c.test_ci[1])}]" if c.test_ci else ""
-        gap = "—" if c.test_cost is None else f"{100 * (c.certified - c.test_cost):.2f} pts"
-        lines.append(f"| {n} | {_pct(c.emp_cost)} | {c.kl:.3f} | {_pct(c.mcallester)} | "
-                     f"{_pct(c.quadratic)} | {_pct(c.klinv)} | **{_pct(c.certified)}** | "
-                     f"{_pct(c.test_cost)}{ci} | {gap} |")
-    for name, costs in baselines.items():
-        lo, hi = confidence_interval(costs[:, 0])
-        lines.append(f"| baseline: {name} | — | — | — | — | — | — | {_pct(float(costs.mean()))} "
-                     f"[{_pct(lo)}, {_pct(hi)}] | — |")
-    return "\n".join(lines)
+# ---------------------------------------------------------------------- the paper's figures
+def choose_trajectories(costs: np.ndarray, count: int) -> list[int]:
+    """Which test environments (row indices) to draw for one policy's column of test costs:
+    failures (cost > 0) and successes (cost 0), deterministically.
 
-
-def paired_comparison(p: np.ndarray, test: np.ndarray, baselines: dict[str, np.ndarray],
-                      resamples: int = 10_000) -> str:
-    """Markdown table: the posterior against each baseline on the same test environments.
-
-    Per environment, d = (posterior's expected cost) − (baseline's cost); the interval is a 99 %
-    percentile bootstrap of mean(d) over environments (fixed seed, so a redrawn report is
-    identical). Pairing removes the environment-to-environment spread that makes the two
-    separate test-cost intervals overlap. Descriptive, not a certificate.
+    ⌊(count + 1) / 3⌋ successes and the rest failures (3 → 2 failures + 1 success, 2 → 1 + 1,
+    1 → 1 failure), the first of each kind in seed order; when one kind runs short the other
+    fills in. Failures come first.
     """
-    posterior = np.asarray(test, dtype=np.float64) @ np.asarray(p, dtype=np.float64)
-    rng = np.random.default_rng(0)
-    lines = [
-        "| baseline | its test cost | posterior's | posterior − baseline [99 % paired bootstrap] "
-        "| posterior better / worse / tied |",
-        "|---|---:|---:|---:|---:|",
-    ]
-    for name, costs in baselines.items():
-        d = posterior - costs[:, 0]
-        means = d[rng.integers(0, d.size, (resamples, d.size))].mean(axis=1)
-        lo, hi = np.percentile(means, [0.5, 99.5])
-        lines.append(f"| {name} | {_pct(float(costs.mean()))} | {_pct(float(posterior.mean()))} "
-                     f"| {100 * d.mean():+.2f} pts [{100 * lo:+.2f}, {100 * hi:+.2f}] "
-                     f"| {int((d < 0).sum())} / {int((d > 0).sum())} / {int((d == 0).sum())} |")
-    return "\n".join(lines)
+    costs = np.asarray(costs, dtype=np.float64).reshape(-1)
+    count = max(0, min(int(count), costs.size))
+    fails, wins = np.flatnonzero(costs > 0), np.flatnonzero(costs <= 0)
+    n_win = min((count + 1) // 3, wins.size)
+    n_fail = min(count - n_win, fails.size)
+    n_win = min(count - n_fail, wins.size)
+    return [int(i) for i in fails[:n_fail]] + [int(i) for i in wins[:n_win]]
 
 
-def _trajectories(rd: RunDir, manifest: Manifest, cfg: RunConfig, last: Certificate
-                  ) -> list[tuple[str, str]]:
-    """Draw a few test environments flown by the posterior's most likely policy (from the
-    hash-checked policies), if the world has a renderer in the registry."""
+def _trajectories(rd: RunDir, manifest: Manifest, cfg: RunConfig, last: Certificate,
+                  test: np.ndarray | None) -> list[str]:
+    """Draw the posterior's most likely policy (from the hash-checked policies) in test
+    environments where it failed and where it succeeded (`choose_trajectories`, from the
+    hash-checked test matrix), if the world has a renderer in the registry."""
     count, world = cfg.report.trajectories, _world(cfg, last)
     render = world_renderer(world["name"])
     if count <= 0 or render is None:
         return []
-    first = (last.provenance.get("seeds") or {}).get("test", cfg.seeds.test)[0]
-    best = int(np.argmax(last.p))
-    theta_path = rd / RunDir.FIGURES / "most_likely_policy.npy"
     policies = _checked_matrix(rd, manifest, RunDir.POLICIES)
     if policies is None:
         raise PacplanError(f"{rd.path} has no {RunDir.POLICIES} to draw trajectories from")
+    recorded = manifest.inputs(RunDir.costs("test")).get("seeds")
+    first = int((recorded or (last.provenance.get("seeds") or {}).get("test")
+                 or cfg.seeds.test)[0])
+    best = int(np.argmax(last.p))
+    fig_dir = rd / RunDir.FIGURES
+    theta_path = fig_dir / "most_likely_policy.npy"
     atomic_save_npy(theta_path, policies[best])
-    made = []
-    for seed in range(first, first + count):
-        out = rd / RunDir.FIGURES / f"trajectory_seed{seed}.png"
+    lines = ["## Trajectories of the most likely policy", ""]
+    if test is None:
+        picks = [(i, None) for i in range(count)]
+        lines += [f"Policy {best} (posterior weight {last.p[best]:.3f}) in the first {count} test "
+                  "environments, drawn again from the stored policy.", ""]
+    else:
+        column = test[:, best]
+        picks = [(i, float(column[i])) for i in choose_trajectories(column, count)]
+        fails = sum(1 for _, c in picks if c > 0)
+        lines += [f"Policy {best} (posterior weight {last.p[best]:.3f}) fails (cost > 0) in "
+                  f"{int((column > 0).sum())} of the {column.size} test environments. Shown: "
+                  f"the first {fails} failure{'s' if fails != 1 else ''} and the first "
+                  f"{len(picks) - fails} success{'es' if len(picks) - fails != 1 else ''} in seed "
+                  "order (cost from the test matrix), each flown again from the stored policy "
+                  "for the figure, whose title gives that rollout's own cost.", ""]
+    drawn = set()
+    for i, cost in picks:
+        seed = first + i
+        out = fig_dir / f"trajectory_seed{seed}.png"
         render(seed=seed, out=str(out), theta_path=str(theta_path),
                world_options=dict(world["options"]))
-        made.append((f"Test environment {seed}, policy {best}", f"{RunDir.FIGURES}/{out.name}"))
-    return made
+        drawn.add(out.name)
+        kind = "" if cost is None else (f": failure (cost {cost:.4f})" if cost > 0
+                                        else ": success (cost 0)")
+        title = f"Test environment {seed}, policy {best}{kind}"
+        lines += [f"### {title}", "", f"![{title}]({RunDir.FIGURES}/{out.name})", ""]
+    for stale in fig_dir.glob("trajectory_seed*.png"):  # drawn by an earlier report
+        if stale.name not in drawn:
+            stale.unlink()
+    return lines
 
 
 def _world(cfg: RunConfig, last: Certificate) -> dict:
@@ -152,6 +164,22 @@ def _world(cfg: RunConfig, last: Certificate) -> dict:
                                             "options": dict(cfg.world.options)}
 
 
+# ------------------------------------------------------------------------------ timings
+def _timings_section(rd: RunDir) -> list[str]:
+    """## Wall time, from timings.json (for people: not hash-checked; unreadable is said)."""
+    path = rd / RunDir.TIMINGS
+    if not path.is_file():
+        return []
+    try:
+        history = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return ["## Wall time", "", f"{RunDir.TIMINGS} is unreadable ({type(exc).__name__}).", ""]
+    body = timing_table(history if isinstance(history, list) else [])
+    return ["## Wall time", "", f"Seconds per step, from `{RunDir.TIMINGS}` (wall clock on the "
+            "machines that ran it):", "", *body, ""]
+
+
+# ------------------------------------------------------------------------------- report
 def _header(cfg: RunConfig, last: Certificate) -> list[str]:
     """The report's opening: world, m, δ, solver and seeds, from the verified certificate."""
     world = _world(cfg, last)
@@ -177,7 +205,8 @@ def _header(cfg: RunConfig, last: Certificate) -> list[str]:
 
 
 def write_report(run_dir: str | Path) -> Path:
-    """Write report.md (and figures/) for a run directory; returns the report's path.
+    """Write report.md, report.html (the same, figures embedded) and figures/ for a run
+    directory; returns report.md's path.
 
     Everything printed is checked first: each certificate is verified and each matrix read
     only once its sha256 matches manifest.json, so an edited file stops the report instead of
@@ -200,9 +229,15 @@ def _write_report(rd: RunDir) -> Path:
         raise PacplanError(f"{rd.path} has no {RunDir.costs('cert')}; run `pacplan run` first")
     test = _checked_matrix(rd, manifest, RunDir.costs("test"))
     baselines = _baselines(rd, manifest, cfg, test)
-    figures = report_figures(rd / RunDir.FIGURES, certs, cert)
-    figures += _trajectories(rd, manifest, cfg, last)
-    lines = [*_header(cfg, last), table1(certs, baselines), ""]
+    paper = paper_figures(_world(cfg, last)["name"], certs)
+    figures = report_figures(rd / RunDir.FIGURES, certs, cert,
+                             paper={n: PAPER_TABLE1[n][1] for n in paper})
+    prior = prior_section(rd, manifest, cfg)
+    trajectories = _trajectories(rd, manifest, cfg, last, test)
+    lines = [*_header(cfg, last), table1(certs, baselines, paper), ""]
+    if paper:
+        lines += [PAPER_NOTE, ""]
+    lines += [f"This report is also one page with its figures embedded: `{REPORT_HTML}`.", ""]
     if baselines and test is not None:
         lines += ["## Posterior against the baselines, environment by environment", "",
                   f"The posterior of N = {max(certs)} and each baseline on the same "
@@ -210,9 +245,10 @@ def _write_report(rd: RunDir) -> Path:
                   paired_comparison(np.asarray(last.p), test, baselines), ""]
     for title, rel in figures:
         lines += [f"## {title}", "", f"![{title}]({rel})", ""]
-    timings = rd / RunDir.TIMINGS
-    if timings.is_file():
-        lines += ["## Step wall times (s)", "", "```json", timings.read_text().strip(), "```", ""]
+    lines += prior + trajectories + _timings_section(rd)
+    text = "\n".join(lines)
+    atomic_write_text(rd / REPORT_HTML, markdown_to_html(text, rd.path,
+                                                         f"pacplan report: {cfg.name}"))
     path = rd / RunDir.REPORT
-    atomic_write_text(path, "\n".join(lines))
+    atomic_write_text(path, text)
     return path

@@ -156,6 +156,17 @@ class Manifest:
         entry = self.entries.get(name)
         return {} if entry is None else dict(entry["inputs"])
 
+    def checked_path(self, name: str) -> Path | None:
+        """The path of finished artifact `name` once its sha256 matches (None if the run has
+        none); a file present but never recorded is refused: its content is unchecked."""
+        path = self.run_dir / name
+        if not path.is_file() and self.sha(name) is None:
+            return None
+        if not self.check(name):  # raises if changed or missing
+            raise PacplanError(f"{name} in {self.run_dir} is not recorded in {RunDir.MANIFEST}, "
+                               "so its content is unchecked; rerun `pacplan run` to finish the run")
+        return path
+
     def check(self, name: str, **inputs: Any) -> bool:
         """True if `name` exists, matches its recorded hash and was made from `inputs`.
 

@@ -48,7 +48,7 @@ def test_uav_quick_pipeline_small(tmp_path: Path):
     assert c.certified >= c.emp_cost
     report = write_report(tmp_path).read_text()
     assert "baseline: depth-filter-only" in report
-    assert (tmp_path / "figures" / "trajectory_seed200000.png").is_file()
+    assert len(list((tmp_path / "figures").glob("trajectory_seed*.png"))) == 1
 
 
 def test_shipped_uav_result_verifies():

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from pacplan.plotting import pyplot, save_figure
+from pacplan.plotting import depth_colorbar, draw_depth, pyplot, save_figure
 from pacplan.weights import load_theta
 from pacplan.worlds.quadruped.gait import REFERENCE_GAIT
 from pacplan.worlds.quadruped.policy import POLICY_DIM
@@ -44,18 +44,20 @@ def render_figure(seed: int, out: str, theta_path: str | None = None,
     terrain = world.terrain(seed)
     who = "reference gait" if theta is None else Path(theta_path or "").name
 
-    fig = plt.figure(figsize=(12, 4.2))
-    grid = fig.add_gridspec(2, 2, width_ratios=[2.6, 1], height_ratios=[2, 1])
+    fig = plt.figure(figsize=(12, 4.0), layout="constrained")
+    grid = fig.add_gridspec(2, 2, width_ratios=[3.0, 1], height_ratios=[2, 1])
     side = fig.add_subplot(grid[0, 0])
     _draw_side_view(side, terrain, result, world.rollout_config.finish_dx)
+    outcome = ("fell" if result.fell else "reached the finish line" if result.finished
+               else "stopped short of the finish line")
     side.set_title(
-        f"quadruped seed {seed} ({who}): Δx = {result.dx:.2f} m in {result.sim_time:.1f} s, "
-        f"cost {result.cost:.3f}" + (" — fell" if result.fell else ""),
+        f"quadruped seed {seed} ({who}): {outcome}, Δx = {result.dx:.2f} m in "
+        f"{result.sim_time:.1f} s, cost {result.cost:.3f}",
         fontsize=10,
     )
     _draw_top_view(fig.add_subplot(grid[1, 0], sharex=side), terrain, result)
     _draw_depth(fig, fig.add_subplot(grid[:, 1]), result, world.camera.far_m)
-    return str(save_figure(fig, out, dpi=120))
+    return str(save_figure(fig, out, dpi=120, crop=True))
 
 
 def _draw_side_view(ax: Any, terrain: Terrain, result: RolloutResult, finish_dx: float) -> None:
@@ -84,16 +86,14 @@ def _draw_top_view(ax: Any, terrain: Terrain, result: RolloutResult) -> None:
     ax.axhline(0.0, color="0.5", lw=0.5)
     ax.set_xlabel("x (m)")
     ax.set_ylabel("y (m)")
-    reach = max(1.0, float(np.abs(result.path[:, 2]).max()) + 0.2)  # keep a veering path in view
+    reach = max(0.5, float(np.abs(result.path[:, 2]).max()) + 0.2)  # keep a veering path in view
     ax.set_ylim(-reach, reach)
 
 
 def _draw_depth(fig: Any, ax: Any, result: RolloutResult, far_m: float) -> None:
-    """The torso camera's first depth image."""
+    """The torso camera's first depth image, in the convention of
+    `pacplan.plotting.draw_depth` (bright near, dark at the far value, which the sky reads)."""
     depth = result.first_depth if result.first_depth is not None else np.zeros((50, 50))
-    shown_max = min(4.0, far_m)  # near-field detail; the sky reads the far value
-    im = ax.imshow(depth, cmap="viridis_r", vmin=0.0, vmax=shown_max)
-    ax.set_title(f"torso depth camera at t = 0 (m; far = {far_m:g})", fontsize=10)
-    ax.set_xticks([])
-    ax.set_yticks([])
-    fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04, extend="max")
+    im = draw_depth(ax, depth, far_m)
+    ax.set_title(f"torso camera at t = 0 (far {far_m:g} m)", fontsize=10)
+    depth_colorbar(fig, im, ax, fraction=0.046, pad=0.02)

@@ -2,7 +2,8 @@
 
 Top view (x–y) and side view (y–z) of the tunnel and cylinders with the flown trajectory and the
 collision point, and the depth images at the first and at the last decision with the Depth
-Filter's 5x5 cells and the chosen primitive's cell highlighted.
+Filter's 5x5 cells and the chosen primitive's cell highlighted (depth drawn in the one
+convention of `pacplan.plotting.draw_depth`: bright near, dark at the camera's far distance).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pacplan.plotting import pyplot, save_figure
+from pacplan.plotting import depth_colorbar, draw_depth, pyplot, save_figure
 from pacplan.weights import load_theta as load_policy_weights
 from pacplan.worlds.uav import spec
 from pacplan.worlds.uav.policy_np import NumpyPolicy
@@ -73,13 +74,15 @@ def render_figure(seed: int, out: str | Path, theta_path: str | None = None,
     world = UAVWorld(**{**(world_options or {}), "compile": False})
     tr = world.trajectory(theta, int(seed))
 
-    fig = plt.figure(figsize=(13, 9))
-    grid = fig.add_gridspec(2, 3, width_ratios=[1.0, 1.6, 1.1])
-    ax_top = fig.add_subplot(grid[:, 0])
-    ax_side = fig.add_subplot(grid[0, 1])
-    ax_img = [fig.add_subplot(grid[0, 2]), fig.add_subplot(grid[1, 2])]
-    ax_txt = fig.add_subplot(grid[1, 1])
-    ax_txt.axis("off")
+    # Panels sized to their content (top view 10 x 17 m, side view 17 x 4 m, square depth
+    # images), so the cropped figure has little empty space.
+    fig = plt.figure(figsize=(11.0, 6.0), layout="constrained")
+    outer = fig.add_gridspec(1, 2, width_ratios=[1.0, 2.35])
+    ax_top = fig.add_subplot(outer[0])
+    right = outer[1].subgridspec(2, 1, height_ratios=[1.0, 1.9])
+    ax_side = fig.add_subplot(right[0])
+    images = right[1].subgridspec(1, 2)
+    ax_img = [fig.add_subplot(images[0]), fig.add_subplot(images[1])]
     _draw_views(ax_top, ax_side, tr)
     _draw_decisions(fig, ax_img, tr, NumpyPolicy(theta, world.net_scale))
 
@@ -89,18 +92,13 @@ def render_figure(seed: int, out: str | Path, theta_path: str | None = None,
         if tr.checks
         else "no collision in 12 s"
     )
-    ax_txt.text(
-        0.0,
-        0.9,
-        f"UAV world, seed {seed}\npolicy: {who} (net scale "
-        f"{world.net_scale:g} m)\n{outcome}; cost = {tr.cost:.4f}\n"
-        f"primitives flown: {', '.join(str(int(p)) for p in tr.prims)}",
-        va="top",
+    fig.suptitle(
+        f"UAV world, seed {seed}: {outcome}, cost = {tr.cost:.4f}\n"
+        f"policy: {who} (net scale {world.net_scale:g} m); primitives flown: "
+        f"{', '.join(str(int(p)) for p in tr.prims)}",
         fontsize=10,
-        family="monospace",
-        wrap=True,
     )
-    return str(save_figure(fig, out, dpi=110))
+    return str(save_figure(fig, out, dpi=110, crop=True))
 
 
 def _draw_views(ax_top: Any, ax_side: Any, tr: Trajectory) -> None:
@@ -150,7 +148,8 @@ def _draw_views(ax_top: Any, ax_side: Any, tr: Trajectory) -> None:
 
 
 def _draw_decisions(fig: Any, ax_img: list[Any], tr: Trajectory, policy: NumpyPolicy) -> None:
-    """Depth at the first and last decisions with the Depth Filter cells, the flown one red."""
+    """Depth at the first and last decisions with the Depth Filter cells, the flown one red
+    (the depth convention of `pacplan.plotting.draw_depth`, one shared colorbar)."""
     from matplotlib.patches import Rectangle
 
     from pacplan.worlds.uav.batched import BatchedScene
@@ -161,8 +160,9 @@ def _draw_decisions(fig: Any, ax_img: list[Any], tr: Trajectory, policy: NumpyPo
     images = camera.render(tr.decisions[steps])
     cells = spec.filter_cells()
     offs = spec.primitive_offsets()
+    im = None
     for ax, step, img in zip(ax_img, steps, images, strict=True):
-        im = ax.imshow(img, cmap="viridis", vmin=0, vmax=spec.FAR)
+        im = draw_depth(ax, img, spec.FAR)
         chosen = int(tr.prims[step])
         for k, (r, c) in enumerate(cells):
             hot = k == chosen
@@ -172,16 +172,14 @@ def _draw_decisions(fig: Any, ax_img: list[Any], tr: Trajectory, policy: NumpyPo
                     spec.CELL,
                     spec.CELL,
                     fill=False,
-                    ec="red" if hot else "white",
+                    ec="red" if hot else "0.25",  # readable on bright and dark depth
                     lw=2 if hot else 0.6,
                 )
             )
         dx, dz = offs[chosen]
         ax.set_title(
-            f"depth at decision {step + 1}: primitive {chosen} (dx={dx:+.1f}, dz={dz:+.1f})",
+            f"decision {step + 1}: primitive {chosen}\n(dx = {dx:+.1f}, dz = {dz:+.1f})",
             fontsize=9,
         )
-        ax.set_xticks([])
-        ax.set_yticks([])
-        fig.colorbar(im, ax=ax, fraction=0.046, pad=0.02, label="z-depth [m]")
         assert policy.choose(img) == chosen  # the figure shows the decision actually flown
+    depth_colorbar(fig, im, ax_img, shrink=0.9, pad=0.02)

@@ -1,0 +1,166 @@
+"""The report's section on the prior: where it came from, what it was trained on, and how the
+training went (for people: metrics are labelled as unhashed where they are).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pacplan
+from pacplan.config import RunConfig
+from pacplan.errors import PacplanError
+from pacplan.es.checkpoint import read_prior
+from pacplan.files import atomic_write_bytes, sha256_file
+from pacplan.pacbayes.record import relative_path
+from pacplan.run.figures import plot_training_curve
+from pacplan.run.report_tables import duration
+from pacplan.run.rundir import Manifest, RunDir
+
+
+def _safetensors_metadata(data: bytes) -> dict[str, str]:
+    """The __metadata__ of safetensors bytes already accepted by `read_prior`."""
+    size = int.from_bytes(data[:8], "little")
+    meta = json.loads(data[8 : 8 + size]).get("__metadata__") or {}
+    return {str(k): str(v) for k, v in meta.items()}
+
+
+_METRIC_KEYS = ("iteration", "cost", "best", "sigma_mean", "utility")
+
+
+def _read_training_metrics(path: Path) -> tuple[list[dict[str, Any]], str | None]:
+    """ES metrics records (for people, not hash-checked), or [] and why they cannot be used."""
+    try:
+        records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
+                   if line.strip()]
+    except (OSError, ValueError) as exc:
+        return [], f"{path.name} is unreadable ({type(exc).__name__})"
+    if not records or not all(isinstance(r, dict) and all(k in r for k in _METRIC_KEYS)
+                              for r in records):
+        return [], f"{path.name} holds no ES metrics records"
+    return records, None
+
+
+def _es_record_summary(records: list[dict[str, Any]], meta: dict[str, str]) -> str:
+    """One paragraph from ES metrics records: sizes, rollouts, time, cost first/last/lowest."""
+    n, last = len(records), records[-1]
+    envs = last.get("envs")
+    rollouts = last.get("rollouts")
+    sizes = f"{n} iterations"
+    if isinstance(envs, int) and isinstance(rollouts, int) and envs > 0:
+        sizes += f" × {envs} environments × {rollouts // (2 * envs)} antithetic pairs"
+    total = sum(r.get("rollouts", 0) for r in records if isinstance(r.get("rollouts"), int))
+    seconds = sum(float(r.get("seconds", 0.0)) for r in records
+                  if isinstance(r.get("seconds"), (int, float)))
+    lowest = min(r["cost"] for r in records)
+    text = (f"{sizes}: {total:,} rollouts in {duration(seconds)} of ES time. Training cost (mean "
+            f"over an iteration's perturbed policies) {records[0]['cost']:.3f} at the first "
+            f"iteration, {last['cost']:.3f} at the last, lowest {lowest:.3f}.")
+    recorded = meta.get("iteration")
+    if recorded is not None:
+        text += (f" The prior records {recorded} iterations, as many as the metrics."
+                 if recorded == str(n) else
+                 f" The prior records {recorded} iterations, the metrics {n}: they may not "
+                 "belong together.")
+    return text
+
+
+def _find_source(rd: RunDir, source: str, sha: str) -> Path | None:
+    """The file a given prior was copied from, if it is still found with the same sha256: at
+    its recorded path (relative to the run directory, or, for older manifests, the current
+    directory), or shipped inside the pacplan package under the same name."""
+    raw = Path(source)
+    candidates = [raw] if raw.is_absolute() else [rd.path / raw, Path.cwd() / raw]
+    candidates += sorted(Path(pacplan.__file__).parent.rglob(raw.name))
+    for path in candidates:
+        if path.is_file() and sha256_file(path) == sha:
+            return path
+    return None
+
+
+def _siblings(found: Path, *names: str) -> Path | None:
+    """The first of `names` that exists beside `found` ({stem} is the prior file's stem)."""
+    for name in names:
+        path = found.parent / name.format(stem=found.stem)
+        if path.is_file():
+            return path
+    return None
+
+
+def prior_section(rd: RunDir, manifest: Manifest, cfg: RunConfig) -> list[str]:
+    """## The prior: where it came from (trained here, or a given file with its source and
+    sha256), the seeds it records, and its training record and curve where one exists."""
+    path = manifest.checked_path(RunDir.PRIOR)
+    if path is None:
+        raise PacplanError(f"{rd.path} has no {RunDir.PRIOR}; run `pacplan run` first")
+    data = path.read_bytes()
+    prior = read_prior(data, f"{RunDir.PRIOR} in {rd.path}")
+    meta = _safetensors_metadata(data)
+    sha = manifest.sha(RunDir.PRIOR) or ""
+    source = manifest.inputs(RunDir.PRIOR).get("source")
+    seeds = (f"it records its training seeds [{prior.seeds[0]}, {prior.seeds[1]})"
+             if prior.seeds is not None else
+             "it records no training seeds, so the certificates state the config's seeds.prior "
+             f"{list(cfg.seeds.prior)} (the run's own claim)")
+    what = f"N(μ, diag σ²) over {prior.mu.size:,} weights, sha256 `{sha}`"
+    lines = ["## The prior", ""]
+    curve = rd / RunDir.TRAINING_CURVE
+    records: list[dict[str, Any]] = []
+    copied = False
+    if source == "es":
+        es = cfg.es
+        shared = (" (one set of pairs shared by all its environments)"
+                  if es.shared_perturbations else "")
+        start = (f"mean from `{Path(es.init_mean).name}`" if isinstance(es.init_mean, str)
+                 else f"mean {es.init_mean:g}")
+        lines += [f"Trained in this run by Evolution Strategies: `{RunDir.PRIOR}` ({what}); "
+                  f"{seeds}.", "",
+                  f"ES settings (config.yaml): {es.iterations} iterations × {es.envs_per_iter} "
+                  f"environments × {es.pairs_per_env} antithetic pairs per iteration"
+                  f"{shared}, Adam with learning rates {es.lr_mu:g} (μ) and {es.lr_logvar:g} "
+                  f"(log σ²), starting from {start} and variance {es.init_var:g}.", ""]
+        records, problem = _read_training_metrics(rd / RunDir.METRICS)
+        lines += [f"From `{RunDir.METRICS}`: {_es_record_summary(records, meta)}" if records
+                  else f"No training record: {problem}.", ""]
+    else:
+        lines += [f"Given as a file (`--prior` or `prior:` in the config): source `{source}`, "
+                  f"copied into the run as `{RunDir.PRIOR}` ({what}); {seeds}.", ""]
+        found = None if source is None else _find_source(rd, str(source), sha)
+        if found is None:
+            lines += ["The source file is not found with this sha256 (at its recorded path, "
+                      "or shipped with pacplan), so no training record is shown.", ""]
+        else:
+            where = relative_path(found, rd.path)
+            metrics = _siblings(found, "{stem}-metrics.jsonl",
+                                *([RunDir.METRICS] if found.name == RunDir.PRIOR else []))
+            config = _siblings(found, "{stem}-prior.yaml",
+                               *([RunDir.CONFIG] if found.name == RunDir.PRIOR else []))
+            shipped = _siblings(found, "{stem}-training.png",
+                                *([RunDir.TRAINING_CURVE] if found.name == RunDir.PRIOR else []))
+            problem = "none lies beside it"
+            if metrics is not None:
+                records, problem = _read_training_metrics(metrics)
+            found_at = "" if where == source else f" (found at `{where}`)"
+            how = f"; how it was trained: `{config.name}`" if config is not None else ""
+            if records:
+                lines += [f"Its training record beside the source{found_at}, `{metrics.name}` "
+                          f"(for people: not hash-linked to the prior{how}): "
+                          f"{_es_record_summary(records, meta)}", ""]
+            elif shipped is not None:
+                atomic_write_bytes(curve, shipped.read_bytes())
+                copied = True
+                lines += [f"Its training curve beside the source{found_at}: `{shipped.name}` "
+                          f"(for people: not hash-linked to the prior{how}); no metrics record "
+                          f"({problem}).", ""]
+            else:
+                lines += [f"No training record beside the source{found_at} ({problem}{how}).",
+                          ""]
+    if records:
+        plot_training_curve(records, curve)
+    if records or copied or (source == "es" and curve.is_file()):
+        lines += [f"![ES training curve of the prior]({RunDir.TRAINING_CURVE})", ""]
+    return lines
+
+
+# ------------------------------------------------------------------------- trajectories

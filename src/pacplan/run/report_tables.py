@@ -1,0 +1,160 @@
+"""The report's tables: Table 1 in the paper's form (with the paper's own figures where the run
+reproduces its setting), the posterior against each baseline on the same test environments, and
+the wall time of each step. Pure functions of checked numbers: no files.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from pacplan.pacbayes.certificate import confidence_interval
+from pacplan.pacbayes.record import Certificate
+
+# The paper's Table 1 (Veer & Majumdar, CoRL 2020), UAV world, δ = 0.01, m = 50: the bound it
+# reports for each N, and the test cost of its N = 4000 posterior (docs/design.md, "Paper
+# reference data"). The paper states no quadruped figures that pacplan records, so none are shown.
+PAPER_WORLD = "uav"
+PAPER_M = 50
+PAPER_DELTA = 0.01
+PAPER_TABLE1: dict[int, tuple[str, float]] = {
+    1000: ("McAllester", 0.2602),
+    2000: ("quadratic", 0.2299),
+    4000: ("quadratic", 0.2155),
+}
+PAPER_TEST_COST: dict[int, float] = {4000: 0.1843}
+
+
+def pct(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:.2f} %"
+
+
+def reproduces_paper_setting(world: str, c: Certificate) -> bool:
+    """True when certificate `c` is in a setting of the paper's Table 1: the UAV world,
+    m = 50 policies, δ = 0.01 and one of the paper's N (its world and prior still differ)."""
+    return (world == PAPER_WORLD and c.m == PAPER_M and c.n in PAPER_TABLE1
+            and math.isclose(c.delta, PAPER_DELTA, rel_tol=1e-12, abs_tol=0.0))
+
+
+def paper_figures(world: str, certs: dict[int, Certificate]) -> dict[int, str]:
+    """The paper's Table 1 entry for each N whose certificate reproduces a paper setting."""
+    out = {}
+    for n, c in certs.items():
+        if reproduces_paper_setting(world, c):
+            bound, value = PAPER_TABLE1[n]
+            text = f"{pct(value)} ({bound})"
+            if n in PAPER_TEST_COST:
+                text += f"; test {pct(PAPER_TEST_COST[n])}"
+            out[n] = text
+    return out
+
+
+PAPER_NOTE = (
+    "*paper*: what the paper's Table 1 reports for the same N, m = 50 and δ = 0.01 (the bound "
+    "it used, and the test cost of its N = 4000 posterior). It was obtained on the paper's own "
+    "UAV world and with its own prior, so it places this run's numbers in context; it is not a "
+    "like-for-like comparison.")
+
+
+def table1(certs: dict[int, Certificate], baselines: dict[str, np.ndarray],
+           paper: dict[int, str] | None = None) -> str:
+    """Markdown table in the form of the paper's Table 1, one row per N, then baseline rows.
+
+    `paper` (N -> text) adds a column "paper" filled on those rows only (`paper_figures`).
+    """
+    paper = paper or {}
+    extra_head, extra_rule = (" paper (its own world and prior) |", "---:|") if paper else ("", "")
+    lines = [
+        "| N | Ĉ (train) | KL | McAllester | quadratic | kl-inverse | **certified** "
+        f"| test cost [99 % CI] | gap |{extra_head}",
+        f"|---:|---:|---:|---:|---:|---:|---:|---:|---:|{extra_rule}",
+    ]
+    for n, c in certs.items():
+        ci = f" [{pct(c.test_ci[0])}, {pct(c.test_ci[1])}]" if c.test_ci else ""
+        gap = "—" if c.test_cost is None else f"{100 * (c.certified - c.test_cost):.2f} pts"
+        extra = f" {paper.get(n, '')} |" if paper else ""
+        lines.append(f"| {n} | {pct(c.emp_cost)} | {c.kl:.3f} | {pct(c.mcallester)} | "
+                     f"{pct(c.quadratic)} | {pct(c.klinv)} | **{pct(c.certified)}** | "
+                     f"{pct(c.test_cost)}{ci} | {gap} |{extra}")
+    for name, costs in baselines.items():
+        lo, hi = confidence_interval(costs[:, 0])
+        extra = "  |" if paper else ""
+        lines.append(f"| baseline: {name} | — | — | — | — | — | — | {pct(float(costs.mean()))} "
+                     f"[{pct(lo)}, {pct(hi)}] | — |{extra}")
+    return "\n".join(lines)
+
+
+def paired_comparison(p: np.ndarray, test: np.ndarray, baselines: dict[str, np.ndarray],
+                      resamples: int = 10_000) -> str:
+    """Markdown table: the posterior against each baseline on the same test environments.
+
+    Per environment, d = (posterior's expected cost) − (baseline's cost); the interval is a 99 %
+    percentile bootstrap of mean(d) over environments (fixed seed, so a redrawn report is
+    identical). Pairing removes the environment-to-environment spread that makes the two
+    separate test-cost intervals overlap. Descriptive, not a certificate.
+    """
+    posterior = np.asarray(test, dtype=np.float64) @ np.asarray(p, dtype=np.float64)
+    rng = np.random.default_rng(0)
+    lines = [
+        "| baseline | its test cost | posterior's | posterior − baseline [99 % paired bootstrap] "
+        "| posterior better / worse / tied |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for name, costs in baselines.items():
+        d = posterior - costs[:, 0]
+        means = d[rng.integers(0, d.size, (resamples, d.size))].mean(axis=1)
+        lo, hi = np.percentile(means, [0.5, 99.5])
+        lines.append(f"| {name} | {pct(float(costs.mean()))} | {pct(float(posterior.mean()))} "
+                     f"| {100 * d.mean():+.2f} pts [{100 * lo:+.2f}, {100 * hi:+.2f}] "
+                     f"| {int((d < 0).sum())} / {int((d > 0).sum())} / {int((d == 0).sum())} |")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------- the prior
+def duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes = round(seconds / 60)
+    return f"{minutes} min" if minutes < 60 else f"{minutes // 60} h {minutes % 60} min"
+
+
+def _seconds(value: float) -> str:
+    return f"{value:,.1f}" if value >= 10 else f"{value:.2f}"
+
+
+def timing_table(history: list[Any]) -> list[str]:
+    """Markdown: one row per step with its wall time summed over every invocation of
+    `pacplan run` recorded in timings.json, its share, a total, and how many invocations."""
+    totals: dict[str, float] = {}
+    runs = []
+    for entry in history:
+        secs = entry.get("seconds") if isinstance(entry, dict) else None
+        if not isinstance(secs, dict):
+            continue
+        runs.append(entry)
+        for step, value in secs.items():
+            if (isinstance(value, (int, float)) and not isinstance(value, bool)
+                    and math.isfinite(value)):
+                totals[str(step)] = totals.get(str(step), 0.0) + float(value)
+    if not runs:
+        return ["No step times are recorded in timings.json."]
+    total = sum(totals.values())
+    lines = ["| step | wall time (s) | share |", "|---|---:|---:|"]
+    for step, value in totals.items():
+        share = f"{100 * value / total:.1f} %" if total > 0 else "—"
+        lines.append(f"| {step} | {_seconds(value)} | {share} |")
+    lines.append(f"| **total** | **{_seconds(total)}** ({duration(total)}) | 100 % |")
+    stamps = [str(r.get("finished")) for r in runs if r.get("finished")]
+    k = len(runs)
+    when = ""
+    if stamps:
+        when = (f", finished {stamps[0]}" if k == 1 else
+                f"; the first finished {stamps[0]}, the last {stamps[-1]}")
+    lines += ["", (f"Summed over {k} invocation{'s' if k != 1 else ''} of `pacplan run` "
+                   f"({k - 1} resume{'s' if k != 2 else ''}{when})" if k > 1 else
+                   f"From 1 invocation of `pacplan run` (no resumes{when})")
+              + ". A resumed step counts only the work it had left; an invocation killed "
+              "before its end records no time."]
+    return lines
