@@ -2,11 +2,12 @@
 
     python benchmarks/quadruped_prior_sigma.py [--seeds 4] [--draws 4]
 
-The ES starting mean of priors/quadruped-prior.yaml runs the reference gait whatever the policy
-sees. Policies drawn around it with variance σ² react to their inputs (motor velocities reach
-≈ 10 rad/s), so σ decides how far the drawn policies stray from the gait. This rolls out the mean
-and `draws` policies for each σ² on prior terrains 0..seeds-1 (2 processes) and reports the mean
-costs and their ratio to the mean policy's; it is the measurement behind `init_var: 0.0001`.
+The ES starting mean of the quadruped-prior config (pacplan/presets/priors/) runs the reference
+gait whatever the policy sees. Policies drawn around it with variance σ² react to their inputs
+(motor velocities reach ≈ 10 rad/s), so σ decides how far the drawn policies stray from the gait.
+This rolls out the mean and `draws` policies for each σ² on prior terrains 0..seeds-1
+(2 processes) and reports the mean costs and their ratio to the mean policy's; it is the
+measurement behind `init_var: 0.0001`.
 """
 
 from __future__ import annotations
@@ -14,15 +15,15 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing as mp
-from pathlib import Path
 
 import numpy as np
 
+from pacplan.presets import PRIORS, presets_dir
 from pacplan.weights import load_theta
 from pacplan.worlds.quadruped import QuadrupedWorld
 from pacplan.worlds.quadruped.policy import POLICY_DIM
 
-INIT = Path(__file__).resolve().parents[1] / "priors" / "quadruped-gait-init.safetensors"
+INIT = presets_dir() / PRIORS / "quadruped-gait-init.safetensors"
 
 
 def _cost(job: tuple[np.ndarray, int]) -> float:

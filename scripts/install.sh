@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# One-step, idempotent set-up: a local .venv with pacplan and its test tools.
+# One-step, idempotent set-up: a local .venv with pacplan (editable) and its test tools.
 # torch is pinned to the CPU build 2.13.0 (an unpinned torch pulls a multi-GB CUDA build);
 # on a CUDA machine, install the torch you want into .venv first and this keeps it.
+# The presets and shipped priors are package data (src/pacplan/presets/), so
+# `.venv/bin/pacplan run uav-quick` works from any folder; a wheel (`python -m build`) carries them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -17,3 +19,4 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q -e ".[dev]"
   touch "$stamp"
 fi
+.venv/bin/pacplan --version  # the console script starts

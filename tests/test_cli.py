@@ -332,3 +332,89 @@ def test_bad_world_options_fail_before_any_work(tmp_path: Path, capsys, changes,
         assert code == 2 and len(err.strip().splitlines()) == 1, err
         assert "world 'toy'" in err and fragment in err, err
         assert not out.exists()
+
+
+# -- presets, --version, choices and completion ---------------------------------------------------
+def test_version(capsys):
+    from pacplan import __version__
+
+    code, out, _ = run(["--version"], capsys)
+    assert code == 0 and out.strip() == f"pacplan {__version__}"
+
+
+def test_presets_lists_every_preset_with_its_description(capsys):
+    from pacplan.presets import list_presets
+
+    code, out, _ = run(["presets"], capsys)
+    assert code == 0
+    flat = " ".join(out.split())
+    for p in list_presets():
+        assert p.name in out and " ".join(p.description.split()[:4]) in flat, p.name
+    assert "quadruped, uav" in flat  # the shipped priors, for --prior NAME
+
+
+def test_presets_name_prints_its_file(capsys):
+    from pacplan.presets import preset_path
+
+    code, out, _ = run(["presets", "uav-quick"], capsys)
+    assert code == 0 and out.strip() == str(preset_path("uav-quick"))
+    code, _, err = run(["presets", "nosuch"], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "unknown preset" in err, err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", "nosuch"], "no config file or preset named 'nosuch'; presets: "),
+        (["train-prior", "nosuch", "--out", "x"], "no config file or preset named 'nosuch'"),
+        (["run", "configs/toy.yaml"], "the shipped preset of that name runs with `pacplan run"),
+        (["run", "toy", "--prior", "nope"], "shipped priors: quadruped, uav"),
+        (["run", "toy", "--prior", "nope.safetensors"], "prior file not found: nope.safetensors"),
+    ],
+)
+def test_unknown_config_or_prior_fails_before_any_work(tmp_path: Path, monkeypatch, capsys,
+                                                       args: list[str], message: str):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run(args, capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert message in " ".join(err.split()), err
+    assert list(tmp_path.iterdir()) == []  # no run directory was made
+
+
+def _cli(args: list[str], **env: str) -> subprocess.CompletedProcess:
+    import os
+
+    return subprocess.run([sys.executable, "-m", "pacplan.cli", *args], capture_output=True,
+                          text=True, env={**os.environ, "COLUMNS": "200",
+                                          "TERMINAL_WIDTH": "200", **env})
+
+
+def test_help_shows_choices_as_choices_and_flags_as_flags():
+    import re
+
+    out = _cli(["run", "--help"]).stdout
+    assert re.search(r"--executor\s+\[serial\|processes\|ray\]", out), out
+    assert re.search(r"--quiet\s+No progress bars", out), out  # no value shown after a flag
+    assert re.search(r"--help\s+Show this message", out), out
+    out = _cli(["certify-matrix", "--help"]).stdout
+    assert "[mcallester|quadratic|klinv|best]" in out and "[gibbs|rep]" in out, out
+    assert re.search(r"--clip\s+Clip costs", out), out
+    out = _cli(["--help"]).stdout
+    assert "--version" in out and "--install-completion" in out, out
+
+
+@pytest.mark.parametrize(
+    ("words", "expected"),
+    [
+        ("pacplan run uav", {"uav-quick", "uav-paper", "uav-prior"}),
+        ("pacplan train-prior quadruped-p", {"quadruped-paper", "quadruped-prior"}),
+        ("pacplan run toy --executor p", {"processes"}),
+        ("pacplan run toy --prior ", {"uav", "quadruped"}),
+        ("pacplan certify-matrix c.npy --bound q", {"quadratic"}),
+    ],
+)
+def test_shell_completion_offers_presets_and_choices(words: str, expected: set[str]):
+    proc = _cli([], _PACPLAN_COMPLETE="complete_bash", COMP_WORDS=words,
+                COMP_CWORD=str(len(words.split()) - (0 if words.endswith(" ") else 1)))
+    assert proc.returncode == 0, proc.stderr
+    assert set(proc.stdout.split()) == expected, proc.stdout

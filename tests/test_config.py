@@ -9,6 +9,7 @@ import yaml
 
 from pacplan.config import RunConfig, dump_config, load_config, parse_config
 from pacplan.errors import PacplanError
+from pacplan.presets import list_presets, preset_path
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -18,7 +19,7 @@ def _base() -> dict:
 
 
 def test_toy_preset_loads_with_expected_values() -> None:
-    cfg = load_config(REPO / "configs" / "toy.yaml")
+    cfg = load_config(preset_path("toy"))
     assert cfg.world.name == "toy"
     assert cfg.es.init_var == 4.0 and cfg.es.init_mean == 0.0
     assert cfg.seeds.prior == (0, 2000)
@@ -105,8 +106,9 @@ def test_certificate_n_defaults_to_the_whole_cert_range() -> None:
 
 
 def test_every_shipped_preset_loads() -> None:
-    """Each configs/*.yaml is a valid RunConfig with disjoint seed ranges."""
-    presets = sorted((Path(__file__).resolve().parents[1] / "configs").glob("*.yaml"))
+    """Each shipped preset (and prior-training config) is a valid RunConfig with disjoint seed
+    ranges, named like its file."""
+    presets = [p.path for p in list_presets()]
     assert {p.stem for p in presets} >= {"toy", "uav-quick", "uav-paper", "quadruped-quick",
                                           "quadruped-hard", "quadruped-paper"}
     for p in presets:
@@ -325,7 +327,7 @@ def test_shipped_presets_world_options_pass_the_type_checks() -> None:
     """Every preset's world options (and baseline overrides) match the factory's annotations."""
     from pacplan.worlds.base import check_world_options
 
-    for p in sorted((REPO / "configs").glob("*.yaml")):
+    for p in (p.path for p in list_presets()):
         cfg = load_config(p)
         check_world_options(cfg.world.name, cfg.world.options)
         for base in cfg.baselines:

@@ -1,7 +1,9 @@
 """`pacplan …` command line (Typer + Rich). Thin: parses, calls the library, prints.
 
 Every user-fixable problem (a `PacplanError`, an `OSError` such as a read-only folder or a full
-disk, a usage error) is printed as one line with exit 2, never a traceback.
+disk, a usage error) is printed as one line with exit 2, never a traceback. A config argument is
+a file or the name of a shipped preset (`pacplan presets`); `--version` and shell completion
+(`--install-completion`) are on the top-level command.
 """
 
 from __future__ import annotations
@@ -10,19 +12,22 @@ import importlib
 import json
 import sys
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from pacplan import __version__
 from pacplan.choices import BOUND_CHOICES, BOUNDS, EXECUTORS, SOLVERS
+from pacplan.cli_data import data_app
 from pacplan.errors import PacplanError
 from pacplan.pacbayes import bounds
 from pacplan.pacbayes.certificate import build_certificate
 from pacplan.pacbayes.matrices import load_cost_matrix
 from pacplan.pacbayes.record import Certificate
+from pacplan.presets import list_presets, preset_path, resolve_config, resolve_prior, shipped_priors
 from pacplan.run.provenance import verify_certificate
 from pacplan.validation import INT64_MAX, check_choice, check_delta, check_whole_number
 
@@ -30,16 +35,60 @@ app = typer.Typer(
     name="pacplan",
     help="Train vision-based planners with PAC-Bayes certificates.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
 )
 console = Console()
 err_console = Console(stderr=True)
+app.add_typer(data_app, name="data", help="Fetch published data (the paper's cost matrices).")
+
+
+def _choices(names: tuple[str, ...]) -> str:
+    """How a choice option shows its values in --help: [a|b|c]."""
+    return "[" + "|".join(names) + "]"
+
+
+def _completer(names: tuple[str, ...]):
+    """Shell completion of one of `names` (the value is still checked by `check_choice`)."""
+    def complete(incomplete: str) -> list[str]:
+        return [n for n in names if n.startswith(incomplete)]
+    return complete
+
+
+def _complete_preset(incomplete: str) -> list[str]:
+    """Preset names for `pacplan run <TAB>`; the shell adds file names when none match."""
+    return [p.name for p in list_presets() if p.name.startswith(incomplete)]
+
+
+def _complete_prior(incomplete: str) -> list[str]:
+    return [name for name in shipped_priors() if name.startswith(incomplete)]
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(f"pacplan {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main_options(
+    version: bool = typer.Option(False, "--version", help="Print pacplan's version and exit.",
+                                 is_eager=True, callback=_show_version),
+) -> None:
+    """Train vision-based planners with PAC-Bayes certificates."""
 
 
 BoundOpt = typer.Option(
-    "best", "--bound", help=f"Bound to minimize: {', '.join(BOUND_CHOICES)}."
+    "best", "--bound", metavar=_choices(BOUND_CHOICES), autocompletion=_completer(BOUND_CHOICES),
+    help="Bound to minimize (best: the smallest of the three)."
 )
+ExecutorOpt = typer.Option(
+    None, "--executor", metavar=_choices(EXECUTORS), autocompletion=_completer(EXECUTORS),
+    help="Where rollouts run (default: the config's); never changes a result."
+)
+ConfigArg = typer.Argument(..., metavar="CONFIG", autocompletion=_complete_preset,
+                           help="A run config (YAML file) or a preset name, e.g. uav-quick "
+                           "(`pacplan presets` lists them); a file of that name wins.")
 DeltaOpt = typer.Option(0.01, "--delta", help="Confidence parameter δ in (0, 1).")
 
 
@@ -75,8 +124,9 @@ def certify_matrix(
     rows: int | None = typer.Option(None, "--rows", help="Use only the first N rows of COSTS."),
     delta: float = DeltaOpt,
     bound: str = BoundOpt,
-    solver: str = typer.Option("gibbs", "--solver",
-                               help=f"{' or '.join(SOLVERS)}: exact and fast, or the paper's."),
+    solver: str = typer.Option("gibbs", "--solver", metavar=_choices(SOLVERS),
+                               autocompletion=_completer(SOLVERS),
+                               help="gibbs: exact and fast; rep: the paper's convex program."),
     clip: bool = typer.Option(False, "--clip", help="Clip costs outside [0, 1] (recorded)."),
     out: Path | None = typer.Option(None, "--out", help="Write the certificate JSON here."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
@@ -136,13 +186,16 @@ def verify_cmd(
 
 @app.command("run")
 def run_cmd(
-    config: Path = typer.Argument(..., help="Run config (YAML), e.g. configs/uav-quick.yaml."),
+    config: str = ConfigArg,
     out: Path | None = typer.Option(None, "--out", help="Run directory (default runs/<name>)."),
-    prior: Path | None = typer.Option(None, "--prior", help="Use this trained prior "
-                                      "(.safetensors) instead of training one."),
-    executor: str | None = typer.Option(None, "--executor", help=", ".join(EXECUTORS) + "."),
+    prior: str | None = typer.Option(
+        None, "--prior", metavar="FILE", autocompletion=_complete_prior,
+        help="Use this trained prior (.safetensors, or a shipped one by name: "
+        f"{', '.join(shipped_priors())}) instead of the config's or training one."),
+    executor: str | None = ExecutorOpt,
     workers: int | None = typer.Option(None, "--workers", help="Worker processes."),
-    address: str | None = typer.Option(None, "--address", help="Ray cluster address."),
+    address: str | None = typer.Option(None, "--address", help="Ray cluster address "
+                                       "(implies --executor ray)."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bars."),
 ) -> None:
     """Run every step (prior, policies, cost matrices, certificates, report); resumable."""
@@ -151,12 +204,13 @@ def run_cmd(
     from pacplan.run.report import write_report
     from pacplan.run.rundir import RunDir
 
-    cfg = load_config(config)
+    cfg = load_config(resolve_config(config))
+    prior_file = resolve_prior(prior) if prior is not None else None
     check_worlds(cfg)  # before the run directory is made
     _apply_executor_options(cfg, executor, workers, address)
     run_dir = out or Path("runs") / cfg.name
     with RunDir(run_dir).locked():  # one lock over the run and its report
-        result = run(cfg, run_dir, prior_file=prior, progress=not quiet,
+        result = run(cfg, run_dir, prior_file=prior_file, progress=not quiet,
                      log=lambda msg: console.print(f"[dim]{msg}[/]"))
         report = write_report(run_dir)
     console.print(_certificate_table(result.certificates[max(result.certificates)]))
@@ -209,11 +263,9 @@ def render(
 
 @app.command("train-prior")
 def train_prior_cmd(
-    config: str = typer.Argument(..., help="YAML run config (e.g. configs/toy.yaml)."),
+    config: str = ConfigArg,
     out: str = typer.Option(..., "--out", help="Run directory; an existing one is resumed."),
-    executor: str | None = typer.Option(
-        None, "--executor", help=" | ".join(EXECUTORS) + " (default: the config's)."
-    ),
+    executor: str | None = ExecutorOpt,
     workers: int | None = typer.Option(None, "--workers", help="Worker processes / Ray CPUs."),
     address: str | None = typer.Option(None, "--address", help="Ray cluster address."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
@@ -224,7 +276,7 @@ def train_prior_cmd(
     from pacplan.run.rundir import RunDir
     from pacplan.run.training import train_prior
 
-    cfg = load_config(config)
+    cfg = load_config(resolve_config(config))
     check_worlds(cfg)  # the whole config is checked, baselines included
     _apply_executor_options(cfg, executor, workers, address)
     state = train_prior(cfg, out, progress=not quiet)
@@ -235,6 +287,30 @@ def train_prior_cmd(
     )
     rd = RunDir(out)
     console.print(f"wrote {rd / RunDir.PRIOR} and {rd / RunDir.TRAINING_CURVE}", soft_wrap=True)
+
+
+@app.command("presets")
+def presets_cmd(
+    name: str | None = typer.Argument(None, metavar="[NAME]", autocompletion=_complete_preset,
+                                      help="Print this preset's file path instead (to read or "
+                                      "copy it)."),
+) -> None:
+    """List the shipped presets (`pacplan run NAME`) and priors (`--prior NAME`)."""
+    if name is not None:
+        typer.echo(str(preset_path(name)))
+        return
+    presets = list_presets()
+    for kind, title in (("run", "Presets: pacplan run NAME"),
+                        ("prior", "How the shipped priors were made: pacplan train-prior NAME")):
+        table = Table(title=title, title_justify="left")
+        table.add_column("name", no_wrap=True)
+        table.add_column("description")
+        for p in presets:
+            if p.kind == kind:
+                table.add_row(p.name, escape(p.description))
+        console.print(table)
+    console.print(f"Shipped priors (pacplan run … --prior NAME): {', '.join(shipped_priors())}")
+    console.print(f"Files: {escape(str(presets[0].path.parent))}", soft_wrap=True)
 
 
 def _click_exception_types() -> tuple[tuple[type, ...], tuple[type, ...], tuple[type, ...]]:
@@ -278,11 +354,30 @@ def _fail(line: str, code: int = 2) -> NoReturn:
     sys.exit(code)
 
 
+def _show_flags_as_flags(command: Any) -> None:
+    """Let --help show a flag as a flag: recent typer prints every option's type, so `--quiet`
+    would read `--quiet <bool>` as if it took a value. An empty metavar hides the type of every
+    flag, typer's own (--help, --install-completion) included; older typer shows none anyway."""
+    for param in getattr(command, "params", []):
+        if getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""
+    try:  # --help is made on demand (and cached by click); make it now to reach it
+        help_option = command.get_help_option(command.context_class(command))
+    except Exception:  # pragma: no cover - a click without this API: cosmetic only
+        help_option = None
+    if help_option is not None and help_option.metavar is None:
+        help_option.metavar = ""
+    for sub in getattr(command, "commands", {}).values():
+        _show_flags_as_flags(sub)
+
+
 def main() -> None:
     """Console-script entry point: one-line errors, exit code 2, no traceback."""
     usage_errors, exits, aborts = _click_exception_types()
+    command = typer.main.get_command(app)
+    _show_flags_as_flags(command)
     try:
-        rc = app(standalone_mode=False, prog_name="pacplan")
+        rc = command(standalone_mode=False, prog_name="pacplan")
     except PacplanError as exc:
         _fail(str(exc))
     except OSError as exc:  # a read-only folder, a full disk, --out naming a file

@@ -20,6 +20,7 @@ from pacplan.config import ESConfig, RunConfig, dump_config, load_config, parse_
 from pacplan.errors import PacplanError
 from pacplan.es import checkpoint
 from pacplan.es.algorithm import es_gradients, rank_utilities, sample_envs
+from pacplan.presets import preset_path
 from pacplan.run.rundir import RunDir
 from pacplan.run.training import run_es, train_prior
 from pacplan.worlds.toy import ToyWorld
@@ -143,10 +144,10 @@ def test_plateau_on_toy_switches_utility_on(tmp_path: Path) -> None:
 
 # -- end to end on toy ----------------------------------------------------------------------------
 def test_es_reaches_the_known_optimum_of_toy(tmp_path: Path) -> None:
-    """configs/toy.yaml: mu within 0.2 of the target in every coordinate (RMS error < 0.1), and
+    """The toy preset: mu within 0.2 of the target in every coordinate (RMS error < 0.1), and
     the prior's expected cost (closed-form oracle) within 0.025 of its infimum, from 0.95 at
     N(0, 4I). (Seeds 0-4 of this config reach max error <= 0.13 and gap <= 0.015.)"""
-    cfg = load_config(REPO / "configs" / "toy.yaml")
+    cfg = load_config(preset_path("toy"))
     state = train_prior(cfg, tmp_path, progress=False)
     world = ToyWorld(**cfg.world.options)
     start = world.expected_cost(np.zeros(world.dim), cfg.es.init_var)
@@ -228,7 +229,7 @@ def test_init_mean_length_checked(tmp_path: Path) -> None:
 
 def test_sigkill_mid_run_then_resume_matches_uninterrupted(tmp_path: Path) -> None:
     """Really kill `pacplan train-prior` with SIGKILL mid-run, resume, compare bit for bit."""
-    data = yaml.safe_load((REPO / "configs" / "toy.yaml").read_text())
+    data = yaml.safe_load(preset_path("toy").read_text())
     data["world"]["options"] = {"dim": 6, "work": 400}  # slow rollouts: ~40 ms per iteration
     data["es"].update(iterations=30, envs_per_iter=4, pairs_per_env=4)
     cfg = parse_config(data)
@@ -262,7 +263,7 @@ def test_sigkill_mid_run_then_resume_matches_uninterrupted(tmp_path: Path) -> No
 
 def test_cli_reports_user_errors_in_one_line(tmp_path: Path) -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "pacplan.cli", "train-prior", str(REPO / "configs" / "toy.yaml"),
+        [sys.executable, "-m", "pacplan.cli", "train-prior", "toy",
          "--out", str(tmp_path), "--executor", "gpu"],
         capture_output=True, text=True, timeout=120,
     )
@@ -305,7 +306,7 @@ def test_shared_gradient_equals_paired_formula_with_repeated_eps() -> None:
 
 
 def test_shared_perturbations_fly_one_matrix_and_reach_the_toy_optimum(tmp_path: Path) -> None:
-    cfg = load_config(REPO / "configs" / "toy.yaml")
+    cfg = load_config(preset_path("toy"))
     cfg.es.shared_perturbations = True
     calls: list[tuple[int, ...]] = []
 

@@ -197,7 +197,9 @@ def test_cli_toy_preset_processes_equals_serial(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    cfg = Path(__file__).resolve().parents[2] / "configs" / "toy.yaml"
+    from pacplan.presets import preset_path
+
+    cfg = preset_path("toy")
     for kind in ("serial", "processes"):
         subprocess.run(
             [sys.executable, "-m", "pacplan.cli", "train-prior", str(cfg), "--out",

@@ -72,5 +72,15 @@ def test_quadruped_figure_follows_the_depth_convention_and_is_cropped(tmp_path, 
 
 
 def test_gymnasium_frames_share_the_convention():
-    gym_common = pytest.importorskip("pacplan.worlds.gym_common")
-    assert gym_common.DEPTH_CMAP == plotting.DEPTH_CMAP
+    """The Gymnasium frames' depth panel: the same colour map, 0 to far, labelled colorbar."""
+    from pacplan.worlds.gym_common import depth_panel
+
+    plt = plotting.pyplot()
+    fig = plt.figure(figsize=(4, 3))
+    try:
+        image = depth_panel(fig, (0.1, 0.1, 0.5, 0.5), far=20.0, size=50)
+        assert image.get_cmap().name == plotting.DEPTH_CMAP
+        assert image.get_clim() == (0.0, 20.0)
+        assert any(ax.get_ylabel() == plotting.DEPTH_LABEL for ax in fig.axes)
+    finally:
+        plt.close(fig)

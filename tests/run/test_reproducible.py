@@ -18,6 +18,7 @@ import pytest
 
 from pacplan.config import load_config
 from pacplan.files import sha256_file
+from pacplan.presets import preset_path
 from pacplan.run.pipeline import run
 from pacplan.run.provenance import verify_certificate as verify
 
@@ -64,7 +65,7 @@ def _check(run_dir: Path, pinned: dict[str, str]) -> None:
 
 
 def test_toy_preset_is_pinned_to_the_byte(tmp_path: Path) -> None:
-    run(load_config(REPO / "configs" / "toy.yaml"), tmp_path, progress=False)
+    run(load_config(preset_path("toy")), tmp_path, progress=False)
     _check(tmp_path, TOY)
 
 
@@ -80,7 +81,7 @@ def test_artifact_hash_sees_a_changed_number(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_uav_quick_preset_is_pinned_to_the_byte(tmp_path: Path) -> None:
-    run(load_config(REPO / "configs" / "uav-quick.yaml"), tmp_path, progress=False)
+    run(load_config(preset_path("uav-quick")), tmp_path, progress=False)
     _check(tmp_path, UAV_QUICK)
 
 

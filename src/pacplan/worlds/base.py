@@ -43,13 +43,15 @@ class WorldEntry:
 
     factory(**options) -> World; renderer(seed=, out=, theta_path=, world_options=) -> the PNG
     path
-    draws one environment; gym_entry is the Gymnasium env class registered as gym_id.
+    draws one environment; gym_entry is the Gymnasium env class registered as gym_id, and
+    gym_max_episode_steps its episode length in the spec (so `TimeLimit` wraps it).
     """
 
     factory: str
     renderer: str | None = None
     gym_id: str | None = None
     gym_entry: str | None = None
+    gym_max_episode_steps: int | None = None
 
 
 _REGISTRY: dict[str, WorldEntry] = {
@@ -57,18 +59,21 @@ _REGISTRY: dict[str, WorldEntry] = {
     "uav": WorldEntry("pacplan.worlds.uav:UAVWorld",
                       renderer="pacplan.worlds.uav.render:render_figure",
                       gym_id="pacplan/UAVObstacleField-v0",
-                      gym_entry="pacplan.worlds.uav.gym_env:UAVObstacleFieldEnv"),
+                      gym_entry="pacplan.worlds.uav.gym_env:UAVObstacleFieldEnv",
+                      gym_max_episode_steps=12),  # 12 primitives of 1 s (spec.N_STEPS)
     "quadruped": WorldEntry("pacplan.worlds.quadruped:QuadrupedWorld",
                             renderer="pacplan.worlds.quadruped.render:render_figure",
                             gym_id="pacplan/MinitaurTerrain-v0",
-                            gym_entry="pacplan.worlds.quadruped.gym_env:MinitaurTerrainEnv"),
+                            gym_entry="pacplan.worlds.quadruped.gym_env:MinitaurTerrainEnv",
+                            gym_max_episode_steps=20),  # a 10 s horizon of 0.5 s primitives
 }
 
 
 def register_world(name: str, factory: str, renderer: str | None = None,
-                   gym_id: str | None = None, gym_entry: str | None = None) -> None:
+                   gym_id: str | None = None, gym_entry: str | None = None,
+                   gym_max_episode_steps: int | None = None) -> None:
     """Register a world by import paths "package.module:Attribute"."""
-    _REGISTRY[name] = WorldEntry(factory, renderer, gym_id, gym_entry)
+    _REGISTRY[name] = WorldEntry(factory, renderer, gym_id, gym_entry, gym_max_episode_steps)
 
 
 def world_names() -> list[str]:
@@ -130,3 +135,13 @@ def world_renderer(name: str) -> Callable[..., Any] | None:
 def gym_environments() -> dict[str, str]:
     """Gymnasium id -> entry point of every registered world that has one."""
     return {e.gym_id: e.gym_entry for e in _REGISTRY.values() if e.gym_id and e.gym_entry}
+
+
+def gym_specs() -> dict[str, dict[str, Any]]:
+    """Gymnasium id -> keyword arguments of `gymnasium.register` (entry point, episode length)
+    of every registered world that has an environment."""
+    return {
+        e.gym_id: {"entry_point": e.gym_entry, "max_episode_steps": e.gym_max_episode_steps}
+        for e in _REGISTRY.values()
+        if e.gym_id and e.gym_entry
+    }

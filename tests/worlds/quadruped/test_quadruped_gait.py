@@ -115,11 +115,10 @@ def test_gait_theta_runs_its_gait_whatever_the_policy_sees() -> None:
 
 
 def test_shipped_gait_init_file_is_the_reference_gait() -> None:
-    from pathlib import Path
-
+    from pacplan.presets import PRIORS, presets_dir
     from pacplan.weights import load_theta
     from pacplan.worlds.quadruped.policy import gait_theta
 
-    path = Path(__file__).resolve().parents[3] / "priors" / "quadruped-gait-init.safetensors"
+    path = presets_dir() / PRIORS / "quadruped-gait-init.safetensors"
     expected = gait_theta(GaitParams(0.5, 0.5, 0.0, 30.0)).astype(np.float32)
     np.testing.assert_array_equal(load_theta(path, POLICY_DIM), expected)

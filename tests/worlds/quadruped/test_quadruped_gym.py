@@ -11,6 +11,7 @@ from gymnasium.utils.env_checker import check_env
 
 import pacplan  # noqa: F401 - registers the environments
 from pacplan.errors import PacplanError
+from pacplan.presets import shipped_priors
 from pacplan.weights import load_theta
 from pacplan.worlds.quadruped import QuadrupedWorld
 from pacplan.worlds.quadruped.gym_env import MinitaurTerrainEnv
@@ -43,7 +44,7 @@ def _gym_episode(env: MinitaurTerrainEnv, theta: np.ndarray, seed: int) -> dict:
     return {"rewards": rewards, "gaits": gaits, "ends": ends, "info": info}
 
 
-_PRIOR_MU = Path(__file__).resolve().parents[3] / "priors" / "quadruped.safetensors"
+_PRIOR_MU = shipped_priors()["quadruped"]
 
 
 @pytest.mark.parametrize(
@@ -131,3 +132,49 @@ def test_render_cli_writes_png(tmp_path: Path) -> None:
 
     img = mpimg.imread(out)
     assert img.shape[0] > 300 and img.shape[1] > 1000
+
+
+@pytest.mark.filterwarnings("ignore:.*Box observation space m.*infinity:UserWarning")
+@pytest.mark.parametrize("image_obs", ["float", "uint8"])
+def test_check_env_with_frames(image_obs: str) -> None:
+    """Both observation layouts, with render_mode="rgb_array", pass Gymnasium's checker."""
+    env = gym.make("pacplan/MinitaurTerrain-v0", image_obs=image_obs, render_mode="rgb_array")
+    check_env(env.unwrapped)
+    env.close()
+
+
+def test_spec_has_the_horizon() -> None:
+    """spec.max_episode_steps is the default 20-primitive horizon, so a TimeLimit wraps."""
+    env = gym.make("pacplan/MinitaurTerrain-v0")
+    assert env.spec.max_episode_steps == QuadrupedWorld().rollout_config.max_primitives == 20
+    assert isinstance(env, gym.wrappers.TimeLimit)
+    env.close()
+
+
+def test_uint8_frames_and_float_walk_the_same_episode() -> None:
+    """image_obs="uint8" is the scaled depth, (1, 50, 50) uint8 over 0..far; drawing frames
+    (which records the torso path) changes nothing in the walk; frames are RGB and move on."""
+    options = {"horizon_s": 1.5}
+    plain = MinitaurTerrainEnv(**options)
+    drawn = MinitaurTerrainEnv(render_mode="rgb_array", image_obs="uint8", **options)
+    far = plain.world.camera.far_m
+    a, _ = plain.reset(options={"terrain_seed": 4})
+    b, _ = drawn.reset(options={"terrain_seed": 4})
+    frames = [drawn.render()]
+    done = False
+    while not done:
+        assert b["depth"].shape == (1, 50, 50) and b["depth"].dtype == np.uint8
+        expected = np.rint(np.clip(a["depth"], 0, far) * (255 / far)).astype(np.uint8)
+        np.testing.assert_array_equal(b["depth"][0], expected)
+        np.testing.assert_array_equal(b["proprio"], a["proprio"])
+        action = np.array([0.5, 0.5, 0.5, 0.0], dtype=np.float32)
+        a, ra, ta, ua, ia = plain.step(action)
+        b, rb, tb, ub, ib = drawn.step(action)
+        assert (ra, ta, ua, ia["cost"]) == (rb, tb, ub, ib["cost"])
+        frames.append(drawn.render())
+        done = ta or ua
+    plain.close()
+    drawn.close()
+    assert all(f.dtype == np.uint8 and f.ndim == 3 and f.shape[2] == 3 for f in frames)
+    assert len(np.unique(frames[-1].reshape(-1, 3), axis=0)) > 50  # a picture, not a blank
+    assert not np.array_equal(frames[0], frames[-1])

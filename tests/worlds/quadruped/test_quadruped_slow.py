@@ -66,18 +66,16 @@ def test_costs_identical_in_a_worker_process() -> None:
 
 
 def test_quick_preset_shrunk_runs_end_to_end(tmp_path) -> None:
-    """configs/quadruped-quick.yaml, shrunk to 2 policies on 4 + 2 terrains: the shipped prior,
+    """The quadruped-quick preset, shrunk to 2 policies on 4 + 2 terrains: the shipped prior,
     its policies, the reference-gait baseline row and a certificate that verifies."""
-    from pathlib import Path
-
     from pacplan.config import load_config
+    from pacplan.presets import preset_path
     from pacplan.run.pipeline import run
     from pacplan.run.provenance import verify_certificate as verify
     from pacplan.run.report import write_report
     from pacplan.worlds.quadruped.policy import gait_theta
 
-    repo = Path(__file__).resolve().parents[3]
-    cfg = load_config(repo / "configs" / "quadruped-quick.yaml")
+    cfg = load_config(preset_path("quadruped-quick"))
     cfg.policies.m = 2
     cfg.certificate.n = [4]
     cfg.seeds.cert = (100000, 100004)

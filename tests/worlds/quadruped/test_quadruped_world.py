@@ -185,11 +185,12 @@ def test_shipped_quadruped_result_verifies() -> None:
     import hashlib
     from pathlib import Path
 
+    from pacplan.presets import shipped_priors
     from pacplan.run.provenance import verify_certificate as verify
 
     repo = Path(__file__).resolve().parents[3]
     c = verify(repo / "results" / "quadruped" / "certificate.json")
     assert c.m == 5 and c.n == 300 and c.test_n == 100
     assert c.certified >= c.test_ci[0]
-    shipped = hashlib.sha256((repo / "priors" / "quadruped.safetensors").read_bytes()).hexdigest()
+    shipped = hashlib.sha256(shipped_priors()["quadruped"].read_bytes()).hexdigest()
     assert c.provenance["prior_sha256"] == shipped

@@ -99,3 +99,91 @@ def test_env_builds_its_simulator_once_and_ends_episodes() -> None:
     env.close()
     with pytest.raises(PacplanError):
         gym.make("pacplan/UAVObstacleField-v0", simulator="mujoco")
+
+
+@pytest.mark.parametrize("image_obs", ["float", "uint8"])
+def test_check_env_with_frames(image_obs: str) -> None:
+    """Both observation layouts, with render_mode="rgb_array", pass Gymnasium's checker."""
+    env = gym.make("pacplan/UAVObstacleField-v0", image_obs=image_obs, render_mode="rgb_array")
+    check_env(env.unwrapped)
+    env.close()
+
+
+def test_spec_has_the_horizon() -> None:
+    """spec.max_episode_steps is the 12-primitive horizon, so gym.make wraps a TimeLimit."""
+    env = gym.make("pacplan/UAVObstacleField-v0")
+    assert env.spec.max_episode_steps == spec.N_STEPS
+    assert isinstance(env, gym.wrappers.TimeLimit)
+    env.close()
+
+
+def test_uint8_observation_is_the_scaled_depth() -> None:
+    """image_obs="uint8": (1, 50, 50) uint8, 0..255 over 0..20 m, the same flight otherwise."""
+    plain = gym.make("pacplan/UAVObstacleField-v0").unwrapped
+    small = gym.make("pacplan/UAVObstacleField-v0", image_obs="uint8").unwrapped
+    policy = NumpyPolicy(None)
+    depth, _ = plain.reset(options={"scene_seed": 7})
+    obs, _ = small.reset(options={"scene_seed": 7})
+    done = False
+    while not done:
+        assert obs.shape == (1, spec.IMG, spec.IMG) and obs.dtype == np.uint8
+        np.testing.assert_array_equal(obs[0], np.rint(depth * (255 / spec.FAR)).astype(np.uint8))
+        action = policy.choose(depth)
+        depth, reward, done, _, _ = plain.step(action)
+        obs, reward_u8, done_u8, _, _ = small.step(action)
+        assert (reward_u8, done_u8) == (reward, done)
+    assert obs.max() > 0 and obs.min() < 255
+
+
+def test_frames_show_the_flight_and_leave_it_unchanged() -> None:
+    """render_mode="rgb_array" gives readable RGB frames that change as the robot flies, cheaply,
+    and an env that draws flies exactly the episode of one that does not."""
+    import time
+
+    plain = gym.make("pacplan/UAVObstacleField-v0").unwrapped
+    drawn = gym.make("pacplan/UAVObstacleField-v0", render_mode="rgb_array").unwrapped
+    with pytest.warns(UserWarning, match="render_mode"):
+        assert plain.render() is None  # no render_mode: nothing drawn
+    frames = []
+    for env in (plain, drawn):
+        env.reset(options={"scene_seed": 5})
+    first = drawn.render()
+    for _ in range(3):
+        a, b = plain.step(12), drawn.step(12)
+        np.testing.assert_array_equal(a[0], b[0])
+        assert a[1:4] == b[1:4]
+        start = time.perf_counter()
+        frames.append(drawn.render())
+        assert time.perf_counter() - start < 1.0
+    assert first.dtype == np.uint8 and first.ndim == 3 and first.shape[2] == 3
+    assert all(f.shape == first.shape for f in frames)
+    assert len(np.unique(first.reshape(-1, 3), axis=0)) > 50  # a picture, not a blank
+    assert not np.array_equal(frames[0], frames[1])  # the path and the depth moved on
+    drawn.close()
+
+
+def test_env_runs_torch_on_one_thread_and_restores_the_setting() -> None:
+    """Inside step torch has one thread (busy CPUs, forked workers); outside, the caller's."""
+    import torch
+
+    env = gym.make("pacplan/UAVObstacleField-v0").unwrapped
+    seen: list[int] = []
+    env.reset(options={"scene_seed": 1})
+    sweep = env._sim.sweep
+
+    def spy(position, prim):
+        seen.append(torch.get_num_threads())
+        return sweep(position, prim)
+
+    env._sim.sweep = spy
+    before = torch.get_num_threads()
+    env.step(12)
+    assert seen == [1] and torch.get_num_threads() == before
+    env.close()
+
+
+@pytest.mark.filterwarnings("ignore:.*ansi.*:UserWarning")
+@pytest.mark.parametrize("option", [{"render_mode": "ansi"}, {"image_obs": "uint16"}])
+def test_unknown_modes_are_refused(option: dict) -> None:
+    with pytest.raises(PacplanError):
+        gym.make("pacplan/UAVObstacleField-v0", **option)

@@ -9,6 +9,7 @@ import pytest
 
 from pacplan.config import load_config
 from pacplan.es.checkpoint import load_prior
+from pacplan.presets import preset_path, shipped_priors
 from pacplan.run.provenance import verify_certificate as verify
 
 REPO = Path(__file__).resolve().parents[3]
@@ -17,16 +18,16 @@ REPO = Path(__file__).resolve().parents[3]
 def test_shipped_prior_fits_the_uav_world():
     from pacplan.worlds.uav import spec
 
-    mu, logvar = load_prior(REPO / "priors" / "uav.safetensors")
+    mu, logvar = load_prior(shipped_priors()["uav"])
     assert mu.shape == logvar.shape == (spec.POLICY_DIM,)
     assert np.all(np.isfinite(mu)) and np.all(np.isfinite(logvar))
-    cfg = load_config(REPO / "configs" / "uav-quick.yaml")
-    assert Path(cfg.prior) == (REPO / "priors" / "uav.safetensors").resolve()
+    cfg = load_config(preset_path("uav-quick"))
+    assert Path(cfg.prior) == shipped_priors()["uav"].resolve()
 
 
 @pytest.mark.parametrize("preset", ["uav-quick", "uav-paper"])
 def test_presets_are_valid_and_disjoint(preset):
-    cfg = load_config(REPO / "configs" / f"{preset}.yaml")
+    cfg = load_config(preset_path(preset))
     assert cfg.world.name == "uav" and cfg.policies.m == 50
     assert any(b.world_options == {"use_net": False} for b in cfg.baselines)
 
@@ -37,7 +38,7 @@ def test_uav_quick_pipeline_small(tmp_path: Path):
     from pacplan.run.pipeline import run
     from pacplan.run.report import write_report
 
-    cfg = load_config(REPO / "configs" / "uav-quick.yaml")
+    cfg = load_config(preset_path("uav-quick"))
     cfg.policies.m = 6
     cfg.certificate.n = [64]
     cfg.seeds.test = (200000, 200064)

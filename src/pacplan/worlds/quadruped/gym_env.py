@@ -2,11 +2,15 @@
 
 A thin adapter over the shared episode step (`pacplan.worlds.quadruped.episode`), the same one
 `QuadrupedWorld` certifies with. Observation: {"depth": (50, 50) float32 metres, "proprio": (22,)
-float32}. Action: η ∈ [0, 1]^4, the policy's sigmoid outputs, mapped to the sine gait exactly as
-the certified policies map them. Reward: forward progress of the step divided by the 6 m goal, so
-an episode's return is 1 − cost before clipping. The episode terminates on a fall or at the finish
-line and is truncated after 20 primitives (10 s simulated). `reset(options={"terrain_seed": s})`
-walks the terrain of environment seed s, the same terrain `QuadrupedWorld` uses for that seed.
+float32}; with `image_obs="uint8"` the depth is (1, 50, 50) uint8 scaled 0–255 over 0 m to the
+camera's far distance, the layout SB3's `MultiInputPolicy` takes as an image. Action: η ∈ [0, 1]^4,
+the policy's sigmoid outputs, mapped to the sine gait exactly as the certified policies map them.
+Reward: forward progress of the step divided by the 6 m goal, so an episode's return is 1 − cost
+before clipping. The episode terminates on a fall or at the finish line and is truncated after 20
+primitives (10 s simulated; the registered spec's `max_episode_steps` is 20 as well: pass
+`max_episode_steps=` to `gym.make` with another `horizon_s`).
+`reset(options={"terrain_seed": s})` walks the terrain of environment seed s, the same terrain
+`QuadrupedWorld` uses for that seed.
 """
 
 from __future__ import annotations
@@ -17,32 +21,53 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from pacplan.worlds.gym_common import (
+    RENDER_MODES,
+    check_image_obs,
+    check_render_mode,
+    depth_observation,
+    depth_space,
+)
 from pacplan.worlds.quadruped import episode
 from pacplan.worlds.quadruped.episode import EpisodeState
 from pacplan.worlds.quadruped.gait import GaitParams
 from pacplan.worlds.quadruped.policy import IMAGE_SIZE, N_PROPRIO
+from pacplan.worlds.quadruped.terrain import Terrain
 from pacplan.worlds.quadruped.world import QuadrupedWorld
 
 _MAX_TERRAIN_SEED = 2**31 - 1
 
 
 class MinitaurTerrainEnv(gym.Env):
-    """The quadruped world as a Gymnasium environment (keyword options as `QuadrupedWorld`)."""
+    """The quadruped world as a Gymnasium environment (keyword options as `QuadrupedWorld`).
 
-    metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012 - gymnasium convention
+    render_mode="rgb_array": `render()` draws the terrain from the side and from above with the
+    torso's path walked so far and the current depth image (`frame.MinitaurFrame`).
+    image_obs: "float" (metres, the certified layout) or "uint8" (see the module docstring).
+    """
 
-    def __init__(self, **world_options: Any) -> None:
+    # one frame per primitive: 0.5 s of walking
+    metadata: dict[str, Any] = {"render_modes": RENDER_MODES, "render_fps": 2}  # noqa: RUF012
+
+    def __init__(self, render_mode: str | None = None, image_obs: str = "float",
+                 **world_options: Any) -> None:
+        self.render_mode = check_render_mode(render_mode)
+        self.image_obs = check_image_obs(image_obs)
         self.world = QuadrupedWorld(**world_options)
         far = self.world.camera.far_m
         self.observation_space = spaces.Dict(
             {
-                "depth": spaces.Box(0.0, far, (IMAGE_SIZE, IMAGE_SIZE), dtype=np.float32),
+                "depth": depth_space(self.image_obs, far, IMAGE_SIZE),
                 "proprio": spaces.Box(-np.inf, np.inf, (N_PROPRIO,), dtype=np.float32),
             }
         )
         self.action_space = spaces.Box(0.0, 1.0, (4,), dtype=np.float32)
         self.terrain_seed = -1
         self._state: EpisodeState | None = None
+        self._terrain: Terrain | None = None
+        self._path: list[tuple[float, float, float]] = []
+        self._depth = np.full((IMAGE_SIZE, IMAGE_SIZE), far, dtype=np.float32)
+        self._frame: Any = None
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -53,9 +78,11 @@ class MinitaurTerrainEnv(gym.Env):
         else:
             self.terrain_seed = int(self.np_random.integers(0, _MAX_TERRAIN_SEED))
         sim = self.world.sim
-        self._state = episode.initial(sim, self.world.terrain(self.terrain_seed))
+        self._terrain = self.world.terrain(self.terrain_seed)
+        self._state = episode.initial(sim, self._terrain)
+        self._path = [tuple(sim.torso_pose()[0])]
         info = {"terrain_seed": self.terrain_seed, "sim_time": sim.time}
-        return episode.observation(sim), info
+        return self._observe(), info
 
     def step(
         self, action: np.ndarray
@@ -66,7 +93,11 @@ class MinitaurTerrainEnv(gym.Env):
         sim = self.world.sim
         gait = GaitParams.from_policy_output(np.asarray(action, dtype=np.float64))
         before = self._state
-        self._state, _ = episode.transition(sim, before, gait, cfg)
+        # recording the path only reads poses the fall/finish checks read anyway
+        self._state, outcome = episode.transition(
+            sim, before, gait, cfg, record_path=self.render_mode is not None
+        )
+        self._path.extend((x, y, z) for _, x, y, z in outcome.path)
         info = {
             "cost": episode.cost(self._state, cfg),
             "fell": self._state.fell,
@@ -75,12 +106,50 @@ class MinitaurTerrainEnv(gym.Env):
             "gait": gait,
         }
         return (
-            episode.observation(sim),
+            self._observe(),
             episode.reward(before, self._state, cfg),
             episode.terminated(self._state),
             episode.truncated(self._state, cfg),
             info,
         )
 
+    def render(self) -> np.ndarray | None:
+        """The current frame (H, W, 3) uint8 with render_mode="rgb_array", else None."""
+        if self.render_mode is None:
+            gym.logger.warn('render() needs render_mode="rgb_array" in gym.make(...)')
+            return None
+        if self._state is None or self._terrain is None:
+            raise gym.error.ResetNeeded("call reset() before render()")
+        if self._frame is None:
+            from pacplan.worlds.quadruped.frame import MinitaurFrame
+
+            self._frame = MinitaurFrame(self.world.camera.far_m, IMAGE_SIZE)
+        finish_x = self._state.x0 + self.world.rollout_config.finish_dx
+        return self._frame.draw(self._terrain, np.array(self._path), finish_x, self._depth,
+                                self._caption(), self._state.fell)
+
     def close(self) -> None:
         self.world.close()
+        self._frame = None
+
+    def _observe(self) -> dict[str, np.ndarray]:
+        """The episode's observation (depth kept in metres for frames) in the chosen layout."""
+        obs = episode.observation(self.world.sim)
+        self._depth = obs["depth"]
+        far = self.world.camera.far_m
+        return {**obs, "depth": depth_observation(obs["depth"], self.image_obs, far)}
+
+    def _caption(self) -> str:
+        """A few lines: terrain, step, progress, cost and how the walk ended."""
+        assert self._state is not None
+        cfg = self.world.rollout_config
+        state = self._state
+        lines = [
+            f"Minitaur, terrain {self.terrain_seed}",
+            f"step {state.primitives} of {cfg.max_primitives} ({cfg.primitive_s:g} s each)",
+            f"walked {state.x - state.x0:+.2f} of {cfg.finish_dx:g} m",
+            f"cost {episode.cost(state, cfg):.3f}",
+        ]
+        if state.fell or state.finished:
+            lines.append("fell" if state.fell else "crossed the finish line")
+        return "\n".join(lines)

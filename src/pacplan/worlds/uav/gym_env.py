@@ -1,23 +1,39 @@
 """Gymnasium environment `pacplan/UAVObstacleField-v0`: one scene, one primitive per step.
 
-Observation: the 50x50 z-depth image (metres, float32). Action: Discrete(25), the primitive index
-(5 * ix + iz over offsets (-1, -0.5, 0, 0.5, 1) m). Reward: 0 per step, and −cost = −(1 − t_c/T)
-on the step that collides, so an episode's return is minus the world's cost. The episode
-terminates on collision or after 12 primitives (the horizon is part of the task: T = 12 s).
+Observation: the 50x50 z-depth image (metres, float32), or with `image_obs="uint8"` the same
+image as (1, 50, 50) uint8 scaled 0–255 over 0–20 m, the layout SB3's `CnnPolicy` takes.
+Action: Discrete(25), the primitive index (5 * ix + iz over offsets (-1, -0.5, 0, 0.5, 1) m).
+Reward: 0 per step, and −cost = −(1 − t_c/T) on the step that collides, so an episode's return
+is minus the world's cost. The episode terminates on collision or after 12 primitives (the
+horizon is part of the task: T = 12 s); the registered spec's `max_episode_steps` is 12 as well.
 
 A thin adapter (in the manner of Brax's Gym wrapper) over the functional core in `dynamics`,
 which the batched simulator and the PyBullet rollouts step through as well; the simulator only
 supplies geometry (`scene_sim.SceneSimulator`) and is built once, on the first reset.
+
+Torch runs with `torch_threads` CPU threads (default 1) inside reset and step, and the process's
+setting is restored on the way out: a 2-thread parallel region waits for a descheduled thread at
+every op, which on a busy machine drops the env from hundreds of steps/s to a few, and a forked
+child (`gym.make_vec(..., vectorization_mode="async")`) of a parent that already ran torch
+deadlocks in OpenMP's inherited thread pool unless it stays on one thread.
 """
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
 from pacplan.validation import check_choice
+from pacplan.worlds.gym_common import (
+    RENDER_MODES,
+    check_image_obs,
+    check_render_mode,
+    depth_observation,
+    depth_space,
+)
 from pacplan.worlds.uav import dynamics as dyn
 from pacplan.worlds.uav import spec
 from pacplan.worlds.uav.scene import Scene, sample_scene
@@ -28,38 +44,52 @@ class UAVObstacleFieldEnv(gym.Env):
     """The UAV world one decision at a time (simulator "batched" on CPU, or "bullet").
 
     reset(options={"scene_seed": s}) flies environment s of the world; without it the scene seed
-    is drawn from the env's RNG (so reset(seed=...) is reproducible).
+    is drawn from the env's RNG (so reset(seed=...) is reproducible). render_mode="rgb_array":
+    `render()` draws the tunnel from above and from the side with the path flown so far and the
+    current depth image (`frame.UAVFrame`). torch_threads: torch CPU threads inside reset and
+    step (0 leaves torch's setting; see the module docstring for why 1 is the default).
     """
 
-    metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012
+    # one frame per primitive: 1 s of flight
+    metadata: dict[str, Any] = {"render_modes": RENDER_MODES, "render_fps": 1}  # noqa: RUF012
 
-    def __init__(self, simulator: str = "batched") -> None:
+    def __init__(self, simulator: str = "batched", render_mode: str | None = None,
+                 image_obs: str = "float", torch_threads: int = 1) -> None:
         self.simulator = check_choice("UAV simulator", simulator, SIMULATORS)
-        self.observation_space = gym.spaces.Box(
-            0.0, spec.FAR, shape=(spec.IMG, spec.IMG), dtype=np.float32
-        )
+        self.render_mode = check_render_mode(render_mode)
+        self.image_obs = check_image_obs(image_obs)
+        self.torch_threads = int(torch_threads)
+        self.observation_space = depth_space(self.image_obs, spec.FAR, spec.IMG)
         self.action_space = gym.spaces.Discrete(spec.N_PRIMS)
         self._sim: SceneSimulator | None = None
+        self._frame: Any = None
         self.scene: Scene | None = None
+        self.scene_seed = -1
         self.state = dyn.initial()
         self.position = dyn.position(self.state)
+        self._flown: list[np.ndarray] = [self.position]
+        self._decisions: list[np.ndarray] = []
+        self._last_prim: int | None = None
+        self._depth = np.full((spec.IMG, spec.IMG), spec.FAR, dtype=np.float32)
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
         super().reset(seed=seed)
         if options and "scene_seed" in options:
-            scene_seed = int(options["scene_seed"])
+            self.scene_seed = int(options["scene_seed"])
         else:
-            scene_seed = int(self.np_random.integers(0, 2**31 - 1))
-        if self._sim is None:
-            self._sim = open_scene_simulator(self.simulator)
-        self.scene = sample_scene(scene_seed)
-        self._sim.load(self.scene)
-        self.state = dyn.initial()
-        self.position = dyn.position(self.state)
-        info = {"scene_seed": scene_seed, "position": self.position.copy()}
-        return self._sim.render(self.position), info
+            self.scene_seed = int(self.np_random.integers(0, 2**31 - 1))
+        with self._torch_threads():
+            if self._sim is None:
+                self._sim = open_scene_simulator(self.simulator)
+            self.scene = sample_scene(self.scene_seed)
+            self._sim.load(self.scene)
+            self.state = dyn.initial()
+            self.position = dyn.position(self.state)
+            self._flown, self._decisions, self._last_prim = [self.position], [], None
+            info = {"scene_seed": self.scene_seed, "position": self.position.copy()}
+            return self._observe(), info
 
     def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         if self._sim is None or self.scene is None:
@@ -69,15 +99,64 @@ class UAVObstacleFieldEnv(gym.Env):
         prim = int(action)
         if not self.action_space.contains(prim):
             raise ValueError(f"action must be in 0..24, got {action}")
-        first = self._sim.sweep(self.position, prim)
-        state, self.state = self.state, dyn.transition(self.state, prim, first)
-        self.position = dyn.stop_position(state, prim, first)
-        info = {"checks": int(self.state.checks), "position": self.position.copy()}
-        reward = dyn.reward(state, self.state)
-        terminated = bool(dyn.terminal(self.state))
-        return self._sim.render(self.position), reward, terminated, False, info
+        with self._torch_threads():
+            first = self._sim.sweep(self.position, prim)
+            state, self.state = self.state, dyn.transition(self.state, prim, first)
+            self.position = dyn.stop_position(state, prim, first)
+            self._decisions.append(dyn.position(state))
+            self._last_prim = prim
+            self._flown.extend(dyn.check_points(state, prim)[: first or spec.CHECKS_PER_PRIM])
+            info = {"checks": int(self.state.checks), "position": self.position.copy()}
+            reward = dyn.reward(state, self.state)
+            terminated = bool(dyn.terminal(self.state))
+            return self._observe(), reward, terminated, False, info
+
+    def render(self) -> np.ndarray | None:
+        """The current frame (H, W, 3) uint8 with render_mode="rgb_array", else None."""
+        if self.render_mode is None:
+            gym.logger.warn('render() needs render_mode="rgb_array" in gym.make(...)')
+            return None
+        if self.scene is None:
+            raise RuntimeError("call reset() before render()")
+        if self._frame is None:
+            from pacplan.worlds.uav.frame import UAVFrame
+
+            self._frame = UAVFrame()
+        collided = bool(self.state.checks)
+        return self._frame.draw(self.scene, np.array(self._flown), np.array(self._decisions),
+                                collided, self._depth, self._caption(collided))
 
     def close(self) -> None:
         if self._sim is not None:
             self._sim.close()
             self._sim = None
+        self._frame = None
+
+    def _observe(self) -> np.ndarray:
+        """Render depth at the current position (kept for frames) in the observation layout."""
+        assert self._sim is not None
+        self._depth = self._sim.render(self.position)
+        return depth_observation(self._depth, self.image_obs, spec.FAR)
+
+    def _torch_threads(self) -> contextlib.AbstractContextManager[None]:
+        """Run torch with `torch_threads` threads (the batched simulator only; it holds torch)."""
+        if self.simulator != "batched" or self.torch_threads <= 0:
+            return contextlib.nullcontext()
+        from pacplan.worlds.uav.batched import _torch_threads
+
+        return _torch_threads(self.torch_threads)
+
+    def _caption(self, collided: bool) -> str:
+        """A few lines: scene, step, last primitive and how the flight stands."""
+        step = int(self.state.step)
+        lines = [f"UAV world, scene {self.scene_seed}", f"step {step} of {spec.N_STEPS} (1 s each)"]
+        if self._last_prim is not None:
+            dx, dz = spec.primitive_offsets()[self._last_prim]
+            lines.append(f"primitive {self._last_prim}: dx {dx:+.1f}, dz {dz:+.1f} m")
+        if collided:
+            t_c = int(self.state.checks) * spec.CHECK_DT
+            lines.append(f"collided at t = {t_c:.2f} s")
+            lines.append(f"cost {float(dyn.cost(self.state)):.3f}")
+        elif step >= spec.N_STEPS:
+            lines.append("no collision in 12 s, cost 0")
+        return "\n".join(lines)
