@@ -261,6 +261,40 @@ def render(
     console.print(f"wrote {path}")
 
 
+_CHECK_STYLES = {"passed": "green", "failed": "bold red", "warning": "yellow", "skipped": "dim"}
+
+
+@app.command("check-world")
+def check_world_cmd(
+    world: str = typer.Argument(..., help="A registered world, e.g. toy, uav or quadruped."),
+    option: list[str] = typer.Option([], "--option", "-o", metavar="KEY=VALUE",
+                                     help="A world option (repeatable), e.g. --option dim=4."),
+    seeds: int = typer.Option(8, "--seeds", help="Try environment seeds 0 … SEEDS−1."),
+    policies: int = typer.Option(4, "--policies", help="Try zeros and POLICIES−1 small random "
+                                 "policies."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as one JSON object."),
+) -> None:
+    """Check that a world keeps the promises a certificate rests on (exit 2 if one fails)."""
+    from pacplan.worlds.check import check_world, parse_world_options
+
+    n_seeds = check_whole_number(seeds, "--seeds", minimum=1)
+    report = check_world(world, parse_world_options(option), seeds=range(n_seeds),
+                         n_policies=check_whole_number(policies, "--policies", minimum=1))
+    if as_json:
+        _print_json(report.to_dict())
+    else:
+        table = Table(title=f"check-world {escape(world)} (d = {report.policy_dim}, "
+                      f"{len(report.seeds)} seeds × {report.n_policies} policies)")
+        for column in ("check", "result", "detail"):
+            table.add_column(column)
+        for r in report.results:
+            style = _CHECK_STYLES.get(r.status, "")
+            table.add_row(r.name, f"[{style}]{r.status}[/]", escape(r.detail))
+        console.print(table)
+    if not report.ok:
+        _fail(report.summary())
+
+
 @app.command("train-prior")
 def train_prior_cmd(
     config: str = ConfigArg,

@@ -1,5 +1,7 @@
 """Robot worlds behind one interface (see `pacplan.worlds.base.World`)."""
 
 from pacplan.worlds.base import World, make_world, register_world, world_names
+from pacplan.worlds.check import CheckReport, CheckResult, check_world
 
-__all__ = ["World", "make_world", "register_world", "world_names"]
+__all__ = ["CheckReport", "CheckResult", "World", "check_world", "make_world", "register_world",
+           "world_names"]

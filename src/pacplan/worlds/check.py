@@ -1,0 +1,381 @@
+"""`check_world`: does a world keep the promises a certificate rests on? (like Gymnasium's
+`check_env`).
+
+A PAC-Bayes bound is only as sound as the costs behind it: they must lie in [0, 1], be the same
+every time they are computed (a resumed run, another executor or a verifier recomputes them), not
+depend on which other (seed, policy) pairs share a call (executors chunk the work), and seeds
+must name different environments (else N environments are one). Worker processes rebuild the
+world from a pickle or from its (name, options) spec. Each promise is one named check, tried on
+a few seeds and small random policies, so a user's new world fails here, not inside a run.
+"""
+
+from __future__ import annotations
+
+import math
+import pickle
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import yaml
+
+from pacplan.errors import PacplanError
+from pacplan.validation import check_int, check_policies, check_seeds
+from pacplan.worlds.base import World, make_world
+
+PASSED, FAILED, WARNING, SKIPPED = "passed", "failed", "warning", "skipped"
+DEFAULT_SEEDS: tuple[int, ...] = tuple(range(8))
+"""Enough seeds that a world whose seeds all give the same environment shows it."""
+LAST_BITS = 1e-9
+"""A batch-dependent difference up to this is reported as a warning (a batching world may change
+the last bits with its chunk sizes, which are fixed within a run), beyond it as a failure."""
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One named check: passed, failed, warning or skipped, with a one-line reason."""
+
+    name: str
+    status: str
+    detail: str
+
+
+@dataclass
+class CheckReport:
+    """What `check_world` found; `ok` is False when any check failed (warnings do not count)."""
+
+    world: str
+    options: dict[str, Any]
+    seeds: list[int]
+    n_policies: int
+    policy_dim: int | None = None
+    seconds_per_rollout: float | None = None
+    results: list[CheckResult] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+    @property
+    def failures(self) -> list[CheckResult]:
+        return [r for r in self.results if r.status == FAILED]
+
+    def summary(self) -> str:
+        """One line: the failed checks and the first one's reason (for a CLI error line)."""
+        if self.ok:
+            return f"world {self.world!r}: every check passed"
+        first = self.failures[0]
+        return (f"world {self.world!r}: {len(self.failures)} check(s) failed "
+                f"({', '.join(r.name for r in self.failures)}); {first.name}: {first.detail}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"world": self.world, "options": self.options, "ok": self.ok,
+                "policy_dim": self.policy_dim, "seeds": self.seeds,
+                "n_policies": self.n_policies, "seconds_per_rollout": self.seconds_per_rollout,
+                "checks": [{"name": r.name, "status": r.status, "detail": r.detail}
+                           for r in self.results]}
+
+
+class _Failed(Exception):
+    """Raised inside a check to fail it with a one-line reason."""
+
+
+@dataclass
+class _Context:
+    """What the checks share: the world, its inputs and the first cost matrix."""
+
+    world: Any
+    name: str | None
+    options: dict[str, Any]
+    seeds: np.ndarray
+    thetas_in: np.ndarray | None
+    n_policies: int
+    thetas: np.ndarray = field(default_factory=lambda: np.empty((0, 0), np.float32))
+    costs: np.ndarray = field(default_factory=lambda: np.empty((0, 0)))
+    first_s: float = 0.0
+    warm_s: float = 0.0
+    dim: int | None = None
+    probe: np.ndarray | None = None
+
+    def call(self, thetas: np.ndarray, seeds: np.ndarray) -> tuple[np.ndarray, float]:
+        """The world's costs as an array, and the seconds the call took."""
+        start = time.perf_counter()
+        out = np.asarray(self.world.costs(thetas, seeds))
+        return out, time.perf_counter() - start
+
+
+def default_policies(dim: int, k: int = 4, seed: int = 0) -> np.ndarray:
+    """Zeros plus k − 1 draws of N(0, 0.1²) from a fixed RNG: small weights of the size an ES
+    prior starts at, the same on every run."""
+    rng = np.random.default_rng(seed)
+    draws = 0.1 * rng.standard_normal((max(k - 1, 0), dim))
+    return np.vstack([np.zeros((1, dim)), draws]).astype(np.float32)[:k]
+
+
+def parse_world_options(pairs: Sequence[str]) -> dict[str, Any]:
+    """`key=value` strings (from `--option`) -> options, each value read as a YAML scalar or
+    list (so `dim=4` is the integer 4, as it would be in a config)."""
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        key = key.strip()
+        if not sep or not key.isidentifier():
+            raise PacplanError(f"--option {pair!r}: expected key=value, e.g. dim=4")
+        if key in options:
+            raise PacplanError(f"--option {key!r} is given twice")
+        try:
+            options[key] = yaml.safe_load(text) if text.strip() else ""
+        except yaml.YAMLError:
+            options[key] = text
+    return options
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _where(ctx: _Context, mask: np.ndarray) -> tuple[int, int, int]:
+    """(count, seed, policy index) of the first True entry of a (n, k) mask."""
+    i, j = np.argwhere(mask)[0]
+    return int(mask.sum()), int(ctx.seeds[i]), int(j)
+
+
+def _check_interface(ctx: _Context) -> str:
+    """The protocol's attributes: a str `name`, callable `policy_dim` and `costs`."""
+    if not isinstance(ctx.world, World):
+        missing = [a for a in ("name", "policy_dim", "costs") if not hasattr(ctx.world, a)]
+        raise _Failed(f"{type(ctx.world).__name__} lacks {', '.join(missing)} (see World)")
+    if not isinstance(ctx.world.name, str) or not ctx.world.name:
+        raise _Failed(f"name must be a non-empty str, got {ctx.world.name!r}")
+    return f"name {ctx.world.name!r}"
+
+
+def _check_policy_dim(ctx: _Context) -> str:
+    d = ctx.world.policy_dim()
+    if isinstance(d, bool | np.bool_) or not isinstance(d, int | np.integer) or d < 1:
+        raise _Failed(f"policy_dim() must be a positive int, got {d!r} ({type(d).__name__})")
+    ctx.dim = int(d)
+    ctx.thetas = (default_policies(ctx.dim, ctx.n_policies) if ctx.thetas_in is None
+                  else check_policies(ctx.thetas_in, ctx.dim, "thetas"))
+    return f"d = {ctx.dim}"
+
+
+def _check_shape(ctx: _Context) -> str:
+    """(n, k) floats for (k, d) float32 policies and (n,) int64 seeds."""
+    out, ctx.first_s = ctx.call(ctx.thetas, ctx.seeds)
+    want = (ctx.seeds.size, ctx.thetas.shape[0])
+    if out.shape != want:
+        raise _Failed(f"costs of {want[1]} policies on {want[0]} seeds have shape {out.shape}, "
+                      f"expected (n, k) = {want}")
+    if out.dtype.kind != "f":
+        raise _Failed(f"costs have dtype {out.dtype}, expected a float dtype (float64)")
+    ctx.costs = out
+    return f"{out.shape} {out.dtype}"
+
+
+def _check_finite(ctx: _Context) -> str:
+    bad = ~np.isfinite(ctx.costs)
+    if bad.any():
+        count, seed, j = _where(ctx, bad)
+        value = float(ctx.costs[np.argwhere(bad)[0][0], j])
+        raise _Failed(f"seed {seed}, policy {j}: cost {value!r} ({count} of {bad.size} costs "
+                      "are NaN or infinite)")
+    return f"all {ctx.costs.size} costs finite"
+
+
+def _check_unit_interval(ctx: _Context) -> str:
+    with np.errstate(invalid="ignore"):
+        bad = (ctx.costs < 0.0) | (ctx.costs > 1.0)
+    if bad.any():
+        count, seed, j = _where(ctx, bad)
+        value = float(ctx.costs[np.argwhere(bad)[0][0], j])
+        raise _Failed(f"seed {seed}, policy {j}: cost {value!r} outside [0, 1] ({count} of "
+                      f"{bad.size}); a bound on clipped costs is void, so fix the world")
+    return f"min {np.nanmin(ctx.costs):.4g}, max {np.nanmax(ctx.costs):.4g}"
+
+
+def _first_difference(ctx: _Context, a: np.ndarray, b: np.ndarray, seeds: np.ndarray) -> str:
+    i, j = np.argwhere(~((a == b) | (np.isnan(a) & np.isnan(b))))[0]
+    return f"seed {int(seeds[i])}, policy {int(j)}: {float(a[i, j])!r} vs {float(b[i, j])!r}"
+
+
+def _check_deterministic(ctx: _Context) -> str:
+    """The same inputs, called again, give bit-identical costs."""
+    again, ctx.warm_s = ctx.call(ctx.thetas, ctx.seeds)
+    if again.shape != ctx.costs.shape:
+        raise _Failed(f"a second call returned shape {again.shape}, the first {ctx.costs.shape}")
+    if not np.array_equal(again, ctx.costs, equal_nan=True):
+        raise _Failed("a second call with the same inputs differs at "
+                      + _first_difference(ctx, ctx.costs, again, ctx.seeds))
+    return "a second call gives identical costs"
+
+
+def _largest_difference(a: np.ndarray, b: np.ndarray) -> float:
+    """max |a − b| over entries that differ (NaN against a number counts as infinite)."""
+    differ = ~((a == b) | (np.isnan(a) & np.isnan(b)))
+    gaps = np.abs(a[differ] - b[differ])
+    return float(np.max(np.nan_to_num(gaps, nan=math.inf))) if gaps.size else 0.0
+
+
+def _check_batch_independent(ctx: _Context) -> str | tuple[str, str]:
+    """A (seed, policy) pair's cost does not depend on the other pairs in the call or their order
+    (executors split the work into chunks): reversed halves, and the last pair alone."""
+    n, k = ctx.costs.shape
+    rows = np.arange(n)[::-1][: max(1, n // 2)]
+    cols = np.arange(k)[::-1]
+    cases = [(rows, cols), (rows[:1], cols[:1])]
+    worst = 0.0
+    for r, c in cases:
+        got, _ = ctx.call(ctx.thetas[c], ctx.seeds[r])
+        want = ctx.costs[np.ix_(r, c)]
+        if got.shape != want.shape:
+            raise _Failed(f"{len(c)} policies on {len(r)} seeds gave shape {got.shape}")
+        if not np.array_equal(got, want, equal_nan=True):
+            diff = _largest_difference(got, want)
+            if not diff <= LAST_BITS:
+                raise _Failed("another batch (reordered, or one pair alone) differs at "
+                              + _first_difference(ctx, want, got, ctx.seeds[r]))
+            worst = max(worst, diff)
+    if worst:
+        return WARNING, (f"another batch changes the last bits (max |Δ| = {worst:.2g}); keep "
+                         "executor chunk sizes fixed within a run")
+    return "reordered and single-pair calls give identical costs"
+
+
+def _check_seeds_differ(ctx: _Context) -> str:
+    """Seeds name different environments: not every seed gives the same cost row."""
+    n, k = ctx.costs.shape
+    if n < 2:
+        return SKIPPED, "needs at least 2 seeds"
+    same = [np.array_equal(ctx.costs[0], row, equal_nan=True) for row in ctx.costs[1:]]
+    if all(same):
+        raise _Failed(f"all {n} seeds give the same costs for each of {k} policies: the seed "
+                      "does not change the environment (or every cost is saturated)")
+    distinct = len({row.tobytes() for row in ctx.costs})
+    return f"{distinct} distinct cost rows over {n} seeds"
+
+
+def _check_policies_differ(ctx: _Context) -> str | tuple[str, str]:
+    """Policies matter: a world ignoring its weights certifies nothing about them (a warning,
+    since small policies may all fail the same way)."""
+    k = ctx.costs.shape[1]
+    if k < 2:
+        return SKIPPED, "needs at least 2 policies"
+    if all(np.array_equal(ctx.costs[:, 0], ctx.costs[:, j], equal_nan=True) for j in range(1, k)):
+        return WARNING, (f"all {k} policies give equal costs on every seed: are the weights "
+                         "used? (or try larger policies)")
+    return f"{len({col.tobytes() for col in ctx.costs.T})} distinct cost columns over {k} policies"
+
+
+def _first_seed_costs(ctx: _Context) -> np.ndarray:
+    """The original world's costs on the first seed alone (computed once): copies are compared on
+    the same call, so a batching world's last bits cannot differ by batch."""
+    if ctx.probe is None:
+        ctx.probe, _ = ctx.call(ctx.thetas, ctx.seeds[:1])
+    return ctx.probe
+
+
+def _same_costs(ctx: _Context, world: Any, how: str) -> None:
+    """A copy of the world gives the first seed's costs bit for bit."""
+    want = _first_seed_costs(ctx)
+    got = np.asarray(world.costs(ctx.thetas, ctx.seeds[:1]))
+    if got.shape != want.shape or not np.array_equal(got, want, equal_nan=True):
+        detail = (_first_difference(ctx, want, got, ctx.seeds[:1])
+                  if got.shape == want.shape else f"shape {got.shape}")
+        raise _Failed(f"the world {how} gives other costs: {detail}")
+
+
+def _check_picklable(ctx: _Context) -> str:
+    """Worker processes receive the world by pickle."""
+    try:
+        blob = pickle.dumps(ctx.world)
+        copy = pickle.loads(blob)
+    except Exception as exc:
+        raise _Failed(f"pickle round trip raised {type(exc).__name__}: {exc}") from None
+    _same_costs(ctx, copy, "after a pickle round trip")
+    return f"{len(blob)} bytes; the copy gives identical costs"
+
+
+def _check_rebuild(ctx: _Context) -> str:
+    """Worker processes and resumed runs rebuild the world from its (name, options) spec."""
+    if ctx.name is None:
+        return SKIPPED, "given as an object: no (name, options) spec to rebuild from"
+    _same_costs(ctx, make_world(ctx.name, **ctx.options), "rebuilt by make_world")
+    return f"make_world({ctx.name!r}, **options) gives identical costs"
+
+
+def _check_timing(ctx: _Context) -> str:
+    pairs = ctx.costs.size
+    return (f"{ctx.warm_s / pairs:.3g} s per rollout ({pairs} in {ctx.warm_s:.3g} s; first call "
+            f"{ctx.first_s:.3g} s, with any warm-up)")
+
+
+_Check = Callable[[_Context], str | tuple[str, str]]
+CHECKS: tuple[tuple[str, _Check, tuple[str, ...]], ...] = (
+    ("interface", _check_interface, ()),
+    ("policy_dim", _check_policy_dim, ("interface",)),
+    ("shape_dtype", _check_shape, ("policy_dim",)),
+    ("finite", _check_finite, ("shape_dtype",)),
+    ("in_unit_interval", _check_unit_interval, ("shape_dtype",)),
+    ("deterministic", _check_deterministic, ("shape_dtype",)),
+    ("batch_independent", _check_batch_independent, ("deterministic",)),
+    ("seeds_differ", _check_seeds_differ, ("shape_dtype",)),
+    ("policies_differ", _check_policies_differ, ("shape_dtype",)),
+    ("picklable", _check_picklable, ("shape_dtype",)),
+    ("rebuild_from_spec", _check_rebuild, ("shape_dtype",)),
+    ("timing", _check_timing, ("deterministic",)),
+)
+"""(name, check, the checks it needs to have passed or warned), in the order they run."""
+
+
+def _run_check(name: str, check: _Check, ctx: _Context) -> CheckResult:
+    """One check; any exception the world raises fails it with a one-line reason."""
+    try:
+        out = check(ctx)
+    except _Failed as exc:
+        return CheckResult(name, FAILED, _one_line(str(exc)))
+    except Exception as exc:
+        return CheckResult(name, FAILED, _one_line(f"raised {type(exc).__name__}: {exc}"))
+    status, detail = out if isinstance(out, tuple) else (PASSED, out)
+    return CheckResult(name, status, _one_line(detail))
+
+
+def _resolve_world(world_or_name: Any, options: dict[str, Any] | None) -> tuple[Any, str | None]:
+    if isinstance(world_or_name, str):
+        return make_world(world_or_name, **(options or {})), world_or_name
+    if options:
+        raise PacplanError("check_world: options apply only to a world given by name")
+    return world_or_name, None
+
+
+def check_world(world_or_name: Any, options: dict[str, Any] | None = None,
+                seeds: Sequence[int] | np.ndarray = DEFAULT_SEEDS,
+                thetas: np.ndarray | None = None, n_policies: int = 4) -> CheckReport:
+    """Run every check in `CHECKS` on a world (an object, or a registered name built with
+    `options`) and report each; never raises for a broken world, only for bad arguments.
+
+    `thetas` (k, d) replaces the default policies: zeros and `n_policies` − 1 N(0, 0.1²) draws.
+    """
+    seed_arr = check_seeds(seeds, "check_world seeds")
+    if seed_arr.size == 0 or np.unique(seed_arr).size != seed_arr.size:
+        raise PacplanError("check_world seeds must be one or more distinct seeds")
+    check_int(n_policies, "check_world n_policies", minimum=1)
+    world, name = _resolve_world(world_or_name, options)
+    ctx = _Context(world, name, dict(options or {}), seed_arr, thetas, n_policies)
+    report = CheckReport(world=name or str(getattr(world, "name", type(world).__name__)),
+                         options=ctx.options, seeds=seed_arr.tolist(), n_policies=n_policies)
+    done: dict[str, str] = {}
+    for check_name, check, needs in CHECKS:
+        blocked = [n for n in needs if done.get(n) not in (PASSED, WARNING)]
+        result = (CheckResult(check_name, SKIPPED, f"needs {', '.join(blocked)}") if blocked
+                  else _run_check(check_name, check, ctx))
+        done[check_name] = result.status
+        report.results.append(result)
+    report.policy_dim = ctx.dim
+    report.n_policies = ctx.thetas.shape[0] if ctx.dim is not None else n_policies
+    if done["timing"] == PASSED:
+        report.seconds_per_rollout = ctx.warm_s / ctx.costs.size
+    return report
