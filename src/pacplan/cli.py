@@ -275,7 +275,8 @@ def check_world_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the report as one JSON object."),
 ) -> None:
     """Check that a world keeps the promises a certificate rests on (exit 2 if one fails)."""
-    from pacplan.worlds.check import check_world, parse_world_options
+    from pacplan.worlds.check import check_world
+    from pacplan.worlds.check_report import parse_world_options
 
     n_seeds = check_whole_number(seeds, "--seeds", minimum=1)
     report = check_world(world, parse_world_options(option), seeds=range(n_seeds),

@@ -15,7 +15,8 @@ from pacplan.cli import main
 from pacplan.errors import PacplanError
 from pacplan.worlds import CheckReport, check_world
 from pacplan.worlds import base as world_base
-from pacplan.worlds.check import CHECKS, default_policies, parse_world_options
+from pacplan.worlds.check import CHECKS
+from pacplan.worlds.check_report import default_policies, parse_world_options
 
 
 class GoodWorld:
