@@ -26,7 +26,7 @@ from pacplan.presets import (
 
 REPO = Path(__file__).resolve().parents[1]
 
-RUN_PRESETS = {"toy", "uav-quick", "uav-paper", "quadruped-quick", "quadruped-hard",
+RUN_PRESETS = {"toy", "gym-cartpole", "uav-quick", "uav-paper", "quadruped-quick", "quadruped-hard",
                "quadruped-hour", "quadruped-paper"}
 
 

@@ -60,7 +60,9 @@ SHIPPED = sorted((REPO / "results").glob("*/certificate.json")) + sorted(
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: str(p.relative_to(REPO)))
 def test_shipped_certificates_verify(path: Path):
-    assert "content_sha256" not in read(path)  # written before the field existed
+    world = path.relative_to(REPO / "results").parts[0]
+    if world in ("uav", "quadruped"):  # written before the field existed
+        assert "content_sha256" not in read(path)
     assert 0.0 < verify(path).certified < 1.0
 
 

@@ -56,6 +56,7 @@ class WorldEntry:
 
 _REGISTRY: dict[str, WorldEntry] = {
     "toy": WorldEntry("pacplan.worlds.toy:ToyWorld"),
+    "gym": WorldEntry("pacplan.worlds.gym_world:GymWorld"),  # any registered Gymnasium env
     "uav": WorldEntry("pacplan.worlds.uav:UAVWorld",
                       renderer="pacplan.worlds.uav.render:render_figure",
                       gym_id="pacplan/UAVObstacleField-v0",

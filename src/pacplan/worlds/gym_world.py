@@ -1,0 +1,180 @@
+"""Any registered Gymnasium environment as a pacplan world, so users certify their own robots.
+
+Environment seed s is `env.reset(seed=s)` (the action space is seeded with s too), after an
+optional user function `randomize(env, s)` that sets the environment's parameters (masses,
+terrain) from s alone. A policy θ is a flat weight vector of a family in
+`pacplan.worlds.gym_policies` (linear, MLP, or the user's `module:factory`) acting on the
+flattened observation; an episode runs until it terminates, is truncated, or reaches `horizon`
+steps.
+
+The cost is declared, not guessed: with `return_bounds = [R_min, R_max]` the cost of return R is
+(R_max − R)/(R_max − R_min) ∈ [0, 1]. A return outside the declared bounds is an error naming the
+seed and the value, never clipped: a clipped cost would silently void the certificate.
+
+The k policies of one call are stepped in lockstep on k copies of the environment (one batched
+policy evaluation per step). Environments are built lazily and dropped when pickled, so the world
+travels to worker processes as its options only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from pacplan.errors import PacplanError
+from pacplan.validation import (
+    check_int,
+    check_policies,
+    check_real,
+    check_seeds,
+    check_unit_costs,
+)
+from pacplan.worlds.gym_policies import PolicyFamily, make_policy
+
+MAX_LOCKSTEP = 64
+"""At most this many environment copies step together (memory stays bounded for big thetas)."""
+
+
+class GymWorld:
+    """A Gymnasium environment id + policy family + horizon + declared return bounds."""
+
+    name = "gym"
+
+    def __init__(
+        self,
+        env_id: str,
+        return_bounds: Sequence[float],
+        env_kwargs: dict[str, Any] | None = None,
+        policy: str = "linear",
+        hidden: int = 16,
+        horizon: int | None = None,
+        randomize: str | None = None,
+    ) -> None:
+        opt = "gym world: option"
+        self.env_id = env_id
+        self.env_kwargs = dict(env_kwargs or {})
+        self.policy = policy
+        self.hidden = check_int(hidden, f"{opt} hidden", minimum=1)
+        if isinstance(return_bounds, str) or len(return_bounds) != 2:
+            raise PacplanError(f"{opt} return_bounds must be [R_min, R_max], got {return_bounds!r}")
+        lo, hi = (check_real(b, f"{opt} return_bounds") for b in return_bounds)
+        if not lo < hi:
+            raise PacplanError(f"{opt} return_bounds must have R_min < R_max, got [{lo}, {hi}]")
+        self.r_min, self.r_max = lo, hi
+        self.randomize = randomize
+        self._envs: list[Any] = []
+        self._policy: PolicyFamily | None = None
+        self._randomize_fn: Callable[[Any, int], Any] | None = None
+        spec_steps = self._spec_steps()
+        if horizon is None and spec_steps is None:
+            raise PacplanError(f"{opt} horizon is needed: {env_id!r} has no episode length")
+        self.horizon = check_int(horizon if horizon is not None else spec_steps,
+                                 f"{opt} horizon", minimum=1)
+        self._family()  # build one env and the policy now, so bad options fail at once
+
+    def _spec_steps(self) -> int | None:
+        import gymnasium as gym
+
+        try:
+            return gym.spec(self.env_id).max_episode_steps
+        except gym.error.Error as exc:
+            raise PacplanError(f"gym world: option env_id {self.env_id!r}: {exc}") from None
+
+    # -- lazily built state (dropped when pickled) ------------------------------------------------
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state.update(_envs=[], _policy=None, _randomize_fn=None)
+        return state
+
+    def _make_env(self) -> Any:
+        import gymnasium as gym
+
+        try:
+            return gym.make(self.env_id, max_episode_steps=self.horizon,
+                            disable_env_checker=True, **self.env_kwargs)
+        except PacplanError:
+            raise
+        except Exception as exc:  # an unknown id, a missing extra (mujoco), a bad kwarg
+            raise PacplanError(f"gym world: cannot make {self.env_id!r} with "
+                               f"{self.env_kwargs}: {exc}") from None
+
+    def _pool(self, k: int) -> list[Any]:
+        while len(self._envs) < k:
+            self._envs.append(self._make_env())
+        return self._envs[:k]
+
+    def _family(self) -> PolicyFamily:
+        if self._policy is None:
+            env = self._pool(1)[0]
+            self._policy = make_policy(self.policy, env.observation_space, env.action_space,
+                                       self.hidden)
+            if self.randomize is not None:
+                from pacplan.worlds.base import _resolve
+
+                self._randomize_fn = _resolve(self.randomize, f"gym world: randomize "
+                                                              f"{self.randomize!r}")
+        return self._policy
+
+    # -- the World interface ----------------------------------------------------------------------
+    def policy_dim(self) -> int:
+        return int(self._family().dim)
+
+    def costs(self, thetas: np.ndarray, seeds: np.ndarray) -> np.ndarray:
+        """(k, d) float32 weights × (n,) seeds -> (n, k) float64 costs (R_max − R)/(R_max − R_min).
+
+        Raises `PacplanError` naming the seed and the return when one is outside the bounds.
+        """
+        th = check_policies(thetas, self.policy_dim(), "gym world: policy weights")
+        th = th.astype(np.float64)
+        seeds = check_seeds(seeds, "gym world: environment seeds")
+        out = np.empty((seeds.size, len(th)), dtype=np.float64)
+        for i, seed in enumerate(seeds):
+            for j0 in range(0, len(th), MAX_LOCKSTEP):
+                returns = self.returns(th[j0: j0 + MAX_LOCKSTEP], int(seed))
+                for r in returns:
+                    if not self.r_min <= r <= self.r_max:
+                        raise PacplanError(
+                            f"gym world: {self.env_id} seed {int(seed)} gave return {float(r)!r}, "
+                            f"outside the declared return_bounds [{self.r_min}, {self.r_max}]; "
+                            "widen the bounds (costs are never clipped: that would void the "
+                            "certificate)")
+                out[i, j0: j0 + len(returns)] = (self.r_max - returns) / (self.r_max - self.r_min)
+        return check_unit_costs(out, f"gym world {self.env_id}",
+                                shape=(seeds.size, len(th)))[0]
+
+    def returns(self, thetas: np.ndarray, seed: int) -> np.ndarray:
+        """Undiscounted returns of k policies (k, d) float64 on environment `seed`, in lockstep."""
+        family = self._family()
+        envs = self._pool(len(thetas))
+        obs = []
+        for env in envs:
+            if self._randomize_fn is not None:
+                self._randomize_fn(env, seed)
+            o, _ = env.reset(seed=seed)
+            env.action_space.seed(seed)
+            obs.append(self._flat(env, o))
+        total = np.zeros(len(thetas), dtype=np.float64)
+        alive = list(range(len(thetas)))
+        for _ in range(self.horizon):
+            actions = family.act(thetas[alive], np.stack(obs))
+            still, obs = [], []
+            for j, a in zip(alive, actions, strict=True):
+                o, r, terminated, truncated, _ = envs[j].step(a)
+                total[j] += float(r)
+                if not (terminated or truncated):
+                    still.append(j)
+                    obs.append(self._flat(envs[j], o))
+            alive = still
+            if not alive:
+                break
+        return total
+
+    @staticmethod
+    def _flat(env: Any, o: Any) -> np.ndarray:
+        from gymnasium import spaces
+
+        space = env.observation_space
+        flat = o if isinstance(space, spaces.Box) else spaces.flatten(space, o)
+        return np.asarray(flat, dtype=np.float64).ravel()
