@@ -41,8 +41,8 @@ def test_site_builds_strict_without_warnings(tmp_path: Path) -> None:
     api = (site / "api" / "pacbayes" / "index.html").read_text(encoding="utf-8")
     assert 'id="pacplan.pacbayes.certificate.build_certificate"' in api
     assert ":::" not in api
-    for page in ("", "method", "certify-matrix", "verify", "worlds", "ray", "design", "api",
-                 "changelog"):
+    for page in ("", "method", "tutorial", "certify-matrix", "verify", "worlds", "ray", "design",
+                 "api", "changelog"):
         assert (site / page / "index.html").is_file(), page
 
 
@@ -67,6 +67,28 @@ def test_worlds_page_gymnasium_example_runs(tmp_path: Path,
     blocks = [b for b in _python_blocks(DOCS / "worlds.md") if "gym.make" in b]
     assert len(blocks) == 1
     _run_blocks(blocks, tmp_path, monkeypatch)
+
+
+
+def test_tutorial_page_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tutorial's blocks in order; a block whose first line is `# NAME.py` is the module the
+    reader saves (written to the folder, which is on sys.path as it is for `python` run there)."""
+    from pacplan.worlds import base
+
+    blocks = _python_blocks(DOCS / "tutorial.md")
+    modules = {m.group(1): b for b in blocks if (m := re.match(r"# (\w+\.py)\n", b))}
+    assert len(blocks) == 5 and list(modules) == ["reach_world.py"]
+    for name, code in modules.items():
+        (tmp_path / name).write_text(code, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(base, "_REGISTRY", dict(base._REGISTRY))  # `reach` stays in this test
+    monkeypatch.delitem(sys.modules, "reach_world", raising=False)
+    try:
+        _run_blocks([b for b in blocks if b not in modules.values()], tmp_path, monkeypatch)
+    finally:
+        sys.modules.pop("reach_world", None)
+    for run_name in ("reach", "cartpole-tiny"):
+        assert (tmp_path / "runs" / run_name / "certificate.json").is_file(), run_name
 
 
 def _ray_flags(ray: str, *command: str) -> set[str]:
