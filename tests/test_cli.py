@@ -11,24 +11,12 @@ import numpy as np
 import pytest
 from numpy.lib import format as npy_format
 
-from pacplan.cli import main
+from helpers import cli as run
 
 JSON_KEYS = {"mcallester", "quadratic", "klinv", "certified", "emp_cost", "kl", "n", "m", "delta",
              "test_cost"}
 
 
-def run(args: list[str], capsys) -> tuple[int, str, str]:
-    old = sys.argv
-    sys.argv = ["pacplan", *args]
-    try:
-        main()
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    finally:
-        sys.argv = old
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_certify_matrix_json_and_file(paper_dir: Path, tmp_path: Path, capsys):

@@ -13,24 +13,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from helpers import SMALL_TOY_RUN, fails_in_one_line
 from pacplan.config import parse_config
-from pacplan.errors import PacplanError
 from pacplan.run.pipeline import run
 from pacplan.run.provenance import verify_certificate as verify
 from verify_helpers import read, small_certificate, write
 
 REPO = Path(__file__).resolve().parents[2]
 
-CONFIG = {
-    "name": "toy-verify",
-    "world": {"name": "toy", "options": {"dim": 4, "shift": 0.3}},
-    "seeds": {"prior": [0, 100], "cert": [10_000, 10_060], "test": [20_000, 20_050]},
-    "es": {"iterations": 3, "envs_per_iter": 4, "pairs_per_env": 2, "seed": 1},
-    "executor": {"kind": "serial", "chunk_policies": 8, "chunk_seeds": 30},
-    "policies": {"m": 6, "seed": 3},
-    "certificate": {"n": [30, 60], "delta": 0.05},
-    "report": {"trajectories": 0},
-}
+CONFIG = {**SMALL_TOY_RUN, "name": "toy-verify"}
 
 
 @pytest.fixture(scope="module")
@@ -45,13 +36,9 @@ def rundir(finished_run: Path, tmp_path: Path) -> Path:
     return Path(shutil.copytree(finished_run, tmp_path / "toy"))
 
 
-def _fails(path: Path, *words: str) -> None:
-    with pytest.raises(PacplanError) as info:
-        verify(path)
-    message = str(info.value).replace(str(path.parent), "<dir>")
-    assert "\n" not in message
-    for word in words:
-        assert word in message, message
+def _fails(path: Path, *words: str) -> str:
+    """verify fails with a one-line message containing every word; returns the message."""
+    return fails_in_one_line(verify, path, *words)
 
 
 SHIPPED = sorted((REPO / "results").glob("*/certificate.json")) + sorted(

@@ -9,23 +9,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from helpers import SMALL_TOY_RUN
 from pacplan.config import parse_config
 from pacplan.errors import PacplanError
 from pacplan.pacbayes.schema import certificate_content_sha256
 from pacplan.run.pipeline import run
 from pacplan.run.report import write_report
 
-CONFIG = {
-    "name": "toy-report",
-    "world": {"name": "toy", "options": {"dim": 4, "shift": 0.3}},
-    "seeds": {"prior": [0, 100], "cert": [10_000, 10_060], "test": [20_000, 20_050]},
-    "es": {"iterations": 3, "envs_per_iter": 4, "pairs_per_env": 2, "seed": 1},
-    "executor": {"kind": "serial", "chunk_policies": 8, "chunk_seeds": 30},
-    "policies": {"m": 6, "seed": 3},
-    "certificate": {"n": [30, 60], "delta": 0.05},
-    "baselines": [{"name": "zeros"}],
-    "report": {"trajectories": 0},
-}
+CONFIG = {**SMALL_TOY_RUN, "name": "toy-report", "baselines": [{"name": "zeros"}]}
 
 
 @pytest.fixture(scope="module")

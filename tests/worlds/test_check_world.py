@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import io
 import json
-import sys
 from collections.abc import Callable, Iterator
 
 import numpy as np
 import pytest
 
-from pacplan.cli import main
+from helpers import cli
 from pacplan.errors import PacplanError
 from pacplan.worlds import CheckReport, check_world
 from pacplan.worlds import base as world_base
@@ -270,18 +269,6 @@ def test_parse_world_options() -> None:
             parse_world_options(bad)
 
 
-def cli(args: list[str], capsys) -> tuple[int, str, str]:
-    old = sys.argv
-    sys.argv = ["pacplan", *args]
-    try:
-        main()
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    finally:
-        sys.argv = old
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_cli_passes_toy(capsys) -> None:

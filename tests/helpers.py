@@ -1,0 +1,52 @@
+"""Helpers shared by test files (tests/ is on sys.path through its conftest)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pacplan.cli import main
+from pacplan.errors import PacplanError
+
+SMALL_TOY_RUN: dict[str, Any] = {
+    "name": "toy-small",
+    "world": {"name": "toy", "options": {"dim": 4, "shift": 0.3}},
+    "seeds": {"prior": [0, 100], "cert": [10_000, 10_060], "test": [20_000, 20_050]},
+    "es": {"iterations": 3, "envs_per_iter": 4, "pairs_per_env": 2, "seed": 1},
+    "executor": {"kind": "serial", "chunk_policies": 8, "chunk_seeds": 30},
+    "policies": {"m": 6, "seed": 3},
+    "certificate": {"n": [30, 60], "delta": 0.05},
+    "report": {"trajectories": 0},
+}
+"""A toy run of a second or two: 3 ES iterations, 6 policies, certificates for N = 30, 60."""
+
+
+def cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """Run `pacplan ARGS` in-process through the console entry point: (exit code, out, err)."""
+    old = sys.argv
+    sys.argv = ["pacplan", *args]
+    try:
+        main()
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    finally:
+        sys.argv = old
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def fails_in_one_line(check: Callable[[Path], Any], path: Path, *words: str) -> str:
+    """`check(path)` raises a one-line PacplanError containing every word; returns it with the
+    file's folder shown as <dir>."""
+    with pytest.raises(PacplanError) as info:
+        check(path)
+    message = str(info.value).replace(str(path.parent), "<dir>")
+    assert "\n" not in message
+    for word in words:
+        assert word in message, message
+    return message
