@@ -26,8 +26,8 @@ from pacplan.presets import (
 
 REPO = Path(__file__).resolve().parents[1]
 
-RUN_PRESETS = {"toy", "gym-cartpole", "uav-quick", "uav-paper", "quadruped-quick", "quadruped-hard",
-               "quadruped-hour", "quadruped-paper"}
+RUN_PRESETS = {"toy", "gym-cartpole", "gym-inverted-pendulum", "uav-quick", "uav-paper",
+               "quadruped-quick", "quadruped-hard", "quadruped-hour", "quadruped-paper"}
 
 
 def test_presets_live_inside_the_package() -> None:
