@@ -200,3 +200,62 @@ def test_monte_carlo_validity_of_the_certificate_on_cartpole() -> None:
     allowance = delta * draws + 3 * math.sqrt(draws * delta * (1 - delta))
     print(f"Monte-Carlo: {fails} failures in {draws} draws (δ {delta}, allowed {allowance:.1f})")
     assert fails <= allowance
+
+
+def _raw_terminated(seed: int, action: int, horizon: int) -> bool:
+    """Whether CartPole, driven by one constant action, terminates within `horizon` steps."""
+    env = gym.make("CartPole-v1", max_episode_steps=horizon)
+    env.reset(seed=seed)
+    for _ in range(horizon):
+        _, _, terminated, truncated, _ = env.step(action)
+        if terminated or truncated:
+            return bool(terminated)
+    return False
+
+
+def test_cost_from_termination_is_the_raw_envs_failure() -> None:
+    """cost "terminated": 1 exactly when the raw env terminates before the horizon."""
+    zeros = np.zeros((1, 10), np.float32)  # argmax of zeros: always action 0 (push left)
+    for horizon in (5, 60):
+        world = GymWorld("CartPole-v1", policy="linear", horizon=horizon, cost="terminated")
+        costs = world.costs(zeros, np.arange(6))[:, 0]
+        expected = [float(_raw_terminated(int(s), 0, horizon)) for s in range(6)]
+        assert costs.tolist() == expected
+    assert set(expected) == {1.0}  # at 60 steps pushing left always drops the pole
+    short = GymWorld("CartPole-v1", policy="linear", horizon=5, cost="terminated")
+    assert short.costs(zeros, np.arange(6)).max() == 0.0  # 5 steps are too few to fall
+
+
+class _Reach(gym.Env):
+    """Succeeds (info is_success) when action 1 is taken on the seed's lucky step."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        self.t, self.lucky = 0, int(self.np_random.integers(0, 3))
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action: int):
+        self.t += 1
+        done = self.t >= 3
+        success = bool(action == 1 and self.t - 1 == self.lucky)
+        return np.zeros(1, np.float32), 0.0, success or done, False, {"is_success": success}
+
+
+def test_cost_from_success_reads_is_success() -> None:
+    if "pacplan-test/Reach-v0" not in gym.registry:
+        gym.register("pacplan-test/Reach-v0", entry_point=_Reach, max_episode_steps=3)
+    world = GymWorld("pacplan-test/Reach-v0", policy="linear", cost="success")
+    always_one = np.array([[0.0, 0.0, 0.0, 1.0]], np.float32)  # bias favours action 1
+    always_zero = np.array([[0.0, 0.0, 1.0, 0.0]], np.float32)
+    assert world.costs(always_one, np.arange(5)).max() == 0.0
+    assert world.costs(always_zero, np.arange(5)).min() == 1.0
+
+
+def test_return_bounds_are_required_only_for_the_return_cost() -> None:
+    with pytest.raises(PacplanError, match=r"return_bounds .* is needed"):
+        GymWorld("CartPole-v1")
+    with pytest.raises(PacplanError, match="unknown gym world: option cost"):
+        GymWorld("CartPole-v1", return_bounds=[0, 500], cost="reward")

@@ -7,9 +7,14 @@ terrain) from s alone. A policy θ is a flat weight vector of a family in
 flattened observation; an episode runs until it terminates, is truncated, or reaches `horizon`
 steps.
 
-The cost is declared, not guessed: with `return_bounds = [R_min, R_max]` the cost of return R is
-(R_max − R)/(R_max − R_min) ∈ [0, 1]. A return outside the declared bounds is an error naming the
-seed and the value, never clipped: a clipped cost would silently void the certificate.
+The cost is declared, not guessed (`cost`):
+- "return" (default): with `return_bounds = [R_min, R_max]` the cost of return R is
+  (R_max − R)/(R_max − R_min) ∈ [0, 1]. A return outside the declared bounds is an error naming
+  the seed and the value, never clipped: a clipped cost would silently void the certificate.
+- "terminated": 1 if the episode terminated (the environment's failure: fell, crashed) before
+  the horizon, else 0 — the probability of failure is what is certified.
+- "success": 0 if the last step's info says `is_success`, else 1 (the goal-reaching tasks'
+  convention in Gymnasium-Robotics).
 
 The k policies of one call are stepped in lockstep on k copies of the environment (one batched
 policy evaluation per step). Environments are built lazily and dropped when pickled, so the world
@@ -19,12 +24,14 @@ travels to worker processes as its options only.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from pacplan.errors import PacplanError
 from pacplan.validation import (
+    check_choice,
     check_int,
     check_policies,
     check_real,
@@ -33,8 +40,37 @@ from pacplan.validation import (
 )
 from pacplan.worlds.gym_policies import PolicyFamily, make_policy
 
+COST_RULES: tuple[str, ...] = ("return", "terminated", "success")
+"""How an episode becomes a cost in [0, 1] (see the module docstring)."""
+
 MAX_LOCKSTEP = 64
 """At most this many environment copies step together (memory stays bounded for big thetas)."""
+
+
+@dataclass(frozen=True)
+class Episodes:
+    """k episodes on one environment: undiscounted returns, whether each terminated (rather than
+    being truncated at the horizon), and whether its last info said `is_success`."""
+
+    returns: np.ndarray
+    terminated: np.ndarray
+    success: np.ndarray
+
+
+def _bounds(return_bounds: Sequence[float] | None, cost: str,
+            opt: str) -> tuple[float | None, float | None]:
+    """(R_min, R_max): required and checked for the "return" cost, unused otherwise."""
+    if return_bounds is None:
+        if cost == "return":
+            raise PacplanError(f"{opt} return_bounds [R_min, R_max] is needed for cost 'return' "
+                               "(or choose cost 'terminated' or 'success')")
+        return None, None
+    if isinstance(return_bounds, str) or len(return_bounds) != 2:
+        raise PacplanError(f"{opt} return_bounds must be [R_min, R_max], got {return_bounds!r}")
+    lo, hi = (check_real(b, f"{opt} return_bounds") for b in return_bounds)
+    if not lo < hi:
+        raise PacplanError(f"{opt} return_bounds must have R_min < R_max, got [{lo}, {hi}]")
+    return lo, hi
 
 
 class GymWorld:
@@ -45,24 +81,21 @@ class GymWorld:
     def __init__(
         self,
         env_id: str,
-        return_bounds: Sequence[float],
+        return_bounds: Sequence[float] | None = None,
         env_kwargs: dict[str, Any] | None = None,
         policy: str = "linear",
         hidden: int = 16,
         horizon: int | None = None,
         randomize: str | None = None,
+        cost: str = "return",
     ) -> None:
         opt = "gym world: option"
+        self.cost = check_choice(f"{opt} cost", cost, COST_RULES)
         self.env_id = env_id
         self.env_kwargs = dict(env_kwargs or {})
         self.policy = policy
         self.hidden = check_int(hidden, f"{opt} hidden", minimum=1)
-        if isinstance(return_bounds, str) or len(return_bounds) != 2:
-            raise PacplanError(f"{opt} return_bounds must be [R_min, R_max], got {return_bounds!r}")
-        lo, hi = (check_real(b, f"{opt} return_bounds") for b in return_bounds)
-        if not lo < hi:
-            raise PacplanError(f"{opt} return_bounds must have R_min < R_max, got [{lo}, {hi}]")
-        self.r_min, self.r_max = lo, hi
+        self.r_min, self.r_max = _bounds(return_bounds, self.cost, opt)
         self.randomize = randomize
         self._envs: list[Any] = []
         self._policy: PolicyFamily | None = None
@@ -132,20 +165,34 @@ class GymWorld:
         out = np.empty((seeds.size, len(th)), dtype=np.float64)
         for i, seed in enumerate(seeds):
             for j0 in range(0, len(th), MAX_LOCKSTEP):
-                returns = self.returns(th[j0: j0 + MAX_LOCKSTEP], int(seed))
-                for r in returns:
-                    if not self.r_min <= r <= self.r_max:
-                        raise PacplanError(
-                            f"gym world: {self.env_id} seed {int(seed)} gave return {float(r)!r}, "
-                            f"outside the declared return_bounds [{self.r_min}, {self.r_max}]; "
-                            "widen the bounds (costs are never clipped: that would void the "
-                            "certificate)")
-                out[i, j0: j0 + len(returns)] = (self.r_max - returns) / (self.r_max - self.r_min)
+                episodes = self.episodes(th[j0: j0 + MAX_LOCKSTEP], int(seed))
+                out[i, j0: j0 + len(episodes.returns)] = self._cost(episodes, int(seed))
         return check_unit_costs(out, f"gym world {self.env_id}",
                                 shape=(seeds.size, len(th)))[0]
 
+    def _cost(self, episodes: Episodes, seed: int) -> np.ndarray:
+        """The declared cost of each episode."""
+        if self.cost == "terminated":
+            return episodes.terminated.astype(np.float64)
+        if self.cost == "success":
+            return 1.0 - episodes.success.astype(np.float64)
+        assert self.r_min is not None and self.r_max is not None
+        for r in episodes.returns:
+            if not self.r_min <= r <= self.r_max:
+                raise PacplanError(
+                    f"gym world: {self.env_id} seed {seed} gave return {float(r)!r}, "
+                    f"outside the declared return_bounds [{self.r_min}, {self.r_max}]; "
+                    "widen the bounds (costs are never clipped: that would void the "
+                    "certificate)")
+        return (self.r_max - episodes.returns) / (self.r_max - self.r_min)
+
     def returns(self, thetas: np.ndarray, seed: int) -> np.ndarray:
-        """Undiscounted returns of k policies (k, d) float64 on environment `seed`, in lockstep."""
+        """Undiscounted returns of k policies (k, d) float64 on environment `seed`."""
+        return self.episodes(thetas, seed).returns
+
+    def episodes(self, thetas: np.ndarray, seed: int) -> Episodes:
+        """Returns, termination and success of k policies (k, d) float64 on environment `seed`,
+        stepped in lockstep."""
         family = self._family()
         envs = self._pool(len(thetas))
         obs = []
@@ -156,20 +203,24 @@ class GymWorld:
             env.action_space.seed(seed)
             obs.append(self._flat(env, o))
         total = np.zeros(len(thetas), dtype=np.float64)
+        terminated_at = np.zeros(len(thetas), dtype=bool)
+        success = np.zeros(len(thetas), dtype=bool)
         alive = list(range(len(thetas)))
         for _ in range(self.horizon):
             actions = family.act(thetas[alive], np.stack(obs))
             still, obs = [], []
             for j, a in zip(alive, actions, strict=True):
-                o, r, terminated, truncated, _ = envs[j].step(a)
+                o, r, terminated, truncated, info = envs[j].step(a)
                 total[j] += float(r)
+                terminated_at[j] = bool(terminated)
+                success[j] = bool(info.get("is_success", False))
                 if not (terminated or truncated):
                     still.append(j)
                     obs.append(self._flat(envs[j], o))
             alive = still
             if not alive:
                 break
-        return total
+        return Episodes(total, terminated_at, success)
 
     @staticmethod
     def _flat(env: Any, o: Any) -> np.ndarray:
