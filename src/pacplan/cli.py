@@ -8,25 +8,31 @@ a file or the name of a shipped preset (`pacplan presets`); `--version` and shel
 
 from __future__ import annotations
 
-import importlib
-import json
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from pacplan import __version__
-from pacplan.choices import BOUND_CHOICES, BOUNDS, EXECUTORS, SOLVERS
+from pacplan.choices import BOUND_CHOICES, EXECUTORS, SOLVERS
 from pacplan.cli_data import data_app
+from pacplan.cli_output import (
+    certificate_table,
+    click_exception_types,
+    console,
+    err_console,
+    fail,
+    os_error_line,
+    print_json,
+    show_flags_as_flags,
+    usage_line,
+)
 from pacplan.errors import PacplanError
 from pacplan.pacbayes import bounds
 from pacplan.pacbayes.certificate import build_certificate
 from pacplan.pacbayes.matrices import load_cost_matrix
-from pacplan.pacbayes.record import Certificate
 from pacplan.presets import list_presets, preset_path, resolve_config, resolve_prior, shipped_priors
 from pacplan.run.provenance import verify_certificate
 from pacplan.validation import INT64_MAX, check_choice, check_delta, check_whole_number
@@ -38,8 +44,6 @@ app = typer.Typer(
     add_completion=True,
     pretty_exceptions_enable=False,
 )
-console = Console()
-err_console = Console(stderr=True)
 app.add_typer(data_app, name="data", help="Fetch published data (the paper's cost matrices).")
 
 
@@ -92,31 +96,6 @@ ConfigArg = typer.Argument(..., metavar="CONFIG", autocompletion=_complete_prese
 DeltaOpt = typer.Option(0.01, "--delta", help="Confidence parameter δ in (0, 1).")
 
 
-def _print_json(obj: dict) -> None:
-    typer.echo(json.dumps(obj, indent=2))
-
-
-def _certificate_table(c: Certificate) -> Table:
-    table = Table(title=f"PAC-Bayes certificate (δ = {c.delta:g}, N = {c.n}, m = {c.m})")
-    table.add_column("quantity")
-    table.add_column("value", justify="right")
-    table.add_row("empirical cost Ĉ", f"{100 * c.emp_cost:.2f} %")
-    table.add_row("KL(p‖p0)", f"{c.kl:.4f}")
-    for name in BOUNDS:
-        mark = "  ← certified" if name == c.certified_by else ""
-        table.add_row(f"{name} bound", f"{100 * getattr(c, name):.2f} %{mark}")
-    table.add_row("[bold]certified cost ≤[/]", f"[bold]{100 * c.certified:.2f} %[/]")
-    if c.test_cost is not None and c.test_ci is not None:
-        lo, hi = c.test_ci
-        table.add_row(f"test cost ({c.test_n} envs)",
-                      f"{100 * c.test_cost:.2f} % [{100 * lo:.2f}, {100 * hi:.2f}] (99 %)")
-    table.add_row("posterior", f"{c.solver}, {sum(v > 1e-3 for v in c.p)} policies with p > 0.001")
-    if c.clip:
-        table.add_row("clipped entries", str(c.cert_matrix.clipped +
-                                              (c.test_matrix.clipped if c.test_matrix else 0)))
-    return table
-
-
 @app.command("certify-matrix")
 def certify_matrix(
     costs: Path = typer.Argument(..., help="Certification cost matrix (.npy, N × m, in [0, 1])."),
@@ -141,9 +120,9 @@ def certify_matrix(
     if out is not None:
         c.save(out)
     if as_json:
-        _print_json(c.to_dict())
+        print_json(c.to_dict())
     else:
-        console.print(_certificate_table(c))
+        console.print(certificate_table(c))
         if out is not None:
             console.print(f"certificate written to {out}")
 
@@ -161,7 +140,7 @@ def bound_cmd(
     n_envs = check_whole_number(n, "N (-n)")
     values = bounds.all_bounds(emp, kl, n_envs, delta)
     if as_json:
-        _print_json({**values, "certified": min(values.values()), "emp_cost": emp, "kl": kl,
+        print_json({**values, "certified": min(values.values()), "emp_cost": emp, "kl": kl,
                      "n": n_envs, "delta": delta})
         return
     table = Table(title=f"PAC-Bayes bounds (Ĉ = {emp:g}, KL = {kl:g}, N = {n_envs}, "
@@ -213,7 +192,7 @@ def run_cmd(
         result = run(cfg, run_dir, prior_file=prior_file, progress=not quiet,
                      log=lambda msg: console.print(f"[dim]{msg}[/]"))
         report = write_report(run_dir)
-    console.print(_certificate_table(result.certificates[max(result.certificates)]))
+    console.print(certificate_table(result.certificates[max(result.certificates)]))
     console.print(f"run directory {run_dir}; report {report}")
 
 
@@ -282,7 +261,7 @@ def check_world_cmd(
     report = check_world(world, parse_world_options(option), seeds=range(n_seeds),
                          n_policies=check_whole_number(policies, "--policies", minimum=1))
     if as_json:
-        _print_json(report.to_dict())
+        print_json(report.to_dict())
     else:
         table = Table(title=f"check-world {escape(world)} (d = {report.policy_dim}, "
                       f"{len(report.seeds)} seeds × {report.n_policies} policies)")
@@ -293,7 +272,7 @@ def check_world_cmd(
             table.add_row(r.name, f"[{style}]{r.status}[/]", escape(r.detail))
         console.print(table)
     if not report.ok:
-        _fail(report.summary())
+        fail(report.summary())
 
 
 @app.command("train-prior")
@@ -348,80 +327,22 @@ def presets_cmd(
     console.print(f"Files: {escape(str(presets[0].path.parent))}", soft_wrap=True)
 
 
-def _click_exception_types() -> tuple[tuple[type, ...], tuple[type, ...], tuple[type, ...]]:
-    """(usage errors, exits, aborts) of the click that typer bundles and of click itself.
-
-    Newer typer raises its own bundled copy of click's exceptions, which are not
-    `click.exceptions.*`; older typer raises click's. Both are caught.
-    """
-    errors: list[type] = []
-    exits: list[type] = [typer.Exit]
-    aborts: list[type] = [typer.Abort]
-    for module_name in ("typer._click.exceptions", "click.exceptions"):
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError:
-            continue
-        errors.append(module.ClickException)
-        exits.extend(t for t in [getattr(module, "Exit", None)] if t is not None)
-        aborts.extend(t for t in [getattr(module, "Abort", None)] if t is not None)
-    return tuple(errors), tuple(exits), tuple(aborts)
-
-
-def _usage_line(exc: Exception) -> str:
-    """One line for a click usage error, with the help command that explains it."""
-    if type(exc).__name__ == "NoArgsIsHelpError":
-        return "no command given; `pacplan --help` lists the commands"
-    text = " ".join(exc.format_message().split())  # type: ignore[attr-defined]
-    ctx = getattr(exc, "ctx", None)
-    return text + (f" (see `{ctx.command_path} --help`)" if ctx is not None else "")
-
-
-def _os_error_line(exc: OSError) -> str:
-    """The path(s) and the OS's reason, e.g. `runs/x/config.yaml: Permission denied`."""
-    paths = list(dict.fromkeys(str(p) for p in (exc.filename, exc.filename2) if p is not None))
-    reason = exc.strerror or str(exc) or type(exc).__name__
-    return f"{' -> '.join(paths)}: {reason}" if paths else reason
-
-
-def _fail(line: str, code: int = 2) -> NoReturn:
-    err_console.print(f"[bold red]error:[/] {escape(line)}", highlight=False, soft_wrap=True)
-    sys.exit(code)
-
-
-def _show_flags_as_flags(command: Any) -> None:
-    """Let --help show a flag as a flag: recent typer prints every option's type, so `--quiet`
-    would read `--quiet <bool>` as if it took a value. An empty metavar hides the type of every
-    flag, typer's own (--help, --install-completion) included; older typer shows none anyway."""
-    for param in getattr(command, "params", []):
-        if getattr(param, "is_flag", False) and param.metavar is None:
-            param.metavar = ""
-    try:  # --help is made on demand (and cached by click); make it now to reach it
-        help_option = command.get_help_option(command.context_class(command))
-    except Exception:  # pragma: no cover - a click without this API: cosmetic only
-        help_option = None
-    if help_option is not None and help_option.metavar is None:
-        help_option.metavar = ""
-    for sub in getattr(command, "commands", {}).values():
-        _show_flags_as_flags(sub)
-
-
 def main() -> None:
     """Console-script entry point: one-line errors, exit code 2, no traceback."""
-    usage_errors, exits, aborts = _click_exception_types()
+    usage_errors, exits, aborts = click_exception_types()
     command = typer.main.get_command(app)
-    _show_flags_as_flags(command)
+    show_flags_as_flags(command)
     try:
         rc = command(standalone_mode=False, prog_name="pacplan")
     except PacplanError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     except OSError as exc:  # a read-only folder, a full disk, --out naming a file
-        _fail(_os_error_line(exc))
+        fail(os_error_line(exc))
     except KeyboardInterrupt:
         err_console.print("interrupted; finished work is kept in the run directory")
         sys.exit(130)
     except usage_errors as exc:
-        _fail(_usage_line(exc))
+        fail(usage_line(exc))
     except exits as exc:
         sys.exit(exc.exit_code)
     except aborts:

@@ -1,0 +1,107 @@
+"""How the `pacplan` command prints: the certificate table, JSON, and one-line errors.
+
+Every user-fixable problem ends as one line on stderr with exit code 2: `PacplanError`s, OS
+errors (naming the path), and usage errors from the click that typer bundles as well as from
+a separately installed click.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from typing import Any, NoReturn
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from pacplan.choices import BOUNDS
+from pacplan.pacbayes.record import Certificate
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def print_json(obj: dict) -> None:
+    typer.echo(json.dumps(obj, indent=2))
+
+
+def certificate_table(c: Certificate) -> Table:
+    table = Table(title=f"PAC-Bayes certificate (δ = {c.delta:g}, N = {c.n}, m = {c.m})")
+    table.add_column("quantity")
+    table.add_column("value", justify="right")
+    table.add_row("empirical cost Ĉ", f"{100 * c.emp_cost:.2f} %")
+    table.add_row("KL(p‖p0)", f"{c.kl:.4f}")
+    for name in BOUNDS:
+        mark = "  ← certified" if name == c.certified_by else ""
+        table.add_row(f"{name} bound", f"{100 * getattr(c, name):.2f} %{mark}")
+    table.add_row("[bold]certified cost ≤[/]", f"[bold]{100 * c.certified:.2f} %[/]")
+    if c.test_cost is not None and c.test_ci is not None:
+        lo, hi = c.test_ci
+        table.add_row(f"test cost ({c.test_n} envs)",
+                      f"{100 * c.test_cost:.2f} % [{100 * lo:.2f}, {100 * hi:.2f}] (99 %)")
+    table.add_row("posterior", f"{c.solver}, {sum(v > 1e-3 for v in c.p)} policies with p > 0.001")
+    if c.clip:
+        table.add_row("clipped entries", str(c.cert_matrix.clipped +
+                                              (c.test_matrix.clipped if c.test_matrix else 0)))
+    return table
+
+
+def click_exception_types() -> tuple[tuple[type, ...], tuple[type, ...], tuple[type, ...]]:
+    """(usage errors, exits, aborts) of the click that typer bundles and of click itself.
+
+    Newer typer raises its own bundled copy of click's exceptions, which are not
+    `click.exceptions.*`; older typer raises click's. Both are caught.
+    """
+    errors: list[type] = []
+    exits: list[type] = [typer.Exit]
+    aborts: list[type] = [typer.Abort]
+    for module_name in ("typer._click.exceptions", "click.exceptions"):
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        errors.append(module.ClickException)
+        exits.extend(t for t in [getattr(module, "Exit", None)] if t is not None)
+        aborts.extend(t for t in [getattr(module, "Abort", None)] if t is not None)
+    return tuple(errors), tuple(exits), tuple(aborts)
+
+
+def usage_line(exc: Exception) -> str:
+    """One line for a click usage error, with the help command that explains it."""
+    if type(exc).__name__ == "NoArgsIsHelpError":
+        return "no command given; `pacplan --help` lists the commands"
+    text = " ".join(exc.format_message().split())  # type: ignore[attr-defined]
+    ctx = getattr(exc, "ctx", None)
+    return text + (f" (see `{ctx.command_path} --help`)" if ctx is not None else "")
+
+
+def os_error_line(exc: OSError) -> str:
+    """The path(s) and the OS's reason, e.g. `runs/x/config.yaml: Permission denied`."""
+    paths = list(dict.fromkeys(str(p) for p in (exc.filename, exc.filename2) if p is not None))
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    return f"{' -> '.join(paths)}: {reason}" if paths else reason
+
+
+def fail(line: str, code: int = 2) -> NoReturn:
+    err_console.print(f"[bold red]error:[/] {escape(line)}", highlight=False, soft_wrap=True)
+    sys.exit(code)
+
+
+def show_flags_as_flags(command: Any) -> None:
+    """Let --help show a flag as a flag: recent typer prints every option's type, so `--quiet`
+    would read `--quiet <bool>` as if it took a value. An empty metavar hides the type of every
+    flag, typer's own (--help, --install-completion) included; older typer shows none anyway."""
+    for param in getattr(command, "params", []):
+        if getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""
+    try:  # --help is made on demand (and cached by click); make it now to reach it
+        help_option = command.get_help_option(command.context_class(command))
+    except Exception:  # pragma: no cover - a click without this API: cosmetic only
+        help_option = None
+    if help_option is not None and help_option.metavar is None:
+        help_option.metavar = ""
+    for sub in getattr(command, "commands", {}).values():
+        show_flags_as_flags(sub)
