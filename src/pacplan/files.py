@@ -53,11 +53,24 @@ def atomic_write_json(path: str | Path, obj: Any) -> None:
     atomic_write_text(path, json.dumps(obj, indent=2) + "\n")
 
 
-def atomic_save_npy(path: str | Path, array: np.ndarray) -> None:
-    """A plain .npy (never a pickle), written atomically."""
+def npy_bytes(array: np.ndarray) -> bytes:
+    """The bytes of a plain .npy (never a pickle) of `array`."""
     buf = io.BytesIO()
     np.save(buf, np.asarray(array), allow_pickle=False)
-    atomic_write_bytes(path, buf.getvalue())
+    return buf.getvalue()
+
+
+def atomic_save_npy(path: str | Path, array: np.ndarray) -> None:
+    """A plain .npy (never a pickle), written atomically."""
+    atomic_write_bytes(path, npy_bytes(array))
+
+
+def append_json_line(path: str | Path, record: Any) -> None:
+    """Append one JSON line and fsync: a kill loses at most the line being written."""
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(record) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
 
 
 def load_npy(path: str | Path, name: str | None = None) -> np.ndarray:
@@ -152,11 +165,22 @@ def safetensors_bytes(arrays: dict[str, np.ndarray], metadata: dict[str, str] | 
     from safetensors.numpy import save
 
     raw = save({k: np.ascontiguousarray(v) for k, v in arrays.items()}, metadata=metadata)
-    (size,) = struct.unpack("<Q", raw[:8])
-    header = json.loads(raw[8 : 8 + size])
+    header, size = _safetensors_header(raw)
     text = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
     text += b" " * (-len(text) % 8)
     return struct.pack("<Q", len(text)) + text + raw[8 + size :]
+
+
+def _safetensors_header(data: bytes) -> tuple[dict[str, Any], int]:
+    """The JSON header of safetensors bytes and its length in bytes."""
+    (size,) = struct.unpack("<Q", data[:8])
+    return json.loads(data[8 : 8 + size]), size
+
+
+def safetensors_metadata(data: bytes) -> dict[str, str]:
+    """The `__metadata__` strings of safetensors bytes the safetensors reader has accepted."""
+    meta = _safetensors_header(data)[0].get("__metadata__") or {}
+    return {str(k): str(v) for k, v in meta.items()}
 
 
 def save_safetensors(path: str | Path, arrays: dict[str, np.ndarray],

@@ -16,8 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
-import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,7 +24,13 @@ import numpy as np
 
 from pacplan.errors import PacplanError
 from pacplan.es.algorithm import ESState
-from pacplan.files import atomic_write_bytes, atomic_write_json, save_safetensors
+from pacplan.files import (
+    append_json_line,
+    atomic_write_bytes,
+    atomic_write_json,
+    safetensors_metadata,
+    save_safetensors,
+)
 
 _FORMAT = 2  # 2: the state records its own sha256 (metadata "sha256")
 _ARRAYS = ("mu", "logvar", "m_mu", "v_mu", "m_logvar", "v_logvar", "best_mu", "best_logvar")
@@ -170,12 +174,6 @@ def _check_prior(tensors: dict[str, np.ndarray], name: str) -> tuple[np.ndarray,
     return mu, logvar
 
 
-def _metadata(data: bytes) -> dict[str, str]:
-    """The __metadata__ of safetensors bytes already accepted by the safetensors reader."""
-    (size,) = struct.unpack("<Q", data[:8])
-    return dict(json.loads(data[8 : 8 + size]).get("__metadata__") or {})
-
-
 def _seed_range(raw: str | None, name: str) -> SeedRange | None:
     """The `prior_seeds` metadata: "[start, stop]" with 0 ≤ start < stop, or None if absent."""
     if raw is None:
@@ -200,7 +198,7 @@ def read_prior(data: bytes, name: str) -> Prior:
 
     try:
         tensors = load(data)
-        meta = _metadata(data)
+        meta = safetensors_metadata(data)
     except Exception as exc:
         raise PacplanError(f"{name}: unreadable prior ({exc})".replace("\n", " ")) from None
     mu, logvar = _check_prior(tensors, name)
@@ -253,7 +251,4 @@ def truncate_metrics(path: Path, upto: int) -> None:
 
 def append_metric(path: Path, record: dict[str, Any]) -> None:
     """Append one record and fsync (a kill loses at most the line being written)."""
-    with open(path, "a", encoding="utf-8") as fh:
-        fh.write(json.dumps(record) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
+    append_json_line(path, record)

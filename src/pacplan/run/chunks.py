@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
 import shutil
 from pathlib import Path
@@ -18,7 +17,14 @@ from typing import Any
 import numpy as np
 
 from pacplan.errors import PacplanError
-from pacplan.files import atomic_write_bytes, atomic_write_json, atomic_write_text, sha256_bytes
+from pacplan.files import (
+    append_json_line,
+    atomic_write_bytes,
+    atomic_write_json,
+    atomic_write_text,
+    npy_bytes,
+    sha256_bytes,
+)
 from pacplan.run.rundir import SHA256_PATTERN, Grid, identity
 
 
@@ -88,16 +94,11 @@ class ChunkStore:
 
     def save(self, key: tuple[int, int], block: np.ndarray) -> None:
         """Write the chunk atomically, then list it in the ledger."""
-        buf = io.BytesIO()
-        np.save(buf, np.asarray(block), allow_pickle=False)
-        data = buf.getvalue()
+        data = npy_bytes(block)
         atomic_write_bytes(self.folder / self._name(key), data)
         entry = {"chunk": self._name(key), "sha256": sha256_bytes(data),
                  "shape": [int(n) for n in np.shape(block)]}
-        with open(self.folder / self.LEDGER, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(entry) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
+        append_json_line(self.folder / self.LEDGER, entry)
         self.ledger[entry["chunk"]] = entry
 
     def assemble(self, grid: Grid, shape: tuple[int, int]) -> np.ndarray:

@@ -7,7 +7,6 @@ checked where they are used).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from collections.abc import Callable
@@ -19,7 +18,7 @@ import numpy as np
 
 from pacplan.config import RunConfig, config_to_dict, dump_config, parse_config
 from pacplan.errors import PacplanError
-from pacplan.files import load_npy
+from pacplan.files import load_npy, sha256_bytes
 from pacplan.pacbayes.record import Certificate
 from pacplan.run.executors import Executor, executor_from_config
 from pacplan.run.rundir import Manifest, RunDir, identity
@@ -106,7 +105,7 @@ def _baselines(cfg: RunConfig, rd: RunDir, manifest: Manifest, ex: Executor, dim
             fixed = np.zeros((1, dim), dtype=np.float32)
         else:  # the file's content is an input, not its path
             fixed = load_theta(base.weights, dim, cfg.world.name)[None, :]
-            inputs["weights_sha256"] = hashlib.sha256(fixed.tobytes()).hexdigest()
+            inputs["weights_sha256"] = sha256_bytes(fixed.tobytes())
         step(f"baseline {base.name}", lambda base=base, spec=spec, inputs=inputs, fixed=fixed:
              ensure_costs(f"baseline-{base.name}", spec, fixed, test_seeds, rd, manifest, ex,
                           inputs, progress))

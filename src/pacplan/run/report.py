@@ -39,7 +39,7 @@ from pacplan.run.report_tables import (
     table1,
     timing_table,
 )
-from pacplan.run.rundir import Manifest, RunDir
+from pacplan.run.rundir import Manifest, RunDir, read_timings
 from pacplan.validation import check_unit_costs
 from pacplan.worlds.base import world_renderer
 
@@ -170,11 +170,10 @@ def _timings_section(rd: RunDir) -> list[str]:
     path = rd / RunDir.TIMINGS
     if not path.is_file():
         return []
-    try:
-        history = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        return ["## Wall time", "", f"{RunDir.TIMINGS} is unreadable ({type(exc).__name__}).", ""]
-    body = timing_table(history if isinstance(history, list) else [])
+    history, problem = read_timings(path)
+    if problem is not None:
+        return ["## Wall time", "", f"{RunDir.TIMINGS} is unreadable ({problem}).", ""]
+    body = timing_table(history)
     return ["## Wall time", "", f"Seconds per step, from `{RunDir.TIMINGS}` (wall clock on the "
             "machines that ran it):", "", *body, ""]
 

@@ -12,19 +12,11 @@ import pacplan
 from pacplan.config import RunConfig
 from pacplan.errors import PacplanError
 from pacplan.es.checkpoint import read_prior
-from pacplan.files import atomic_write_bytes, sha256_file
+from pacplan.files import atomic_write_bytes, safetensors_metadata, sha256_file
 from pacplan.pacbayes.record import relative_path
 from pacplan.run.figures import plot_training_curve
 from pacplan.run.report_tables import duration
 from pacplan.run.rundir import Manifest, RunDir
-
-
-def _safetensors_metadata(data: bytes) -> dict[str, str]:
-    """The __metadata__ of safetensors bytes already accepted by `read_prior`."""
-    size = int.from_bytes(data[:8], "little")
-    meta = json.loads(data[8 : 8 + size]).get("__metadata__") or {}
-    return {str(k): str(v) for k, v in meta.items()}
-
 
 _METRIC_KEYS = ("iteration", "cost", "best", "sigma_mean", "utility")
 
@@ -96,7 +88,7 @@ def prior_section(rd: RunDir, manifest: Manifest, cfg: RunConfig) -> list[str]:
         raise PacplanError(f"{rd.path} has no {RunDir.PRIOR}; run `pacplan run` first")
     data = path.read_bytes()
     prior = read_prior(data, f"{RunDir.PRIOR} in {rd.path}")
-    meta = _safetensors_metadata(data)
+    meta = safetensors_metadata(data)
     sha = manifest.sha(RunDir.PRIOR) or ""
     source = manifest.inputs(RunDir.PRIOR).get("source")
     seeds = (f"it records its training seeds [{prior.seeds[0]}, {prior.seeds[1]})"

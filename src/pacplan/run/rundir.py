@@ -106,7 +106,7 @@ class RunDir:
         work. Returns a line saying so in that case.
         """
         path = self / self.TIMINGS
-        history, problem = _read_timings(path)
+        history, problem = read_timings(path)
         history.append({"finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                         "seconds": seconds})
         atomic_write_json(path, history)
@@ -114,7 +114,7 @@ class RunDir:
                                              "a new history")
 
 
-def _read_timings(path: Path) -> tuple[list[Any], str | None]:
+def read_timings(path: Path) -> tuple[list[Any], str | None]:
     """The timings history, or an empty one and why the file could not be used."""
     if not path.is_file():
         return [], None

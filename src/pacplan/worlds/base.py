@@ -88,7 +88,7 @@ def world_entry(name: str) -> WorldEntry:
     return _REGISTRY[name]
 
 
-def _resolve(target: str, what: str) -> Any:
+def resolve_target(target: str, what: str) -> Any:
     module_name, _, attr = target.partition(":")
     try:
         return getattr(importlib.import_module(module_name), attr)
@@ -98,7 +98,7 @@ def _resolve(target: str, what: str) -> Any:
 
 def check_world_options(name: str, options: dict[str, Any]) -> None:
     """Every option is a parameter of the world's factory, of the type it is annotated with."""
-    factory = _resolve(world_entry(name).factory, f"world {name!r}")
+    factory = resolve_target(world_entry(name).factory, f"world {name!r}")
     check_keyword_options(f"world {name!r}", factory, options)
 
 
@@ -108,7 +108,7 @@ def make_world(name: str, **options: Any) -> World:
     Unknown options and values of the wrong type are named before the factory runs; what the
     factory's own parsing still refuses (a TypeError or ValueError) is named as well.
     """
-    factory = _resolve(world_entry(name).factory, f"world {name!r}")
+    factory = resolve_target(world_entry(name).factory, f"world {name!r}")
     check_keyword_options(f"world {name!r}", factory, options)
     try:
         return factory(**options)
@@ -130,7 +130,7 @@ def _factory_error(name: str, options: dict[str, Any], exc: Exception) -> str:
 def world_renderer(name: str) -> Callable[..., Any] | None:
     """The figure renderer of world `name`, or None if it has none."""
     target = world_entry(name).renderer
-    return None if target is None else _resolve(target, f"renderer of world {name!r}")
+    return None if target is None else resolve_target(target, f"renderer of world {name!r}")
 
 
 def gym_environments() -> dict[str, str]:

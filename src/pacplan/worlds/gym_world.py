@@ -144,9 +144,9 @@ class GymWorld:
             self._policy = make_policy(self.policy, env.observation_space, env.action_space,
                                        self.hidden)
             if self.randomize is not None:
-                from pacplan.worlds.base import _resolve
+                from pacplan.worlds.base import resolve_target
 
-                self._randomize_fn = _resolve(self.randomize, f"gym world: randomize "
+                self._randomize_fn = resolve_target(self.randomize, f"gym world: randomize "
                                                               f"{self.randomize!r}")
         return self._policy
 

@@ -147,7 +147,7 @@ class BatchedSimulator:
         forced (n, k, 12): replay these primitive sequences instead of choosing (thetas is then
         only used for its k).
         """
-        with _torch_threads(self.threads if self.device.type == "cpu" else 0):
+        with torch_threads_scope(self.threads if self.device.type == "cpu" else 0):
             return self._rollout(thetas, seeds, use_net, net_scale, forced)
 
     def _rollout(self, thetas: np.ndarray, seeds: np.ndarray, use_net: bool, net_scale: float,
@@ -252,7 +252,7 @@ class BatchedSimulator:
 
 
 @contextlib.contextmanager
-def _torch_threads(n: int) -> Iterator[None]:
+def torch_threads_scope(n: int) -> Iterator[None]:
     """Run with n torch CPU threads (0: unchanged), restoring the previous setting."""
     before = torch.get_num_threads()
     if n > 0 and n != before:

@@ -3,7 +3,7 @@ the path flown so far, and the depth image the robot sees now.
 
 Made to be cheap enough for a video of every step: the figure and its artists are built once per
 env, the cylinders' outlines once per scene (the figure `pacplan render uav` draws is the same
-geometry, `render._silhouette`), and a frame only moves lines and swaps the image (about 30 ms).
+geometry, `render.silhouette`), and a frame only moves lines and swaps the image (about 30 ms).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import numpy as np
 
 from pacplan.worlds.gym_common import FRAME_SIZE_PX, depth_panel, figure_rgb, frame_figure
 from pacplan.worlds.uav import spec
-from pacplan.worlds.uav.render import _silhouette
+from pacplan.worlds.uav.render import silhouette
 from pacplan.worlds.uav.scene import Scene
 
 _Y_SPAN = (-1.0, 16.0)  # forward: the start to past the 15 m a full flight covers
@@ -53,7 +53,7 @@ class _View:
 
         if self.cylinders is not None:
             self.cylinders.remove()
-        outlines = (_silhouette(scene, i, self.dims) for i in range(spec.N_OBSTACLES))
+        outlines = (silhouette(scene, i, self.dims) for i in range(spec.N_OBSTACLES))
         patches = [Polygon(p, closed=True) for p in outlines if p is not None]
         self.cylinders = PatchCollection(patches, color="0.45", alpha=0.6, lw=0, zorder=0)
         self.ax.add_collection(self.cylinders)

@@ -80,7 +80,7 @@ class UAVObstacleFieldEnv(gym.Env):
             self.scene_seed = int(options["scene_seed"])
         else:
             self.scene_seed = int(self.np_random.integers(0, 2**31 - 1))
-        with self._torch_threads():
+        with self._torch_scope():
             if self._sim is None:
                 self._sim = open_scene_simulator(self.simulator)
             self.scene = sample_scene(self.scene_seed)
@@ -99,7 +99,7 @@ class UAVObstacleFieldEnv(gym.Env):
         prim = int(action)
         if not self.action_space.contains(prim):
             raise ValueError(f"action must be in 0..24, got {action}")
-        with self._torch_threads():
+        with self._torch_scope():
             first = self._sim.sweep(self.position, prim)
             state, self.state = self.state, dyn.transition(self.state, prim, first)
             self.position = dyn.stop_position(state, prim, first)
@@ -138,13 +138,13 @@ class UAVObstacleFieldEnv(gym.Env):
         self._depth = self._sim.render(self.position)
         return depth_observation(self._depth, self.image_obs, spec.FAR)
 
-    def _torch_threads(self) -> contextlib.AbstractContextManager[None]:
+    def _torch_scope(self) -> contextlib.AbstractContextManager[None]:
         """Run torch with `torch_threads` threads (the batched simulator only; it holds torch)."""
         if self.simulator != "batched" or self.torch_threads <= 0:
             return contextlib.nullcontext()
-        from pacplan.worlds.uav.batched import _torch_threads
+        from pacplan.worlds.uav.batched import torch_threads_scope
 
-        return _torch_threads(self.torch_threads)
+        return torch_threads_scope(self.torch_threads)
 
     def _caption(self, collided: bool) -> str:
         """A few lines: scene, step, last primitive and how the flight stands."""

@@ -44,7 +44,7 @@ def _clipped_axis(scene: Scene, i: int) -> tuple[np.ndarray, np.ndarray] | None:
     return c + lo * a, c + hi * a
 
 
-def _silhouette(scene: Scene, i: int, dims: tuple[int, int]) -> np.ndarray | None:
+def silhouette(scene: Scene, i: int, dims: tuple[int, int]) -> np.ndarray | None:
     """2-D outline (convex hull) of the clipped cylinder i projected on axes `dims`."""
     from scipy.spatial import ConvexHull
 
@@ -111,7 +111,7 @@ def _draw_views(ax_top: Any, ax_side: Any, tr: Trajectory) -> None:
         (ax_side, (1, 2), ylim, (spec.FLOOR_Z, spec.CEIL_Z)),
     ):
         for i in range(spec.N_OBSTACLES):
-            poly = _silhouette(tr.scene, i, dims)
+            poly = silhouette(tr.scene, i, dims)
             if poly is not None:
                 ax.add_patch(Polygon(poly, closed=True, color="0.45", alpha=0.6, lw=0))
         ax.plot(
