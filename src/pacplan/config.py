@@ -72,7 +72,9 @@ class SeedsConfig(_Strict):
     @model_validator(mode="after")
     def _disjoint(self) -> SeedsConfig:
         roles = {"prior": self.prior, "cert": self.cert, "test": self.test}
-        for a, b in overlapping_ranges(roles)[:1]:
+        overlaps = overlapping_ranges(roles)
+        if overlaps:
+            a, b = overlaps[0]
             (a0, a1), (b0, b1) = roles[a], roles[b]
             raise ValueError(
                 f"seed ranges overlap: {a} [{a0}, {a1}) and {b} [{b0}, {b1}); "

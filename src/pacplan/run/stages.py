@@ -94,12 +94,14 @@ def check_prior_seeds(cfg: RunConfig, seeds: Sequence[int] | None, name: str) ->
         return
     a0, a1 = int(seeds[0]), int(seeds[1])
     ranges = {"prior": (a0, a1), "cert": cfg.seeds.cert, "test": cfg.seeds.test}
-    for _, role in [p for p in overlapping_ranges(ranges) if p[0] == "prior"][:1]:
+    clashes = [b for a, b in overlapping_ranges(ranges) if a == "prior"]
+    if clashes:
+        role = clashes[0]
         b0, b1 = getattr(cfg.seeds, role)
         raise PacplanError(f"{name}: prior_seeds [{a0}, {a1}) overlap seeds.{role} "
-                               f"[{b0}, {b1}) of this config; a prior trained on certification "
-                               "or test environments voids the bound: use a prior trained on "
-                               f"other seeds, or other seeds.{role}")
+                           f"[{b0}, {b1}) of this config; a prior trained on certification "
+                           "or test environments voids the bound: use a prior trained on "
+                           f"other seeds, or other seeds.{role}")
 
 
 def prior_seeds(rd: RunDir, manifest: Manifest) -> tuple[int, int] | None:
