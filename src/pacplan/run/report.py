@@ -43,9 +43,6 @@ from pacplan.run.rundir import Manifest, RunDir, read_timings
 from pacplan.validation import check_unit_costs
 from pacplan.worlds.base import world_renderer
 
-REPORT_HTML = "report.html"
-"""The shareable page beside report.md (same content, figures embedded)."""
-
 
 def _certificates(rd: RunDir) -> dict[int, Certificate]:
     """Every certificate of the run, each verified (every number recomputed from its
@@ -236,7 +233,8 @@ def _write_report(rd: RunDir) -> Path:
     lines = [*_header(cfg, last), table1(certs, baselines, paper), ""]
     if paper:
         lines += [PAPER_NOTE, ""]
-    lines += [f"This report is also one page with its figures embedded: `{REPORT_HTML}`.", ""]
+    lines += ["This report is also one page with its figures embedded: "
+              f"`{RunDir.REPORT_HTML}`.", ""]
     if baselines and test is not None:
         lines += ["## Posterior against the baselines, environment by environment", "",
                   f"The posterior of N = {max(certs)} and each baseline on the same "
@@ -246,7 +244,7 @@ def _write_report(rd: RunDir) -> Path:
         lines += [f"## {title}", "", f"![{title}]({rel})", ""]
     lines += prior + trajectories + _timings_section(rd)
     text = "\n".join(lines)
-    atomic_write_text(rd / REPORT_HTML, markdown_to_html(text, rd.path,
+    atomic_write_text(rd / RunDir.REPORT_HTML, markdown_to_html(text, rd.path,
                                                          f"pacplan report: {cfg.name}"))
     path = rd / RunDir.REPORT
     atomic_write_text(path, text)

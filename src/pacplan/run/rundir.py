@@ -61,6 +61,7 @@ class RunDir:
     POLICIES = "policies.npy"
     CERTIFICATE = "certificate.json"
     REPORT = "report.md"
+    REPORT_HTML = "report.html"  # the same report as one page, figures embedded
     TIMINGS = "timings.json"
     LOCK = "run.lock"
     FIGURES = "figures"
