@@ -154,13 +154,43 @@ def bound_cmd(
 
 @app.command("verify")
 def verify_cmd(
-    file: Path = typer.Argument(..., help="certificate.json to check."),
+    file: Path = typer.Argument(..., help="certificate.json, or a planner directory "
+                                          "(pacplan export), to check."),
 ) -> None:
-    """Recompute a certificate from the matrices it references; fail on any mismatch."""
+    """Recompute a certificate from the matrices it references; fail on any mismatch. A
+    planner directory: every file's sha256, its certificate, and its policies and
+    probabilities against the certificate."""
+    from pacplan.export import is_planner_dir, verify_planner
+
+    if is_planner_dir(file):
+        c = verify_planner(file)
+        console.print(f"[green]OK[/] planner {file}: every file matches manifest.json; its "
+                      f"certificate verifies (certified cost ≤ {100 * c.certified:.2f} %, "
+                      f"δ = {c.delta:g}, N = {c.n}); support, probabilities and weights are "
+                      "the certified ones")
+        return
     c = verify_certificate(file)
     console.print(f"[green]OK[/] {file}: certified cost ≤ {100 * c.certified:.2f} % "
                   f"({c.certified_by}, δ = {c.delta:g}, N = {c.n}, m = {c.m}); inputs match "
                   "their sha256 and every number recomputes")
+
+
+@app.command("export")
+def export_cmd(
+    run_dir: Path = typer.Argument(..., help="Run directory whose certificate verifies."),
+    out: Path = typer.Option(..., "--out", help="New planner directory to write."),
+    n: int | None = typer.Option(None, "--n", help="Export certificates/N<n>.json instead "
+                                 "of the main certificate.json."),
+) -> None:
+    """Export the certified planner (posterior support, ONNX net, weights, fixed parts,
+    certificate) for `pacplan.runtime`; refuses a certificate that does not verify."""
+    from pacplan.export import export_planner, verify_planner
+
+    export_planner(run_dir, out, n)
+    c = verify_planner(out)
+    console.print(f"[green]Exported[/] {out}: certified cost ≤ {100 * c.certified:.2f} % "
+                  f"(δ = {c.delta:g}, N = {c.n}); draw one policy per episode "
+                  "(docs/deploy.md)")
 
 
 @app.command("run")

@@ -1,0 +1,120 @@
+"""Time per decision of an exported planner (`pacplan.runtime`) against pacplan's own policy
+code on the same observations, in this one process; one JSON object.
+
+    python benchmarks/planner_latency.py [--decisions 500] [--threads 1]
+
+UAV: observations are depth images the Gym env renders along flights of the certified planner;
+the runtime (onnxruntime net + numpy Depth Filter) is compared with the torch path the batched
+simulator runs (FilterCells + conv_features + head + choose, eager, one image, one policy) and
+with the numpy reference policy (policy_np). Quadruped: η from the runtime against the numpy
+policy (`policy_action`). Times are medians over `--decisions` calls after a warm-up, so the
+goal (≤ 1 ms a UAV decision) is judged on a typical call, not on a descheduled one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _median_ms(fn: Callable[[Any], Any], inputs: list[Any]) -> float:
+    for x in inputs[:20]:
+        fn(x)
+    times = []
+    for x in inputs:
+        t0 = time.perf_counter()
+        fn(x)
+        times.append(time.perf_counter() - t0)
+    return 1e3 * float(np.median(times))
+
+
+def _uav_images(planner: Any, n: int) -> list[np.ndarray]:
+    import gymnasium as gym
+
+    env = gym.make("pacplan/UAVObstacleField-v0").unwrapped
+    rng, images, seed = np.random.default_rng(0), [], 0
+    while len(images) < n:
+        obs, _ = env.reset(options={"scene_seed": seed})
+        planner.start_episode(rng)
+        done = False
+        while not done and len(images) < n:
+            images.append(obs)
+            obs, _, done, _, _ = env.step(planner.act(obs).primitive)
+        planner.end_episode()
+        seed += 1
+    env.close()
+    return images
+
+
+def uav(folder: Path, n: int, threads: int) -> dict[str, float]:
+    import torch
+
+    from pacplan.export import export_planner
+    from pacplan.runtime import Planner
+    from pacplan.worlds.uav import policy as pol
+    from pacplan.worlds.uav.policy_np import NumpyPolicy
+
+    planner = Planner.load(export_planner(ROOT / "results" / "uav", folder / "uav"), threads)
+    images = _uav_images(planner, n)
+    k = planner.start_episode(np.random.default_rng(1))
+    theta = np.load(ROOT / "results" / "uav" / "policies.npy")[k : k + 1]
+    torch.set_num_threads(threads)
+    parts, cells = pol.split_theta(torch.as_tensor(theta)), pol.FilterCells()
+    one = torch.zeros(1, dtype=torch.long)
+    weights = pol.conv_weights(parts, one)
+
+    def torch_decision(image: np.ndarray) -> int:
+        with torch.no_grad():
+            x = torch.as_tensor(image)[None]
+            scores = cells.scores(x) + 5.0 * pol.head(pol.conv_features(x, *weights)[None],
+                                                      parts)[0]
+            return int(pol.choose(scores)[0])
+
+    runtime = _median_ms(planner.act, images)
+    torch_ms = _median_ms(torch_decision, images)
+    numpy_ms = _median_ms(NumpyPolicy(theta[0]).choose, images)
+    return {"uav_runtime_ms": runtime, "uav_torch_ms": torch_ms, "uav_numpy_ref_ms": numpy_ms,
+            "uav_torch_over_runtime": torch_ms / runtime}
+
+
+def quadruped(folder: Path, n: int, threads: int) -> dict[str, float]:
+    from pacplan.export import export_planner
+    from pacplan.runtime import Planner
+    from pacplan.worlds.quadruped.policy import policy_action
+
+    planner = Planner.load(export_planner(ROOT / "results" / "quadruped", folder / "q"), threads)
+    k = planner.start_episode(np.random.default_rng(1))
+    theta = np.load(ROOT / "results" / "quadruped" / "policies.npy")[k]
+    rng = np.random.default_rng(2)
+    obs = [{"depth": rng.uniform(0.3, 10.0, (50, 50)).astype(np.float32),
+            "proprio": rng.normal(0.0, 1.0, 22).astype(np.float32)} for _ in range(n)]
+    runtime = _median_ms(planner.act, obs)
+    ref = _median_ms(lambda o: policy_action(theta, o["depth"], o["proprio"]), obs)
+    return {"quadruped_runtime_ms": runtime, "quadruped_numpy_ms": ref,
+            "quadruped_numpy_over_runtime": ref / runtime}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--decisions", type=int, default=500)
+    ap.add_argument("--threads", type=int, default=1, help="onnxruntime and torch threads")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        out = {"decisions": args.decisions, "threads": args.threads,
+               **uav(Path(tmp), args.decisions, args.threads),
+               **quadruped(Path(tmp), args.decisions, args.threads)}
+    out["uav_goal_1ms_met"] = out["uav_runtime_ms"] <= 1.0
+    print(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in out.items()}))
+
+
+if __name__ == "__main__":
+    main()

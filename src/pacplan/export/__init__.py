@@ -1,0 +1,11 @@
+"""`pacplan export` and `pacplan verify PLANNER`: a certified planner out of its run directory.
+
+write.py builds the planner directory (refusing a certificate that does not verify), check.py
+verifies one, onnx_nets.py writes the networks as ONNX, fixed.py the policies' fixed parts. The
+planner is run by `pacplan.runtime` (numpy + onnxruntime only).
+"""
+
+from pacplan.export.check import is_planner_dir, verify_planner
+from pacplan.export.write import export_planner
+
+__all__ = ["export_planner", "is_planner_dir", "verify_planner"]

@@ -1,0 +1,120 @@
+"""`pacplan verify PLANNER`: every file's hash, the certificate, and that the planner is the
+certified object.
+
+Checks, each failure one line naming the file: manifest.json's sha256 of every file; the
+certificate in run/ with `verify_certificate` (the run directory's own checks: the matrices, the
+prior, policies.npy against provenance.policies_sha256); planner.json's support and
+probabilities against the certificate's p, its world and fixed parts against the ones pacplan
+generates; weights.safetensors against the certified policies.npy rows; net.onnx against the
+network pacplan writes. So an edit is caught even if manifest.json was re-hashed to match.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pacplan.errors import PacplanError
+from pacplan.export.fixed import fixed_parts
+from pacplan.export.write import EVIDENCE, NETS, split_weights
+from pacplan.files import load_npy
+from pacplan.pacbayes.record import Certificate
+from pacplan.run.provenance import verify_certificate
+from pacplan.run.rundir import RunDir
+from pacplan.runtime.bundle import (
+    MANIFEST,
+    MANIFEST_FORMAT,
+    PLANNER,
+    PlannerError,
+    checked_files,
+    read_json,
+    read_safetensors,
+)
+
+
+def is_planner_dir(path: Path) -> bool:
+    """A folder whose manifest.json is a planner manifest (not a run directory's)."""
+    try:
+        return path.is_dir() and read_json(path / MANIFEST).get("format") == MANIFEST_FORMAT
+    except PlannerError:
+        return False
+
+
+def verify_planner(path: str | Path) -> Certificate:
+    """Check a planner directory; returns its verified certificate or raises one line."""
+    root = Path(path)
+    try:
+        files = checked_files(root)
+        spec = read_json(root / PLANNER)
+    except PlannerError as exc:
+        raise PacplanError(str(exc)) from None
+    cert_rel = str(spec.get("certificate"))
+    if not cert_rel.startswith(f"{EVIDENCE}/") or cert_rel not in files:
+        raise PacplanError(f"{root / PLANNER}: certificate {cert_rel!r} is not a file in "
+                           f"{EVIDENCE}/ listed in {MANIFEST}")
+    unlisted = [p for p in root.rglob("*") if p.is_file()
+                and p.relative_to(root).as_posix() not in {*files, MANIFEST}]
+    if unlisted:
+        raise PacplanError(f"{unlisted[0]}: not listed in {MANIFEST}, so unchecked")
+    c = verify_certificate(root / cert_rel)
+    _check_spec(root / PLANNER, spec, c)
+    _check_weights(root, spec)
+    return c
+
+
+def _same(a: Any, b: Any) -> bool:
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+def _check_spec(where: Path, spec: dict[str, Any], c: Certificate) -> None:
+    """Support, probabilities, world and fixed parts are the certificate's and pacplan's."""
+    world = c.provenance["world"]
+    if not _same(spec.get("world"), world):
+        raise PacplanError(f"{where}: world {spec.get('world')} is not the certificate's {world}")
+    support = [i for i, p in enumerate(c.p) if p > 0.0]
+    posterior = spec.get("posterior", {})
+    if posterior.get("policy_index") != support:
+        raise PacplanError(f"{where}: posterior.policy_index is not the support of the "
+                           "certificate's p (the policies with p > 0)")
+    probs = [c.p[i] for i in support]
+    if posterior.get("probability") != probs:
+        bad = next((k for k, (a, b) in enumerate(zip(posterior.get("probability") or [], probs))
+                    if a != b), 0)
+        raise PacplanError(f"{where}: posterior.probability differs from the certificate's p "
+                           f"(entry {bad}, policy {support[bad]})")
+    if spec.get("certified_cost") != c.certified or spec.get("delta") != c.delta:
+        raise PacplanError(f"{where}: certified_cost or delta is not the certificate's")
+    if spec.get("policies_sha256") != c.provenance["policies_sha256"]:
+        raise PacplanError(f"{where}: policies_sha256 is not the certificate's")
+    fixed = fixed_parts(world["name"], world["options"])
+    for key, value in fixed.items():
+        if not _same(spec.get("fixed", {}).get(key), value):
+            raise PacplanError(f"{where}: fixed.{key} is not what the {world['name']} world "
+                               "uses")
+    if not _same(spec.get("fixed"), fixed) or spec.get("net", {}).get("dtype") != \
+            NETS[world["name"]][2]:
+        raise PacplanError(f"{where}: fixed or net holds entries the world does not have")
+
+
+def _check_weights(root: Path, spec: dict[str, Any]) -> None:
+    """weights.safetensors holds the certified policies' rows; net.onnx is pacplan's net."""
+    world = spec["world"]["name"]
+    onnx_path = root / spec["net"]["onnx"]
+    if not onnx_path.is_file() or onnx_path.read_bytes() != NETS[world][0]():
+        raise PacplanError(f"{onnx_path}: not the {world} network pacplan exports")
+    policies = load_npy(root / EVIDENCE / RunDir.POLICIES)
+    expected = split_weights(world, policies[spec["posterior"]["policy_index"]])
+    where = root / spec["net"]["weights"]
+    try:
+        weights = read_safetensors(where)
+    except PlannerError as exc:
+        raise PacplanError(str(exc)) from None
+    if set(weights) != set(expected):
+        raise PacplanError(f"{where}: tensors {sorted(weights)} are not {sorted(expected)}")
+    for name, value in expected.items():
+        if weights[name].dtype != value.dtype or not np.array_equal(weights[name], value):
+            raise PacplanError(f"{where}: tensor {name} is not the certified policies' weights "
+                               f"({EVIDENCE}/{RunDir.POLICIES} rows of the support)")

@@ -1,0 +1,136 @@
+"""Export a run's certified planner into a self-contained directory.
+
+    PLANNER/
+      manifest.json        sha256 of every file below (the runtime checks them on load)
+      planner.json         world, the posterior's support and probabilities, fixed parts
+      net.onnx             the network (weights are inputs), weights.safetensors: (K, ...) each
+      run/                 the evidence, copied byte for byte from the run directory: the
+                           certificate, the cost matrices it references, policies.npy, the
+                           prior, config.yaml and the run's manifest.json
+
+run/ is a small run directory, so `pacplan verify` re-checks the certificate with the run
+directory's own provenance checks, unchanged.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pacplan import __version__
+from pacplan.errors import PacplanError
+from pacplan.export.fixed import fixed_parts
+from pacplan.export.onnx_nets import (
+    QUADRUPED_WEIGHTS,
+    UAV_WEIGHTS,
+    quadruped_net_onnx,
+    uav_net_onnx,
+)
+from pacplan.files import (
+    atomic_write_bytes,
+    atomic_write_json,
+    load_npy,
+    save_safetensors,
+    sha256_file,
+)
+from pacplan.pacbayes.record import Certificate
+from pacplan.run.provenance import verify_certificate
+from pacplan.run.rundir import RunDir
+from pacplan.runtime.bundle import MANIFEST, MANIFEST_FORMAT, PLANNER, PLANNER_FORMAT
+
+EVIDENCE = "run"
+NETS = {"uav": (uav_net_onnx, UAV_WEIGHTS, "float32"),
+        "quadruped": (quadruped_net_onnx, QUADRUPED_WEIGHTS, "float64")}
+
+
+def certificate_path(run: Path, n: int | None) -> Path:
+    """The run's main certificate.json, or certificates/N<n>.json."""
+    if n is None:
+        path = run / RunDir.CERTIFICATE
+        if not path.is_file():
+            raise PacplanError(f"{run}: no {RunDir.CERTIFICATE}; finish the run first")
+        return path
+    found = RunDir(run).certificates()
+    if n not in found:
+        have = ", ".join(str(k) for k in found) or "none"
+        raise PacplanError(f"{run}: no certificate for N = {n} (certificates/ has N = {have})")
+    return found[n]
+
+
+def split_weights(world: str, policies: np.ndarray) -> dict[str, np.ndarray]:
+    """(K, d) flat policies -> {name: (K, *shape)} in the network's weight layout."""
+    layout = NETS[world][1]
+    out, i = {}, 0
+    for name, shape in layout:
+        size = int(np.prod(shape))
+        out[name] = np.ascontiguousarray(
+            policies[:, i : i + size].reshape(len(policies), *shape).astype(np.float32))
+        i += size
+    if i != policies.shape[1]:
+        raise PacplanError(f"policies.npy has {policies.shape[1]} weights per policy but the "
+                           f"{world} network has {i}")
+    return out
+
+
+def planner_spec(c: Certificate, cert_rel: str) -> dict[str, Any]:
+    """planner.json's content for certificate `c` (stored at `cert_rel`)."""
+    world = c.provenance["world"]
+    support = [i for i, p in enumerate(c.p) if p > 0.0]
+    return {
+        "format": PLANNER_FORMAT,
+        "world": world,
+        "certificate": cert_rel,
+        "certified_cost": c.certified,
+        "delta": c.delta,
+        "posterior": {"policy_index": support, "probability": [c.p[i] for i in support],
+                      "use": "draw one policy from these probabilities at the start of each "
+                             "episode and act with it deterministically until the episode ends"},
+        "policies_sha256": c.provenance["policies_sha256"],
+        "net": {"onnx": "net.onnx", "weights": "weights.safetensors",
+                "dtype": NETS[world["name"]][2]},
+        "fixed": fixed_parts(world["name"], world["options"]),
+        "exported_by": f"pacplan {__version__}",
+    }
+
+
+def export_planner(run_dir: str | Path, out: str | Path, n: int | None = None) -> Path:
+    """Write the planner of `run_dir`'s certificate (N = `n`, default the main one) to `out`;
+    refuses a certificate that does not verify, and an `out` that is not empty."""
+    run, out = Path(run_dir), Path(out)
+    if not (run / RunDir.MANIFEST).is_file():
+        raise PacplanError(f"{run}: not a run directory (no {RunDir.MANIFEST})")
+    cert = certificate_path(run, n)
+    try:
+        c = verify_certificate(cert)
+    except PacplanError as exc:
+        raise PacplanError(f"refusing to export {run}: its certificate does not verify ({exc})"
+                           ) from None
+    if not c.provenance or c.provenance["world"]["name"] not in NETS:
+        name = c.provenance.get("world", {}).get("name") if c.provenance else None
+        raise PacplanError(f"refusing to export {run}: world {name!r} has no planner runtime "
+                           "(uav and quadruped do)")
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise PacplanError(f"{out} exists and is not an empty folder; choose a new --out")
+    cert_rel = f"{EVIDENCE}/{cert.relative_to(run).as_posix()}"
+    spec = planner_spec(c, cert_rel)
+    policies = load_npy(run / RunDir.POLICIES, name=f"{run / RunDir.POLICIES}")
+    world = spec["world"]["name"]
+    weights = split_weights(world, policies[spec["posterior"]["policy_index"]])
+    evidence = [cert.relative_to(run).as_posix(), RunDir.MANIFEST, RunDir.CONFIG, RunDir.PRIOR,
+                RunDir.POLICIES]
+    for ref in (c.cert_matrix, c.test_matrix):
+        if ref is not None:
+            evidence.append(Path(ref.path).relative_to(run.resolve()).as_posix())
+    for rel in dict.fromkeys(evidence):
+        (out / EVIDENCE / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(run / rel, out / EVIDENCE / rel)
+    atomic_write_bytes(out / "net.onnx", NETS[world][0]())
+    save_safetensors(out / "weights.safetensors", weights)
+    atomic_write_json(out / PLANNER, spec)
+    files = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    atomic_write_json(out / MANIFEST, {"format": MANIFEST_FORMAT,
+                                       "files": {f: sha256_file(out / f) for f in files}})
+    return out

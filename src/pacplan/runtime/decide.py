@@ -1,0 +1,113 @@
+"""One decision of each world's policy from an observation, given the planner's fixed parts.
+
+UAV: score_j = DepthFilter_j(depth) + net_scale · net_j(depth / far), the best primitive flown,
+ties toward the straighter one (the tie-break order). Every step is float32 like the batched
+simulator that produced the certified costs; the net runs in onnxruntime.
+Quadruped: η = policy(depth, proprio) in float64 like the numpy policy, rounded to float32 (the
+action the Gymnasium env and the certified rollouts take), then the paper's gait map.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from pacplan.runtime.bundle import PlannerError
+
+
+@dataclass(frozen=True)
+class PrimitiveDecision:
+    """A UAV primitive: its index, end offsets (dx, dz) m, duration, and the positions
+    (relative to where it starts, metres) at `times_s` along it."""
+
+    primitive: int
+    offset_m: tuple[float, float]
+    duration_s: float
+    times_s: np.ndarray
+    trajectory_m: np.ndarray
+    scores: np.ndarray
+
+
+@dataclass(frozen=True)
+class GaitDecision:
+    """Sine-gait parameters for one primitive of `duration_s`, and the policy output η."""
+
+    eta: np.ndarray
+    a1: float
+    a2: float
+    a_st: float
+    omega: float
+    duration_s: float
+
+
+def _array(obs: Any, name: str, shape: tuple[int, ...]) -> np.ndarray:
+    arr = np.asarray(obs)
+    if arr.shape != shape or arr.dtype.kind != "f" or not np.isfinite(arr).all():
+        raise PlannerError(f"observation {name} must be finite float {shape} (the certified "
+                           f"float layout, metres), got {arr.dtype} {arr.shape}")
+    return arr.astype(np.float32)
+
+
+class UAVDecider:
+    """The UAV policy's fixed parts, prepared once."""
+
+    def __init__(self, fixed: dict[str, Any]) -> None:
+        self.size = int(fixed["image_size"])
+        self.far = np.float32(fixed["far_m"])
+        self.net_scale = float(fixed["net_scale"])
+        cell = int(fixed["cell_size"])
+        tl = np.asarray(fixed["filter_cells"], dtype=np.int64)
+        rows = tl[:, :1] + np.arange(cell)
+        cols = tl[:, 1:] + np.arange(cell)
+        self.cell_index = (rows[:, :, None] * self.size + cols[:, None, :]).reshape(len(tl), -1)
+        self.order = np.asarray(fixed["tie_break_order"], dtype=np.int64)
+        lib = fixed["primitives"]
+        self.offsets = np.asarray(lib["offsets_m"], dtype=np.float64)
+        self.duration = float(lib["duration_s"])
+        self.times = np.asarray(lib["check_times_s"], dtype=np.float64)
+        self.paths = np.asarray(lib["check_displacements_m"], dtype=np.float64)
+
+    def inputs(self, obs: Any) -> dict[str, np.ndarray]:
+        depth = _array(obs, "depth", (self.size, self.size))
+        self._depth = depth
+        return {"x": (depth / self.far)[None, None]}
+
+    def decide(self, net: np.ndarray) -> PrimitiveDecision:
+        cells = self._depth.reshape(-1)[self.cell_index].astype(np.float64)
+        filt = (cells.sum(axis=1) / cells.shape[1]).astype(np.float32)
+        scores = filt + np.float32(self.net_scale) * net[0]
+        j = int(self.order[int(np.argmax(scores[self.order]))])
+        dx, dz = self.offsets[j]
+        return PrimitiveDecision(j, (float(dx), float(dz)), self.duration, self.times.copy(),
+                                 self.paths[j].copy(), scores)
+
+
+class QuadrupedDecider:
+    """The quadruped policy's fixed parts (observation layout, gait map), prepared once."""
+
+    def __init__(self, fixed: dict[str, Any]) -> None:
+        self.size = int(fixed["image_size"])
+        self.n_proprio = int(fixed["n_proprio"])
+        self.duration = float(fixed["primitive_s"])
+        gait = fixed["gait_map"]
+        self.a_gain, self.a_offset = (float(v) for v in gait["amplitude"])
+        self.w_gain, self.w_offset = (float(v) for v in gait["omega"])
+
+    def inputs(self, obs: Any) -> dict[str, np.ndarray]:
+        if not isinstance(obs, dict) or set(obs) < {"depth", "proprio"}:
+            raise PlannerError('quadruped observation must be a dict {"depth", "proprio"}')
+        depth = _array(obs["depth"], "depth", (self.size, self.size))
+        proprio = _array(obs["proprio"], "proprio", (self.n_proprio,))
+        return {"depth": depth.astype(np.float64)[None],
+                "proprio": proprio.astype(np.float64)[None]}
+
+    def decide(self, net: np.ndarray) -> GaitDecision:
+        eta = net[0].astype(np.float32)
+        e = np.clip(eta.astype(np.float64), 0.0, 1.0)
+        a1 = self.a_gain * e[0] + self.a_offset
+        a2 = self.a_gain * e[1] + self.a_offset
+        omega = self.w_gain * e[2] + self.w_offset
+        a_st = min(e[3], 1.0 - a1, 1.0 - a2)
+        return GaitDecision(eta, float(a1), float(a2), float(a_st), float(omega), self.duration)

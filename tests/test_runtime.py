@@ -1,0 +1,201 @@
+"""`pacplan.runtime`: the exported planner, driven through the Gymnasium envs, makes the
+certified decisions and earns the certified costs; it is used as certified or warns."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import pacplan  # noqa: F401  (registers the env ids)
+from pacplan.export import export_planner
+from pacplan.runtime import Planner, PlannerError, UncertifiedUseWarning
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "results"
+RUNTIME = ROOT / "src" / "pacplan" / "runtime"
+
+
+@pytest.fixture(scope="module")
+def planners(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    base = tmp_path_factory.mktemp("planners")
+    return {w: export_planner(RESULTS / w, base / w) for w in ("uav", "quadruped")}
+
+
+def test_runtime_imports_no_other_pacplan_module_nor_torch() -> None:
+    """Only numpy, onnxruntime, the standard library and pacplan.runtime itself."""
+    allowed = {"numpy", "onnxruntime", "pacplan"}
+    for file in RUNTIME.glob("*.py"):
+        for node in ast.walk(ast.parse(file.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            for name in names:
+                top = name.split(".")[0]
+                assert top in allowed | set(sys.stdlib_module_names), (file.name, name)
+                assert top != "pacplan" or name.startswith("pacplan.runtime"), (file.name, name)
+    code = ("import sys, pacplan.runtime; "
+            "print(sorted({'torch', 'pybullet', 'safetensors'} & set(sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_uav_closed_loop_matches_the_certified_costs(planners: dict[str, Path]) -> None:
+    """500 test environments, one policy drawn from p per episode: the runtime's primitives,
+    flown in the Gym env, earn exactly the cost in the run's test matrix (World.costs of the
+    certified run), and replay the world's primitive sequences."""
+    from pacplan.worlds.uav import UAVWorld
+
+    planner = Planner.load(planners["uav"])
+    test = np.load(RESULTS / "uav" / "costs" / "test.npy")
+    thetas = np.load(RESULTS / "uav" / "policies.npy")
+    env = gym.make("pacplan/UAVObstacleField-v0").unwrapped
+    rng = np.random.default_rng(7)
+    seeds = np.arange(200_000, 200_500)
+    drawn, costs, flown, margin = [], [], [], np.inf
+    for seed in seeds:
+        drawn.append(planner.start_episode(rng))
+        obs, _ = env.reset(options={"scene_seed": int(seed)})
+        total, done, seq = 0.0, False, []
+        while not done:
+            decision = planner.act(obs)
+            top = np.sort(decision.scores)[-2:]
+            margin = min(margin, float(top[1] - top[0]))
+            seq.append(decision.primitive)
+            obs, reward, done, _, _ = env.step(decision.primitive)
+            total += reward
+        planner.end_episode()
+        costs.append(-total)
+        flown.append(seq)
+    env.close()
+    drawn = np.array(drawn)
+    assert len(set(drawn)) > 1  # more than the most likely policy was drawn
+    np.testing.assert_array_equal(np.array(costs), test[seeds - 200_000, drawn])
+    world = UAVWorld(compile=False)
+    for k in np.unique(drawn)[:3]:
+        rows = np.nonzero(drawn == k)[0][:20]
+        res = world.rollouts(thetas[k : k + 1], seeds[rows])
+        for j, i in enumerate(rows):
+            assert flown[i] == [int(p) for p in res.prims[j, 0] if p >= 0]
+    print(f"smallest gap between the two best scores: {margin:.3g} m")
+
+
+def _quadruped_decisions(planner_dir: Path, seeds: range) -> None:
+    """At reset, the runtime's η is bit for bit the certified policy's action."""
+    from pacplan.worlds.quadruped.gait import GaitParams
+    from pacplan.worlds.quadruped.policy import policy_action
+
+    planner = Planner.load(planner_dir)
+    thetas = np.load(RESULTS / "quadruped" / "policies.npy")
+    env = gym.make("pacplan/MinitaurTerrain-v0", max_slope_deg=23.3).unwrapped
+    rng = np.random.default_rng(1)
+    for seed in seeds:
+        obs, _ = env.reset(options={"terrain_seed": seed})
+        k = planner.start_episode(rng)
+        decision = planner.act(obs)
+        eta = policy_action(thetas[k], obs["depth"], obs["proprio"])
+        np.testing.assert_array_equal(decision.eta, eta)
+        gait = GaitParams.from_policy_output(eta)
+        assert (decision.a1, decision.a2, decision.a_st, decision.omega) == \
+            (gait.a1, gait.a2, gait.a_st, gait.omega)
+        planner.end_episode()
+    env.close()
+
+
+def _quadruped_closed_loop(planner_dir: Path, seeds: range) -> None:
+    """Full PyBullet episodes: the Gym env's cost equals the run's test-matrix entry."""
+    planner = Planner.load(planner_dir)
+    test = np.load(RESULTS / "quadruped" / "costs" / "test.npy")
+    env = gym.make("pacplan/MinitaurTerrain-v0", max_slope_deg=23.3).unwrapped
+    rng = np.random.default_rng(2)
+    for seed in seeds:
+        obs, _ = env.reset(options={"terrain_seed": seed})
+        k = planner.start_episode(rng)
+        while True:
+            obs, _, terminated, truncated, info = env.step(planner.act(obs).eta)
+            if terminated or truncated:
+                break
+        planner.end_episode()
+        assert info["cost"] == test[seed - 200_000, k], seed
+    env.close()
+
+
+def test_quadruped_decisions_and_costs(planners: dict[str, Path]) -> None:
+    _quadruped_decisions(planners["quadruped"], range(300_000, 300_050))
+    _quadruped_closed_loop(planners["quadruped"], range(200_000, 200_003))
+
+
+@pytest.mark.slow
+def test_quadruped_decisions_and_costs_at_scale(planners: dict[str, Path]) -> None:
+    _quadruped_decisions(planners["quadruped"], range(300_000, 300_500))
+    _quadruped_closed_loop(planners["quadruped"], range(200_000, 200_030))
+
+
+def test_certified_use_and_its_warnings(planners: dict[str, Path]) -> None:
+    planner = Planner.load(planners["uav"])
+    image = np.full((50, 50), 20.0, np.float32)
+    with pytest.raises(PlannerError, match="before start_episode"):
+        planner.act(image)
+    rng = np.random.default_rng(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the certified use warns about nothing
+        draws = []
+        for _ in range(4000):
+            draws.append(planner.start_episode(rng))
+            planner.end_episode()
+    share = np.mean(np.array(draws) == 2)  # p[2] = 0.9855 in results/uav
+    assert abs(share - planner.probability[2]) < 0.01
+    planner.start_episode(rng)
+    planner.act(image)
+    with pytest.warns(UncertifiedUseWarning, match="mid-episode"):
+        planner.start_episode(rng)
+    planner.end_episode()
+    with pytest.warns(UncertifiedUseWarning, match="most likely"):
+        assert planner.use_most_likely() == 2
+    with pytest.raises(PlannerError, match="float"):
+        planner.act(np.zeros((1, 50, 50), np.uint8))
+    with pytest.raises(PlannerError, match="finite"):
+        planner.act(np.full((50, 50), np.nan, np.float32))
+
+
+def test_load_refuses_a_changed_file(planners: dict[str, Path], tmp_path: Path) -> None:
+    import shutil
+
+    planner = Path(shutil.copytree(planners["uav"], tmp_path / "p"))
+    spec = (planner / "planner.json").read_text().replace('"net_scale": 5.0', '"net_scale": 50.0')
+    (planner / "planner.json").write_text(spec)
+    with pytest.raises(PlannerError, match=r"planner\.json: sha256 .* \(the file was changed\)"):
+        Planner.load(planner)
+
+
+@pytest.mark.slow
+def test_runtime_in_a_fresh_venv(planners: dict[str, Path], tmp_path: Path) -> None:
+    """numpy + onnxruntime + pacplan (--no-deps) in a new venv: load a planner and plan."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q"]
+    subprocess.run([*pip, "numpy", "onnxruntime"], check=True)
+    subprocess.run([*pip, "--no-deps", str(ROOT)], check=True)
+    code = (
+        "import sys, numpy as np\n"
+        "from pacplan.runtime import Planner\n"
+        "for w in ('uav', 'quadruped'):\n"
+        "    p = Planner.load(sys.argv[1] + '/' + w)\n"
+        "    p.start_episode(np.random.default_rng(0))\n"
+        "    obs = np.full((50, 50), 5.0, np.float32)\n"
+        "    if w == 'quadruped': obs = {'depth': obs, 'proprio': np.zeros(22, np.float32)}\n"
+        "    print(w, p.act(obs))\n"
+        "bad = {'torch', 'pybullet', 'gymnasium', 'safetensors', 'pydantic'} & set(sys.modules)\n"
+        "assert not bad, bad\n"
+    )
+    out = subprocess.run([str(venv / "bin" / "python"), "-c", code,
+                          str(planners["uav"].parent)], capture_output=True, text=True,
+                         cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "PrimitiveDecision(primitive=" in out.stdout and "GaitDecision(eta=" in out.stdout
