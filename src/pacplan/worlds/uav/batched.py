@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from pacplan.worlds.uav import compiled as fast
 from pacplan.worlds.uav import dynamics as dyn
 from pacplan.worlds.uav import policy as pol
 from pacplan.worlds.uav import raycast, spec
@@ -45,11 +46,12 @@ class BatchedSimulator:
     device: "cpu", "cuda" or "auto"; render_chunk: frames per render call (static shape);
     env_chunk, policy_chunk: environments and policies per rollout chunk; memory is bounded by
     about env_chunk · policy_chunk live images and net features, whatever n and k are.
-    compile: fuse the render kernel with torch.compile. The compiled kernel is always called
-    with exactly render_chunk frames and env_chunk scene tables (padded), so it compiles once
-    and its results do not depend on how many rollouts a call asks for; if compilation fails
-    the eager kernel is used. Compiled and eager kernels may differ in the last float bit, so
-    `compile` is part of a world's configuration.
+    compile: run the kernels of `compiled` (render, net input, conv layers) with torch.compile.
+    They are always called with exactly render_chunk frames, env_chunk scene tables and
+    net_chunk images (padded), so each compiles once and results do not depend on how many
+    rollouts a call asks for; if compilation fails they run eagerly. Compiled and eager
+    kernels may differ in the last float bit, so `compile` is part of a world's
+    configuration.
     threads: CPU threads for torch during a rollout call (0: leave torch's setting). Default 1:
     on a busy machine a 2-thread parallel region waits for a descheduled thread at every op
     (measured here: 1 thread 1,600-1,700 rollouts/s, 2 threads 375-505 with one other busy
@@ -75,9 +77,12 @@ class BatchedSimulator:
         self.env_chunk = int(env_chunk)
         self.dtype = dtype
         self.rays = torch.as_tensor(spec.pixel_rays(), dtype=dtype, device=self.device)
+        self.rays_t = self.rays.t().contiguous()
         self.cells = pol.FilterCells(self.device)
-        self.compiled = torch.compile(raycast.render_kernel, dynamic=False) if compile else None
-        self.features = torch.compile(pol.conv_features, dynamic=False) if compile else None
+        self.compiled = _compile(fast.render_kernel) if compile else None
+        self.phases = _compile(fast.phases) if compile else None
+        self.conv1 = _compile(fast.conv1) if compile else None
+        self.conv2 = _compile(fast.conv2) if compile else None
         self.net_chunk = 512
         self.check_disp = torch.tensor(dyn.CHECK_DISP, device=self.device)
         self.cam_offset = torch.as_tensor(spec.CAM_OFFSET, dtype=torch.float64, device=self.device)
@@ -87,24 +92,36 @@ class BatchedSimulator:
 
     def render(self, st: SceneTensors, env: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
         """Depth images (F, 50, 50) for robot positions pos (F, 3) in environments env (F,)."""
+        return self._render(st, env, pos)[0]
+
+    def _render(self, st: SceneTensors, env: torch.Tensor, pos: torch.Tensor
+                ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Depth images (F, 50, 50) and, when compiled, the net's polyphase inputs (F, 2, 2, 25,
+        25) (`compiled.phases`, made here per frame rather than per (frame, policy) later)."""
         n = env.shape[0]
         out = torch.empty(n, spec.IMG * spec.IMG, dtype=self.dtype, device=self.device)
+        fast_path = self.compiled is not None
+        xp = torch.empty(n, 2, 2, fast.HALF, fast.HALF, dtype=self.dtype, device=self.device)
         rc = self.render_chunk
         for i in range(0, n, rc):
             e = env[i : i + rc]
             cam = pos[i : i + rc] + self.cam_offset
             m = e.shape[0]
-            if self.compiled is not None and m < rc:  # pad to the one static shape
+            if fast_path and m < rc:  # pad to the one static shape
                 e = torch.cat([e, e[:1].expand(rc - m)])
                 cam = torch.cat([cam, cam[:1].expand(rc - m, 3)])
             w = (cam[:, None, :] - st.centres[e]).to(self.dtype)
             axes, radii = st.axes[e].to(self.dtype), st.radii[e].to(self.dtype)
-            args = (self.rays, st.da, st.a2, e, w, axes, radii, cam.to(self.dtype))
-            out[i : i + m] = self._kernel(*args)[:m]
-        return out.reshape(n, spec.IMG, spec.IMG)
-
-    def _kernel(self, *args: torch.Tensor) -> torch.Tensor:
-        return self._compiled_or_eager("compiled", raycast.render_kernel, "ray caster", *args)
+            tail = (st.da, st.a2, e, w, axes, radii, cam.to(self.dtype))
+            if fast_path:
+                depth = self._compiled_or_eager("compiled", fast.render_kernel, "ray caster",
+                                                self.rays_t, *tail)
+                phases = self._compiled_or_eager("phases", fast.phases, "net input", depth)
+                xp[i : i + m] = phases[:m]
+            else:
+                depth = raycast.render_kernel(self.rays, *tail)
+            out[i : i + m] = depth[:m]
+        return out.reshape(n, spec.IMG, spec.IMG), xp if fast_path else None
 
     def _compiled_or_eager(self, attr: str, eager: Any, what: str, *args: torch.Tensor
                            ) -> torch.Tensor:
@@ -206,10 +223,10 @@ class BatchedSimulator:
         """The primitive each living rollout flies, rendering each distinct state once."""
         ukey, inv = torch.unique(_state_key(*live), return_inverse=True)
         ue, ux, uz = _key_state(ukey)
-        images = self.render(st, ue, self.positions(step, ux, uz))
+        images, xp = self._render(st, ue, self.positions(step, ux, uz))
         scores = self.cells.scores(images)[inv]
         if parts is not None:
-            scores = scores + net_scale * self._net(images, inv, alive, parts)
+            scores = scores + net_scale * self._net(images, xp, inv, alive, parts)
         return pol.choose(scores)
 
     def _sweep_states(self, st: SceneTensors, step: int, live: _Live, prim: torch.Tensor
@@ -220,13 +237,14 @@ class BatchedSimulator:
         ue, ux, uz = _key_state(ukey // 32)
         return self.sweep(st, ue, self.positions(step, ux, uz), ukey % 32)[inv]
 
-    def _net(self, images: torch.Tensor, inv: torch.Tensor, alive: torch.Tensor,
-             parts: dict[str, torch.Tensor]) -> torch.Tensor:
+    def _net(self, images: torch.Tensor, xp: torch.Tensor | None, inv: torch.Tensor,
+             alive: torch.Tensor, parts: dict[str, torch.Tensor]) -> torch.Tensor:
         """Net scores (R, 25) for the alive (env, policy) pairs, in alive order.
 
         The conv layers run per alive pair in fixed-size chunks (one static shape for the
-        compiled kernel); the linear layers run on a dense (rows, k) grid so each policy's
-        13k fc weights are used in place rather than copied per pair.
+        compiled kernels, which read the polyphase inputs xp; eager: `policy.conv_features`);
+        the linear layers run on a dense (rows, k) grid so each policy's 13k fc weights are
+        used in place rather than copied per pair.
         """
         k = alive.shape[1]
         env_idx, pol_idx = alive.nonzero(as_tuple=True)
@@ -236,19 +254,26 @@ class BatchedSimulator:
         for i in range(0, n_alive, nc):
             g, pi = inv[i : i + nc], pol_idx[i : i + nc]
             m = g.shape[0]
-            if self.features is not None and m < nc:
+            if xp is not None and m < nc:
                 g = torch.cat([g, g[:1].expand(nc - m)])
                 pi = torch.cat([pi, pi[:1].expand(nc - m)])
-            args = (images[g], *pol.conv_weights(parts, pi))
-            feats[i : i + m] = self._features(*args)[:m]
+            w1, b1, w2, b2 = pol.conv_weights(parts, pi)
+            if xp is None:
+                feats[i : i + m] = pol.conv_features(images[g], w1, b1, w2, b2)
+                continue
+            hidden = self._compiled_or_eager("conv1", fast.conv1, "net", xp[g], w1, b1)
+            out = self._compiled_or_eager("conv2", fast.conv2, "net", hidden, w2, b2)
+            feats[i : i + m] = out[:m]
         has = alive.any(1)
         row_of = torch.cumsum(has.long(), 0) - 1
         grid = torch.zeros(int(has.sum()), k, 529, dtype=images.dtype, device=images.device)
         grid[row_of[env_idx], pol_idx] = feats
         return pol.head(grid, parts)[row_of[env_idx], pol_idx]
 
-    def _features(self, *args: torch.Tensor) -> torch.Tensor:
-        return self._compiled_or_eager("features", pol.conv_features, "net", *args)
+
+def _compile(fn: Any) -> Any:
+    """torch.compile for one static shape (every call is padded to it)."""
+    return torch.compile(fn, dynamic=False)
 
 
 @contextlib.contextmanager

@@ -1,0 +1,105 @@
+"""The compiled path's kernels: the eager references' float ops, laid out for torch inductor.
+
+`BatchedSimulator(compile=True)` runs these instead of `raycast.render_kernel` and
+`policy.conv_features`. Every output value is computed by exactly the same IEEE float32 ops in
+the same order as the compiled references (inductor builds with -ffp-contract=off, so each op
+rounds once); only the memory layout and loop structure change, which is what makes them faster:
+- `render_kernel` unrolls the cylinder loop, so the per-pixel minimum stays in registers instead
+  of materialising an (F, K, P) buffer, and reads ray components as contiguous rows.
+- the conv layers read a polyphase copy of the normalised image (`phases`): the stride-2 taps of
+  conv1 become contiguous slices, so inductor vectorises them, and conv1's ELU is computed once
+  per hidden value instead of once per conv2 tap.
+The minimum over cylinders is order-independent because no candidate is NaN (a failed test
+gives +inf), so unrolling it keeps every depth to the bit. `tests/worlds/uav/test_batched_fast.py`
+checks all of this bit for bit against the references. Not for eager use: eager ATen ops (e.g.
+its float32 sqrt) round differently, so the eager simulator keeps the reference kernels.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from pacplan.worlds.uav import spec
+from pacplan.worlds.uav.raycast import _dot3
+
+HALF = spec.IMG // 2  # each polyphase component is HALF × HALF pixels
+
+
+def render_kernel(
+    rays_t: torch.Tensor,  # (3, P) ray components as contiguous rows
+    da_all: torch.Tensor,  # (E, K, P) per scene
+    a2_all: torch.Tensor,  # (E, K, P) per scene
+    env: torch.Tensor,  # (F,) scene of each frame
+    w: torch.Tensor,  # (F, K, 3) camera minus cylinder centre
+    axes: torch.Tensor,  # (F, K, 3)
+    radii: torch.Tensor,  # (F, K)
+    cam: torch.Tensor,  # (F, 3)
+) -> torch.Tensor:
+    """z-depth (F, P) ≤ FAR: `raycast.render_kernel` with the cylinder loop unrolled."""
+    inf = float("inf")
+    h = spec.OBST_HALF
+    wa = _dot3(w, axes)  # (F, K)
+    cq = _dot3(w, w) - wa * wa - radii * radii
+    dx, dy, dz = rays_t[0][None, :], rays_t[1][None, :], rays_t[2][None, :]
+    depth = torch.full((), inf, dtype=rays_t.dtype, device=rays_t.device)
+    for k in range(da_all.shape[1]):
+        da = da_all[env, k]  # (F, P)
+        a2 = a2_all[env, k]
+        wak = wa[:, k, None]
+        dw = w[:, k, 0, None] * dx + w[:, k, 1, None] * dy + w[:, k, 2, None] * dz
+        b = dw - da * wak
+        c = cq[:, k, None]
+        disc = b * b - a2 * c
+        t_side = (-b - torch.sqrt(disc.clamp_min(0))) / a2
+        s = wak + t_side * da
+        ok = (disc >= 0) & (t_side > 0) & (s.abs() <= h)
+        best = torch.where(ok, t_side, inf)
+        for sign in (1.0, -1.0):
+            t_cap = (sign * h - wak) / da
+            ok = (t_cap > 0) & (c + t_cap * (2 * b + t_cap * a2) <= 0)
+            best = torch.minimum(best, torch.where(ok, t_cap, inf))
+        depth = torch.minimum(depth, best)
+    ox = cam[:, 0:1]
+    oz = cam[:, 2:3]
+    t_wall = torch.where(dx > 0, (spec.WALL_X - ox) / dx, (-spec.WALL_X - ox) / dx)
+    t_flat = torch.where(dz > 0, (spec.CEIL_Z - oz) / dz, (spec.FLOOR_Z - oz) / dz)
+    depth = torch.minimum(depth, torch.where(dx != 0, t_wall, inf))
+    depth = torch.minimum(depth, torch.where(dz != 0, t_flat, inf))
+    return depth.clamp(max=spec.FAR)
+
+
+def phases(depth: torch.Tensor) -> torch.Tensor:
+    """Depth (F, P) metres -> the net's input depth / FAR as polyphase (F, 2, 2, 25, 25).
+
+    out[f, a, b, i, j] = depth[f, row 2i + a, col 2j + b] / FAR: the same division as
+    `policy.conv_features` does, once per rendered frame rather than once per (frame, policy).
+    """
+    x = depth.reshape(-1, HALF, 2, HALF, 2).permute(0, 2, 4, 1, 3).contiguous()
+    return x / spec.FAR
+
+
+def conv1(x: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor) -> torch.Tensor:
+    """ELU(conv1) (R, 2, 24, 24) from polyphase inputs (R, 2, 2, 25, 25); taps in the
+    reference's order, tap (a, b) = phase (a % 2, b % 2) shifted by (a // 2, b // 2)."""
+    n = HALF - 1
+    hidden = []
+    for c in range(2):
+        acc = b1[:, c, None, None]
+        for a in range(4):
+            for b in range(4):
+                tap = x[:, a % 2, b % 2, a // 2 : a // 2 + n, b // 2 : b // 2 + n]
+                acc = acc + w1[:, c, a, b, None, None] * tap
+        hidden.append(F.elu(acc))
+    return torch.stack(hidden, 1)
+
+
+def conv2(hidden: torch.Tensor, w2: torch.Tensor, b2: torch.Tensor) -> torch.Tensor:
+    """ELU(conv2) features (R, 529) from conv1's output (R, 2, 24, 24), reference tap order."""
+    n = HALF - 2
+    acc = b2[:, None, None]
+    for c in range(2):
+        for a in range(2):
+            for b in range(2):
+                acc = acc + w2[:, c, a, b, None, None] * hidden[:, c, a : a + n, b : b + n]
+    return F.elu(acc).reshape(-1, n * n)
