@@ -13,6 +13,9 @@ Measures, on this machine:
 - the public code's environment (pybullet_envs' MinitaurGymEnv, PD control, flat plane, no
   camera) driven by the same gait for 10 s, when pybullet_envs is importable (it needs gym 0.25.2
   and protobuf 3.20.3; run this script from a throwaway venv that has them to fill it in);
+- the engines (`engines`): CPU seconds per 10 s reference-gait rollout with depth rendered every
+  primitive for PyBullet and MuJoCo (`physics="mujoco"`), their ratio, and MuJoCo's speed-up
+  with 2 simulator threads (`--engines-only` runs just this part);
 - a projection of the paper preset, m = 50 policies on N = 4000 certification + 5000 test
   terrains = 450,000 rollouts, onto k workers, charging every rollout the full 10 s (an upper
   bound; prior training by ES is not included).
@@ -27,6 +30,7 @@ import multiprocessing as mp
 import os
 import platform
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -215,6 +219,43 @@ def _public_env() -> dict[str, Any]:
     }
 
 
+def _engines(n: int) -> dict[str, Any]:
+    """CPU s per 10 s of walking with depth, PyBullet vs MuJoCo, and MuJoCo's 2-thread
+    speed-up (wall time of 2n rollouts in 1 thread / in 2 threads, one simulator each)."""
+    from pacplan.worlds.quadruped.mujoco_sim import MujocoMinitaurSim
+
+    seeds = list(range(n))
+    bullet = _time_gait_rollouts(_warm_sim(PhysicsConfig()), seeds)
+    mj = MujocoMinitaurSim()
+    mj.reset(sample_terrain(10_000, 23.3))
+    mujoco_one = _time_gait_rollouts(mj, seeds)
+    cpu_bullet = 10.0 * bullet["cpu"] / bullet["sim"]
+    cpu_mujoco = 10.0 * mujoco_one["cpu"] / mujoco_one["sim"]
+    sims = [MujocoMinitaurSim(), MujocoMinitaurSim()]
+    for sim in sims:
+        sim.reset(sample_terrain(10_000, 23.3))
+    halves = [list(range(100, 100 + n)), list(range(100 + n, 100 + 2 * n))]
+    t0 = time.perf_counter()
+    serial = [_time_gait_rollouts(sims[0], h) for h in halves]
+    wall1 = time.perf_counter() - t0
+    with ThreadPoolExecutor(2) as pool:
+        t0 = time.perf_counter()
+        parallel = list(pool.map(_time_gait_rollouts, sims, halves))
+        wall2 = time.perf_counter() - t0
+    same = all(a["sim"] == b["sim"] for a, b in zip(serial, parallel, strict=True))
+    return {
+        "what": "reference gait, 10 s (finish line out of reach), 50x50 depth every primitive",
+        "bullet_cpu_s_per_10s_sim": round(cpu_bullet, 4),
+        "mujoco_cpu_s_per_10s_sim": round(cpu_mujoco, 4),
+        "speedup_cpu_mujoco_vs_bullet": round(cpu_bullet / cpu_mujoco, 2),
+        "goal_speedup": 10.0,
+        "mujoco_2_threads_speedup": round(wall1 / wall2, 3),
+        "goal_2_threads_speedup": 1.8,
+        "mujoco_1_vs_2_threads_same_sim_time": same,
+        "rollouts_per_measurement": n,
+    }
+
+
 def _speed(n: int) -> dict[str, Any]:
     """Rollout throughput (gait and random policies, 1 and 2 processes, both contact models)
     and the paper preset's projected cost in hours."""
@@ -263,8 +304,18 @@ def _speed(n: int) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description="quadruped rollout speed (one JSON object)")
     parser.add_argument("--rollouts", type=int, default=4, help="rollouts per measurement")
-    n = parser.parse_args().rollouts
+    parser.add_argument("--engines-only", action="store_true",
+                        help="only the PyBullet vs MuJoCo timing")
+    args = parser.parse_args()
+    n = args.rollouts
     load_before = os.getloadavg()
+    if args.engines_only:
+        engines = _engines(n)
+        print(json.dumps({"machine": {"cpus": os.cpu_count(), "arch": platform.machine(),
+                                      "loadavg_before": [round(x, 2) for x in load_before]},
+                          "engines": engines,
+                          "loadavg_after": [round(x, 2) for x in os.getloadavg()]}, indent=2))
+        return
     speed = _speed(n)
     out = {
         "machine": {
@@ -283,6 +334,7 @@ def main() -> None:
         },
         "public_code_physics": PUBLIC_PHYSICS,
         "full_10s_rollouts": speed["full_10s_rollouts"],
+        "engines": _engines(n),
         "random_policy_rollouts": speed["random_policy_rollouts"],
         "reference_gait_costs": {
             "gait": "a1=a2=0.5, a_st=0, omega=30 rad/s, open loop",

@@ -21,7 +21,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from pacplan.worlds.quadruped.gait import GaitParams
-from pacplan.worlds.quadruped.sim import MinitaurSim, PrimitiveOutcome
+from pacplan.worlds.quadruped.sim import PrimitiveOutcome
+from pacplan.worlds.quadruped.simulator import QuadrupedSim
 from pacplan.worlds.quadruped.terrain import Terrain
 
 
@@ -53,14 +54,14 @@ class EpisodeState:
     finished: bool = False
 
 
-def initial(sim: MinitaurSim, terrain: Terrain) -> EpisodeState:
+def initial(sim: QuadrupedSim, terrain: Terrain) -> EpisodeState:
     """Rebuild the simulation on `terrain`, let the robot settle and start the clock there."""
     sim.reset(terrain)
     x0 = sim.torso_x()
     return EpisodeState(x0=x0, x=x0)
 
 
-def observation(sim: MinitaurSim, depth: bool = True) -> dict[str, np.ndarray]:
+def observation(sim: QuadrupedSim, depth: bool = True) -> dict[str, np.ndarray]:
     """{"depth": (50, 50) float32 metres, "proprio": (22,) float32}: what the policy sees.
 
     `depth=False` skips rendering (for controllers that ignore the image) and reads far
@@ -75,7 +76,7 @@ def observation(sim: MinitaurSim, depth: bool = True) -> dict[str, np.ndarray]:
 
 
 def transition(
-    sim: MinitaurSim,
+    sim: QuadrupedSim,
     state: EpisodeState,
     gait: GaitParams,
     config: RolloutConfig,

@@ -10,7 +10,8 @@ before clipping. The episode terminates on a fall or at the finish line and is t
 primitives (10 s simulated; the registered spec's `max_episode_steps` is 20 as well: pass
 `max_episode_steps=` to `gym.make` with another `horizon_s`).
 `reset(options={"terrain_seed": s})` walks the terrain of environment seed s, the same terrain
-`QuadrupedWorld` uses for that seed.
+`QuadrupedWorld` uses for that seed. World options pass through `gym.make`, e.g.
+`gym.make("pacplan/MinitaurTerrain-v0", physics="mujoco")` for the MuJoCo engine.
 """
 
 from __future__ import annotations

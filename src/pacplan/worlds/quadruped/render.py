@@ -43,6 +43,8 @@ def render_figure(seed: int, out: str, theta_path: str | None = None,
     result = walk(seed, theta, world)
     terrain = world.terrain(seed)
     who = "reference gait" if theta is None else Path(theta_path or "").name
+    if world.engine != "bullet":
+        who += f", {world.engine}"
 
     fig = plt.figure(figsize=(12, 4.0), layout="constrained")
     grid = fig.add_gridspec(2, 2, width_ratios=[3.0, 1], height_ratios=[2, 1])

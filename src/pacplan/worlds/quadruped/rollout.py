@@ -15,7 +15,7 @@ from pacplan.worlds.quadruped import episode
 from pacplan.worlds.quadruped.episode import RolloutConfig
 from pacplan.worlds.quadruped.gait import GaitParams
 from pacplan.worlds.quadruped.policy import policy_action
-from pacplan.worlds.quadruped.sim import MinitaurSim
+from pacplan.worlds.quadruped.simulator import QuadrupedSim
 from pacplan.worlds.quadruped.terrain import Terrain
 
 # A controller maps (depth image, 22 proprioceptive values) to gait parameters.
@@ -60,7 +60,7 @@ def fixed_gait_controller(params: GaitParams) -> Controller:
 
 
 def rollout(
-    sim: MinitaurSim,
+    sim: QuadrupedSim,
     terrain: Terrain,
     controller: Controller,
     config: RolloutConfig | None = None,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -13,7 +14,10 @@ from pacplan.worlds.quadruped.episode import RolloutConfig
 from pacplan.worlds.quadruped.policy import POLICY_DIM
 from pacplan.worlds.quadruped.rollout import RolloutResult, policy_controller, rollout
 from pacplan.worlds.quadruped.sim import MinitaurSim, PhysicsConfig
+from pacplan.worlds.quadruped.simulator import QuadrupedSim
 from pacplan.worlds.quadruped.terrain import Terrain, sample_terrain
+
+ENGINES = ("bullet", "mujoco")
 
 
 class QuadrupedWorld:
@@ -26,8 +30,16 @@ class QuadrupedWorld:
     `mounted_contacts` (True: the public code's contact model, in which the motor hubs rub on
     the chassis they are mounted on; False: the clean model, about 1.6x faster, in which the
     open-loop gait walks much better — see `pacplan.worlds.quadruped.scene`),
-    `camera_pitch_deg` (2.86°), `depth_far_m` (10 m). The constructor only validates; the
-    PyBullet client is opened on the first rollout, so worlds are cheap to rebuild in workers.
+    `camera_pitch_deg` (2.86°), `depth_far_m` (10 m).
+    `physics`: "bullet" (PyBullet, the default) or "mujoco" (the same robot, terrain, gait,
+    camera and cost in MuJoCo, about ten times cheaper; its contact model is calibrated to match
+    Bullet's default model in distribution over terrains, not rollout by rollout — see
+    `pacplan.worlds.quadruped.mjcf`; `solver_iterations` is Bullet's and not used there, and
+    `mounted_contacts=False` is refused: MuJoCo's model always drops parent–child contacts and is
+    calibrated against the default). `threads` (1): simulators run in that many threads inside
+    `costs` (MuJoCo steps without the GIL); results do not depend on it. The constructor only
+    validates; the simulator is opened on the first rollout, so worlds are cheap to rebuild in
+    workers.
     """
 
     name = "quadruped"
@@ -45,7 +57,20 @@ class QuadrupedWorld:
         mounted_contacts: bool = True,
         camera_pitch_deg: float | None = None,
         depth_far_m: float = 10.0,
+        physics: str = "bullet",
+        threads: int = 1,
     ) -> None:
+        if physics not in ENGINES:
+            raise PacplanError(f"physics must be one of {', '.join(ENGINES)}, got {physics!r}")
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise PacplanError(f"threads must be a whole number >= 1, got {threads!r}")
+        if threads > 1 and physics == "bullet":
+            raise PacplanError("threads > 1 needs physics='mujoco': PyBullet holds the GIL, so "
+                               "Bullet rollouts parallelise over worker processes instead")
+        if physics == "mujoco" and not mounted_contacts:
+            raise PacplanError("mounted_contacts=False is a Bullet option: the MuJoCo model "
+                               "always drops parent-child contacts and is calibrated against "
+                               "Bullet's default (mounted) model")
         if finish_dx <= 0 or horizon_s <= 0 or primitive_s <= 0:
             raise PacplanError("finish_dx, horizon_s and primitive_s must be positive")
         if time_step <= 0 or abs(primitive_s / time_step - round(primitive_s / time_step)) > 1e-6:
@@ -55,6 +80,11 @@ class QuadrupedWorld:
         self.max_slope_deg = float(max_slope_deg)
         self.plank_length = float(plank_length)
         self.terrain(0)  # validates max_slope_deg and plank_length
+        if physics == "mujoco" and self.max_slope_deg >= 45.0:
+            raise PacplanError("physics='mujoco' represents ridges with slopes below 45° only, "
+                               f"got max_slope_deg={self.max_slope_deg:g}")
+        self.engine = physics
+        self.threads = threads
         self.rollout_config = RolloutConfig(
             finish_dx=float(finish_dx), horizon_s=float(horizon_s), primitive_s=float(primitive_s)
         )
@@ -68,23 +98,40 @@ class QuadrupedWorld:
         if camera_pitch_deg is not None:
             camera = CameraConfig(pitch_deg=float(camera_pitch_deg), far_m=float(depth_far_m))
         self.camera = camera
-        self._sim: MinitaurSim | None = None
+        self._sim: QuadrupedSim | None = None
+        self._thread_sims: list[QuadrupedSim] = []  # simulators of threads 2, 3, ...
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        state["_sim"] = None  # a PyBullet connection does not travel between processes
+        state["_sim"] = None  # a simulator does not travel between processes
+        state["_thread_sims"] = []
         return state
 
+    def _new_sim(self) -> QuadrupedSim:
+        if self.engine == "mujoco":
+            from pacplan.worlds.quadruped.mujoco_sim import MujocoMinitaurSim
+
+            return MujocoMinitaurSim(self.physics, self.camera)
+        return MinitaurSim(self.physics, self.camera)
+
+    def _sim_pool(self, n: int) -> list[QuadrupedSim]:
+        """`n` simulators, one per thread (the first is `sim`)."""
+        while len(self._thread_sims) < n - 1:
+            self._thread_sims.append(self._new_sim())
+        return [self.sim, *self._thread_sims[: n - 1]]
+
     @property
-    def sim(self) -> MinitaurSim:
+    def sim(self) -> QuadrupedSim:
+        """The simulator of the chosen engine (opened on first use)."""
         if self._sim is None:
-            self._sim = MinitaurSim(self.physics, self.camera)
+            self._sim = self._new_sim()
         return self._sim
 
     def close(self) -> None:
-        """Disconnect the simulator, if one was opened (a later rollout reopens it)."""
-        if self._sim is not None:
-            self._sim.close()
+        """Close the simulators, if any were opened (a later rollout reopens them)."""
+        for sim in [self._sim, *self._thread_sims]:
+            if sim is not None:
+                sim.close()
 
     def policy_dim(self) -> int:
         return POLICY_DIM
@@ -93,21 +140,37 @@ class QuadrupedWorld:
         """The terrain environment seed `seed` names under this world's options."""
         return sample_terrain(int(seed), self.max_slope_deg, self.plank_length)
 
-    def rollout(self, theta: np.ndarray, seed: int, record: bool = False) -> RolloutResult:
+    def rollout(self, theta: np.ndarray, seed: int, record: bool = False,
+                sim: QuadrupedSim | None = None) -> RolloutResult:
         """One rollout of policy `theta` on the terrain of `seed`, with its details."""
         return rollout(
-            self.sim, self.terrain(seed), policy_controller(theta), self.rollout_config,
+            sim or self.sim, self.terrain(seed), policy_controller(theta), self.rollout_config,
             record=record,
         )
 
     def costs(self, thetas: np.ndarray, seeds: np.ndarray) -> np.ndarray:
-        """(n, k) costs of k policies on n terrains, each a full PyBullet rollout."""
+        """(n, k) costs of k policies on n terrains, each a full rollout; with `threads` > 1
+        the rollouts are shared out among that many simulators in threads (each rollout
+        starts from a reset, so the result is the same for any thread count)."""
         th = check_policies(thetas, POLICY_DIM, "quadruped policy weights")
         sd = check_seeds(seeds, "quadruped terrain seeds")
         out = np.empty((sd.size, th.shape[0]), dtype=np.float64)
-        for i, seed in enumerate(sd):
-            for j in range(th.shape[0]):
-                out[i, j] = self.rollout(th[j], int(seed)).cost
+        jobs = [(i, j) for i in range(sd.size) for j in range(th.shape[0])]
+        n_threads = min(self.threads, len(jobs))
+        if n_threads <= 1:
+            for i, j in jobs:
+                out[i, j] = self.rollout(th[j], int(sd[i])).cost
+        else:
+            def run(sim: QuadrupedSim, part: list[tuple[int, int]]) -> None:
+                for i, j in part:
+                    out[i, j] = self.rollout(th[j], int(sd[i]), sim=sim).cost
+
+            sims = self._sim_pool(n_threads)
+            with ThreadPoolExecutor(n_threads) as pool:
+                futures = [pool.submit(run, sims[t], jobs[t::n_threads])
+                           for t in range(n_threads)]
+                for future in futures:
+                    future.result()
         if out.size == 0:
             return out
         # Costs are clipped by construction; this catches a simulation that went NaN.

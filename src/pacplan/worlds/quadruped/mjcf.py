@@ -1,0 +1,385 @@
+"""MJCF for the Minitaur on ridge terrain, generated from pybullet_data's minitaur.urdf.
+
+Why generate instead of loading the URDF into MuJoCo: MuJoCo's URDF import gives a fixed base,
+the file's placeholder 1 kg·m² inertias and neither the knee pins nor the motors. Generated here:
+
+- the URDF's tree as bodies (fixed joints become welded child bodies, `continuous`/`revolute`
+  joints unlimited hinges, the root a free joint), its collision boxes and cylinders as geoms
+  (visual meshes are dropped: MuJoCo never sees them);
+- masses, inertial frames and inertias exactly as PyBullet computes them from the collision
+  shapes (read with `getDynamicsInfo` on the loaded URDF, which is what the Bullet world simulates;
+  the file's own inertia tensors are placeholders PyBullet ignores);
+- the four knee pins of `scene` as `connect` equalities between sites at the pin points;
+- 8 position servos with the PD gains of `sim.PhysicsConfig` (force kp·(q* − q) − kd·q̇, the law
+  `MinitaurSim` applies as explicit torques);
+- the terrain: a ground box over the heightfield's extent and a fixed pool of plank boxes on
+  mocap bodies. A terrain only moves the mocap bodies (`plank_poses`), so one compiled model
+  serves every terrain of a world (no recompilation per environment, and the model is shared
+  read-only between threads).
+
+Contacts. Robot geoms carry `priority=1`, so a robot–terrain contact takes the robot geom's
+friction and solver parameters: friction is Bullet's product rule precomputed (the feet's URDF
+lateral friction 1 × terrain friction; other links Bullet's default 0.5 × terrain friction). The
+foot contact (the lower legs) has Bullet stiffness 1e4 and damping 10, which have no literal
+MuJoCo equivalent (copied as `solref="-1e4 -10"` the feet slip): it is a calibration, a stiff
+critically damped contact `solref="0.005 1"` (`MujocoContact.foot_solref`). MuJoCo drops
+parent–child contacts itself, so the hubs mounted on the chassis never rub (the clean model);
+real self-collisions stay on.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pacplan.errors import PacplanError
+from pacplan.worlds.quadruped.terrain import (
+    GRID_X_MAX_M,
+    GRID_X_MIN_M,
+    STRIP_WIDTH_M,
+    Terrain,
+    n_ridges,
+)
+
+MAX_SLOPE_DEG = 45.0  # plank boxes meet cleanly at a crest only below 45° (see `plank_poses`)
+GROUND_HALF_THICKNESS_M = 0.25
+PLANK_HALF_THICKNESS_M = 0.05
+PARKED_Z_M = -100.0  # where unused (flat) planks wait, far below the terrain
+BULLET_DEFAULT_FRICTION = 0.5  # Bullet's lateral friction of a link the URDF gives none
+KNEE_PIN_RIGHT = (0.0, 0.005, 0.2)  # `scene`'s pin points, in the lower legs' frames
+KNEE_PIN_LEFT = (0.0, 0.01, 0.2)
+LEGS = ("front_left", "back_left", "front_right", "back_right")
+ROBOT_CONTYPE, ROBOT_CONAFFINITY = 1, 3
+TERRAIN_CONTYPE, TERRAIN_CONAFFINITY = 2, 0  # terrain touches the robot, never itself
+
+
+@dataclass(frozen=True)
+class MujocoContact:
+    """Contact and constraint parameters without a Bullet equivalent (the calibration).
+
+    foot_solref: (time constant s, damping ratio) of the lower legs' contacts.
+    pin_solref: the knee pins' constraint; 2 time steps is the stiffest MuJoCo allows.
+    """
+
+    foot_solref: tuple[float, float] = (0.005, 1.0)
+    body_solref: tuple[float, float] = (0.02, 1.0)  # other robot links: MuJoCo's default
+    pin_solref: tuple[float, float] | None = None  # None: 2 × time step
+
+
+@dataclass(frozen=True)
+class MjcfConfig:
+    """Everything the generated model depends on besides the URDF."""
+
+    time_step: float = 0.002
+    kp: float = 8.0
+    kd: float = 0.3
+    terrain_friction: float = 1.0
+    self_collision: bool = True
+    plank_length: float = 0.5
+    contact: MujocoContact = field(default_factory=MujocoContact)
+
+    @property
+    def n_planks(self) -> int:
+        """Plank slots in the pool: two per ridge of this plank length."""
+        return 2 * n_ridges(self.plank_length)
+
+
+@dataclass(frozen=True)
+class _Geom:
+    kind: str  # "box" | "cylinder"
+    size: tuple[float, ...]  # MuJoCo half-sizes
+    pos: tuple[float, float, float]
+    quat: tuple[float, float, float, float]
+
+
+@dataclass(frozen=True)
+class _Link:
+    name: str
+    geoms: tuple[_Geom, ...]
+    foot_friction: float | None  # the URDF's <contact> lateral friction (feet only)
+
+
+@dataclass(frozen=True)
+class _Joint:
+    name: str
+    kind: str
+    parent: str
+    child: str
+    pos: tuple[float, float, float]
+    quat: tuple[float, float, float, float]
+    axis: tuple[float, float, float]
+
+
+def urdf_path() -> str:
+    """pybullet_data's minitaur.urdf, the model both engines simulate."""
+    import pybullet_data
+
+    return os.path.join(pybullet_data.getDataPath(), "quadruped/minitaur.urdf")
+
+
+def rpy_to_quat(rpy: tuple[float, float, float]) -> tuple[float, float, float, float]:
+    """URDF roll-pitch-yaw (R = Rz·Ry·Rx) -> MuJoCo quaternion (w, x, y, z)."""
+    r, p, y = (0.5 * a for a in rpy)
+    cr, sr, cp, sp, cy, sy = math.cos(r), math.sin(r), math.cos(p), math.sin(p), math.cos(y), \
+        math.sin(y)
+    return (
+        cr * cp * cy + sr * sp * sy,
+        sr * cp * cy - cr * sp * sy,
+        cr * sp * cy + sr * cp * sy,
+        cr * cp * sy - sr * sp * cy,
+    )
+
+
+def _floats(text: str | None, n: int, default: float = 0.0) -> tuple[float, ...]:
+    if text is None:
+        return (default,) * n
+    values = tuple(float(v) for v in text.split())
+    if len(values) != n:
+        raise PacplanError(f"URDF: expected {n} numbers, got {text!r}")
+    return values
+
+
+def _origin(el: ET.Element | None) -> tuple[tuple[float, float, float], tuple[float, ...]]:
+    origin = None if el is None else el.find("origin")
+    if origin is None:
+        return (0.0, 0.0, 0.0), (1.0, 0.0, 0.0, 0.0)
+    xyz = _floats(origin.get("xyz"), 3)
+    return (xyz[0], xyz[1], xyz[2]), rpy_to_quat(_floats(origin.get("rpy"), 3))  # type: ignore[arg-type]
+
+
+def _parse_geom(collision: ET.Element) -> _Geom:
+    pos, quat = _origin(collision)
+    shape = collision.find("geometry")
+    box = None if shape is None else shape.find("box")
+    cylinder = None if shape is None else shape.find("cylinder")
+    if box is not None:
+        size = tuple(0.5 * v for v in _floats(box.get("size"), 3))
+        return _Geom("box", size, pos, quat)  # type: ignore[arg-type]
+    if cylinder is not None:
+        radius = float(cylinder.get("radius", "nan"))
+        half = 0.5 * float(cylinder.get("length", "nan"))
+        return _Geom("cylinder", (radius, half), pos, quat)  # type: ignore[arg-type]
+    raise PacplanError("URDF: only box and cylinder collision shapes are supported")
+
+
+@functools.lru_cache(maxsize=4)
+def parse_urdf(path: str) -> tuple[str, tuple[_Link, ...], tuple[_Joint, ...]]:
+    """(root link name, links, joints) of a URDF: the collision shapes and the kinematic tree."""
+    try:
+        root = ET.parse(path).getroot()
+    except (OSError, ET.ParseError) as exc:
+        raise PacplanError(f"cannot read the URDF {path}: {exc}") from exc
+    links = []
+    for el in root.findall("link"):
+        contact = el.find("contact")
+        friction = None
+        if contact is not None and contact.find("lateral_friction") is not None:
+            friction = float(contact.find("lateral_friction").get("value", "nan"))  # type: ignore[union-attr]
+        geoms = tuple(_parse_geom(c) for c in el.findall("collision"))
+        links.append(_Link(el.get("name", ""), geoms, friction))
+    joints = []
+    for el in root.findall("joint"):
+        pos, quat = _origin(el)
+        axis_el = el.find("axis")
+        axis = _floats(None if axis_el is None else axis_el.get("xyz"), 3)
+        if axis_el is None:
+            axis = (1.0, 0.0, 0.0)
+        parent, child = el.find("parent"), el.find("child")
+        if parent is None or child is None:
+            raise PacplanError(f"URDF: joint {el.get('name')} lacks a parent or child")
+        joints.append(_Joint(el.get("name", ""), el.get("type", ""), parent.get("link", ""),
+                             child.get("link", ""), pos, quat, axis))  # type: ignore[arg-type]
+    children = {j.child for j in joints}
+    roots = [lk.name for lk in links if lk.name not in children]
+    if len(roots) != 1:
+        raise PacplanError(f"URDF: expected one root link, found {roots}")
+    return roots[0], tuple(links), tuple(joints)
+
+
+@functools.lru_cache(maxsize=4)
+def bullet_inertials(path: str) -> dict[str, tuple[float, tuple[float, ...], tuple[float, ...],
+                                                   tuple[float, ...]]]:
+    """{link: (mass, inertial pos, inertial quat (w, x, y, z), principal inertia)} as PyBullet
+    computes them for the loaded URDF (from the collision shapes; the file's tensors are
+    placeholders)."""
+    import pybullet
+
+    from pacplan.worlds.quadruped.scene import quiet_stdout
+
+    with quiet_stdout():
+        cid = pybullet.connect(pybullet.DIRECT)
+    try:
+        with quiet_stdout():
+            robot = pybullet.loadURDF(path, physicsClientId=cid)
+        names = {-1: pybullet.getBodyInfo(robot, physicsClientId=cid)[0].decode()}
+        for j in range(pybullet.getNumJoints(robot, physicsClientId=cid)):
+            names[j] = pybullet.getJointInfo(robot, j, physicsClientId=cid)[12].decode()
+        out = {}
+        for j, name in names.items():
+            info = pybullet.getDynamicsInfo(robot, j, physicsClientId=cid)
+            x, y, z, w = info[4]
+            out[name] = (float(info[0]), tuple(info[3]), (w, x, y, z), tuple(info[2]))
+        return out
+    finally:
+        pybullet.disconnect(physicsClientId=cid)
+
+
+def _num(values: tuple[float, ...] | list[float]) -> str:
+    """Shortest round-trip text of floats, so the compiled model holds these exact values."""
+    return " ".join(repr(float(v)) for v in values)
+
+
+def plank_size(plank_length: float) -> tuple[float, float, float]:
+    """Half-sizes of every pool box: long enough for any slope below 45° (see `plank_poses`)."""
+    return (plank_length / (2.0 * math.cos(math.radians(MAX_SLOPE_DEG))), STRIP_WIDTH_M / 2,
+            PLANK_HALF_THICKNESS_M)
+
+
+def plank_poses(terrain: Terrain) -> tuple[np.ndarray, np.ndarray]:
+    """(2·ridges, 3) positions and (2·ridges, 4) quaternions (w, x, y, z) of the plank boxes.
+
+    A plank's box is tilted by its slope with its top face on the plank and its upper corner
+    exactly at the crest; the lower end runs on below the ground (under the ground box or the
+    neighbouring ridge's plank), so every box has the same size. Below 45° the box corners
+    under a crest stay inside the other plank. Flat planks are parked out of the way so that a
+    foot never meets the ground twice.
+    """
+    slopes = np.asarray(terrain.slopes_deg, dtype=np.float64)
+    if slopes.size and float(slopes.max()) >= MAX_SLOPE_DEG:
+        raise PacplanError(
+            f"the MuJoCo terrain represents slopes below {MAX_SLOPE_DEG:g}° only, terrain "
+            f"{terrain.seed} has {float(slopes.max()):.1f}°"
+        )
+    half, _, thick = plank_size(terrain.plank_length)
+    length = terrain.plank_length
+    pos = np.zeros((2 * slopes.size, 3))
+    quat = np.zeros((2 * slopes.size, 4))
+    for k, (start, theta_deg) in enumerate(zip(terrain.ridge_starts, slopes, strict=True)):
+        theta = math.radians(float(theta_deg))
+        crest = np.array([start + length, 0.0, length * math.tan(theta)])
+        for side, sign in enumerate((1.0, -1.0)):  # rising plank, then falling plank
+            i = 2 * k + side
+            if theta_deg == 0.0:
+                pos[i] = (start + length, 0.0, PARKED_Z_M)
+                quat[i] = (1.0, 0.0, 0.0, 0.0)
+                continue
+            # box x axis along the slope (pointing up-hill toward the crest for the rising one)
+            along = np.array([sign * math.cos(theta), 0.0, math.sin(theta)])
+            normal = np.array([-sign * math.sin(theta), 0.0, math.cos(theta)])
+            pos[i] = crest - half * along - thick * normal
+            # rotation about y by -sign·θ turns the box's x axis onto `along`
+            quat[i] = (math.cos(theta / 2), 0.0, -sign * math.sin(theta / 2), 0.0)
+    return pos, quat
+
+
+def _body_xml(name: str, links: dict[str, _Link], kids: dict[str, list[_Joint]],
+              inertials: dict, cfg: MjcfConfig, indent: str) -> list[str]:
+    """The <body> contents of link `name` and, recursively, its children."""
+    lines = []
+    mass, ipos, iquat, inertia = inertials[name]
+    lines.append(f'{indent}<inertial pos="{_num(ipos)}" quat="{_num(iquat)}" mass="{mass!r}" '
+                 f'diaginertia="{_num(inertia)}"/>')
+    link = links[name]
+    foot = link.foot_friction is not None
+    friction = (link.foot_friction if foot else BULLET_DEFAULT_FRICTION) * cfg.terrain_friction
+    geom_class = "foot" if foot else "robot"
+    for k, g in enumerate(link.geoms):
+        lines.append(f'{indent}<geom name="{name}_{k}" class="{geom_class}" type="{g.kind}" '
+                     f'size="{_num(g.size)}" pos="{_num(g.pos)}" quat="{_num(g.quat)}" '
+                     f'friction="{friction!r} 0.005 0.0001"/>')
+    for side, point in (("R", KNEE_PIN_RIGHT), ("L", KNEE_PIN_LEFT)):
+        for leg in LEGS:
+            if name == f"lower_leg_{leg}{side}_link":
+                lines.append(f'{indent}<site name="pin_{leg}{side}" pos="{_num(point)}"/>')
+    for j in kids.get(name, []):
+        lines.append(f'{indent}<body name="{j.child}" pos="{_num(j.pos)}" quat="{_num(j.quat)}">')
+        if j.kind in ("continuous", "revolute"):
+            lines.append(f'{indent}  <joint name="{j.name}" type="hinge" axis="{_num(j.axis)}"/>')
+        elif j.kind != "fixed":
+            raise PacplanError(f"URDF: joint type {j.kind!r} of {j.name} is not supported")
+        lines.extend(_body_xml(j.child, links, kids, inertials, cfg, indent + "  "))
+        lines.append(f"{indent}</body>")
+    return lines
+
+
+def motor_joint_names() -> list[str]:
+    """The 8 motor joints in leg-model order [FL.L, FL.R, BL.L, BL.R, FR.L, FR.R, BR.L, BR.R]."""
+    return [f"motor_{leg}{side}_joint" for leg in LEGS for side in "LR"]
+
+
+def knee_joint_names() -> list[str]:
+    """The 8 knee joints, in the motors' order."""
+    return [f"knee_{leg}{side}_link" for leg in LEGS for side in "LR"]
+
+
+def minitaur_mjcf(cfg: MjcfConfig | None = None, terrain: Terrain | None = None) -> str:
+    """The MJCF text of the robot, the ground and the plank pool (placed for `terrain` if
+    given, else parked). Deterministic: the same inputs give the same string."""
+    cfg = cfg or MjcfConfig()
+    if cfg.time_step <= 0 or cfg.kp < 0 or cfg.kd < 0 or cfg.terrain_friction <= 0:
+        raise PacplanError("time_step and terrain_friction must be positive, kp and kd >= 0")
+    if terrain is not None and abs(terrain.plank_length - cfg.plank_length) > 1e-12:
+        raise PacplanError(f"terrain planks are {terrain.plank_length} m, the model's pool "
+                           f"holds {cfg.plank_length} m planks")
+    path = urdf_path()
+    root, links, joints = parse_urdf(path)
+    inertials = bullet_inertials(path)
+    by_name = {lk.name: lk for lk in links}
+    kids: dict[str, list[_Joint]] = {}
+    for j in joints:
+        kids.setdefault(j.parent, []).append(j)
+    foot_ref = cfg.contact.foot_solref
+    pin_ref = cfg.contact.pin_solref or (2.0 * cfg.time_step, 1.0)
+    robot_affinity = ROBOT_CONAFFINITY if cfg.self_collision else TERRAIN_CONTYPE
+    n = cfg.n_planks
+    if terrain is not None:
+        pos, quat = plank_poses(terrain)
+    else:
+        pos = np.tile([0.0, 0.0, PARKED_Z_M], (n, 1))
+        quat = np.tile([1.0, 0.0, 0.0, 0.0], (n, 1))
+    x_mid = 0.5 * (GRID_X_MIN_M + GRID_X_MAX_M)
+    x_half = 0.5 * (GRID_X_MAX_M - GRID_X_MIN_M)
+    lines = [
+        '<mujoco model="minitaur_terrain">',
+        '  <compiler angle="radian" autolimits="true"/>',
+        f'  <option timestep="{cfg.time_step!r}" gravity="0 0 -10" integrator="Euler" '
+        'cone="pyramidal"/>',
+        "  <default>",
+        f'    <default class="robot"><geom contype="{ROBOT_CONTYPE}" '
+        f'conaffinity="{robot_affinity}" priority="1" '
+        f'solref="{_num(cfg.contact.body_solref)}"/></default>',
+        f'    <default class="foot"><geom contype="{ROBOT_CONTYPE}" '
+        f'conaffinity="{robot_affinity}" priority="1" solref="{_num(foot_ref)}"/></default>',
+        f'    <default class="terrain"><geom contype="{TERRAIN_CONTYPE}" '
+        f'conaffinity="{TERRAIN_CONAFFINITY}" friction="{cfg.terrain_friction!r} 0.005 0.0001"/>'
+        "</default>",
+        "  </default>",
+        "  <worldbody>",
+        f'    <geom name="ground" class="terrain" type="box" '
+        f'pos="{_num((x_mid, 0.0, -GROUND_HALF_THICKNESS_M))}" '
+        f'size="{_num((x_half, STRIP_WIDTH_M / 2, GROUND_HALF_THICKNESS_M))}"/>',
+        f'    <body name="{root}" pos="0 0 0.2">',
+        '      <freejoint name="base"/>',
+        *_body_xml(root, by_name, kids, inertials, cfg, "      "),
+        "    </body>",
+    ]
+    size = plank_size(cfg.plank_length)
+    for i in range(n):
+        lines.append(f'    <body name="plank{i}" mocap="true" pos="{_num(pos[i])}" '
+                     f'quat="{_num(quat[i])}"><geom name="plank{i}" class="terrain" type="box" '
+                     f'size="{_num(size)}"/></body>')
+    lines += ["  </worldbody>", "  <equality>"]
+    for leg in LEGS:
+        lines.append(f'    <connect name="knee_pin_{leg}" site1="pin_{leg}R" site2="pin_{leg}L" '
+                     f'solref="{_num(pin_ref)}"/>')
+    lines += ["  </equality>", "  <actuator>"]
+    for name in motor_joint_names():
+        lines.append(f'    <position name="{name}" joint="{name}" kp="{cfg.kp!r}" '
+                     f'kv="{cfg.kd!r}"/>')
+    lines += ["  </actuator>", "</mujoco>", ""]
+    return "\n".join(lines)
