@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -209,3 +212,39 @@ def test_cli_toy_preset_processes_equals_serial(tmp_path: Path) -> None:
     a = (tmp_path / "serial" / "es_state.safetensors").read_bytes()
     b = (tmp_path / "processes" / "es_state.safetensors").read_bytes()
     assert a == b
+
+
+_DRIVER = """
+import sys, time
+import numpy as np
+from pacplan.run.executors import WorldSpec
+from pacplan.run.parallel import ProcessExecutor
+ex = ProcessExecutor(workers=2)
+ex.cost_matrix(WorldSpec("toy", {"dim": 3}), np.zeros((2, 3), np.float32), np.arange(8))
+print(" ".join(str(p) for p in ex._pool._processes), flush=True)
+time.sleep(60)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_killing_the_driver_leaves_no_worker_processes() -> None:
+    """A run killed with SIGKILL (no cleanup at all) takes its pool workers with it."""
+    proc = subprocess.Popen([sys.executable, "-c", _DRIVER], stdout=subprocess.PIPE, text=True)
+    try:
+        workers = [int(p) for p in proc.stdout.readline().split()]
+        assert workers and all(_alive(p) for p in workers)
+    finally:
+        proc.kill()
+        proc.wait()
+    deadline = time.monotonic() + 10
+    while any(_alive(p) for p in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(_alive(p) for p in workers)

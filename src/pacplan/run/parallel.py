@@ -34,12 +34,35 @@ _PROCESS_WORLDS: WorldCache | None = None
 driver): the worker is owned by one executor and its worlds die with it."""
 
 
-def _worker_init() -> None:
-    """One thread per worker process: parallelism comes from processes, not BLAS/torch threads."""
+def _worker_init(parent: int | None = None) -> None:
+    """One thread per worker process: parallelism comes from processes, not BLAS/torch threads.
+
+    `parent` (the driver's pid): the worker dies with it, so a killed run leaves no orphans
+    computing or blocked on the task queue (which the workers themselves hold open).
+    """
     global _PROCESS_WORLDS
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ[var] = "1"
+    if parent is not None:
+        _die_with(parent)
     _PROCESS_WORLDS = WorldCache()
+
+
+def _die_with(parent: int) -> None:
+    """Ask Linux to SIGKILL this process when its parent exits (prctl PR_SET_PDEATHSIG); exit
+    now if the parent is already gone. Elsewhere a no-op: the pool's own shutdown still works."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # pragma: no cover - no usable libc
+        return
+    if os.getppid() != parent:  # the driver died before the request took effect
+        os._exit(1)
 
 
 def _pool_task(spec: WorldSpec, task: list[Block]) -> list[np.ndarray]:
@@ -78,6 +101,10 @@ class ProcessExecutor(Executor):
                 max_workers=self._workers,
                 mp_context=mp.get_context("spawn"),
                 initializer=_worker_init,
+                # Linux ties the death signal to the creating thread: only the main thread's
+                # pools (the CLI's) ask for it, so a pool made in a passing thread lives on.
+                initargs=(os.getpid() if threading.current_thread() is threading.main_thread()
+                          else None,),
             )
         return self._pool
 
