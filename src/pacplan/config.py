@@ -63,22 +63,29 @@ class SeedsConfig(_Strict):
     prior: SeedRange = (0, 10_000)
     cert: SeedRange = (1_000_000, 1_010_000)
     test: SeedRange = (2_000_000, 2_010_000)
+    prior_eval: SeedRange | None = Field(
+        None, description="held-out environments from the prior's distribution on which ES "
+        "logs the cost of the prior's mean (es.eval_every); never trained on")
 
-    @field_validator("prior", "cert", "test")
+    @field_validator("prior", "cert", "test", "prior_eval")
     @classmethod
-    def _int64_range(cls, v: SeedRange) -> SeedRange:
-        return check_int64_seed_range(v, "seed range")
+    def _int64_range(cls, v: SeedRange | None) -> SeedRange | None:
+        return None if v is None else check_int64_seed_range(v, "seed range")
 
     @model_validator(mode="after")
     def _disjoint(self) -> SeedsConfig:
         roles = {"prior": self.prior, "cert": self.cert, "test": self.test}
+        if self.prior_eval is not None:
+            roles = {"prior": self.prior, "prior_eval": self.prior_eval, "cert": self.cert,
+                     "test": self.test}
         overlaps = overlapping_ranges(roles)
         if overlaps:
             a, b = overlaps[0]
             (a0, a1), (b0, b1) = roles[a], roles[b]
+            names = list(roles)
             raise ValueError(
                 f"seed ranges overlap: {a} [{a0}, {a1}) and {b} [{b0}, {b1}); "
-                "prior, cert and test environments must be disjoint"
+                f"{', '.join(names[:-1])} and {names[-1]} environments must be disjoint"
             )
         return self
 
@@ -107,6 +114,20 @@ class ESConfig(_Strict):
     seed: RngSeed = 0
     shared_perturbations: bool = Field(False, description="fly one set of pairs on every "
                                        "environment of an iteration (batches in one matrix)")
+    utility_criterion: Literal["iteration", "ema"] = Field(
+        "iteration", description="what rank-utility shaping watches for improvement: each "
+        "iteration's training cost (the paper's scheme) or its exponential moving average, "
+        "which large noisy batches need")
+    ema_decay: float = Field(0.9, ge=0, lt=1, description="weight of the past in the moving "
+                             "average of the training cost (utility_criterion: ema)")
+    lr_schedule: Literal["constant", "cosine"] = Field(
+        "constant", description="learning rates held, or decayed along a half cosine from "
+        "lr_mu / lr_logvar at the first iteration to lr_final_fraction of them at the last")
+    lr_final_fraction: float = Field(0.1, gt=0, le=1)
+    eval_every: int = Field(0, ge=0, description="every this many iterations, fly the prior's "
+                            "mean on the first eval_envs seeds of seeds.prior_eval and log its "
+                            "cost (0: never); logged only, it never steers the iterates")
+    eval_envs: int = Field(200, ge=1)
 
     @model_validator(mode="after")
     def _bounds(self) -> ESConfig:
@@ -209,6 +230,14 @@ class RunConfig(_Strict):
 
     @model_validator(mode="after")
     def _cross(self) -> RunConfig:
+        if self.es.eval_every > 0:
+            if self.seeds.prior_eval is None:
+                raise ValueError("es.eval_every needs seeds.prior_eval, the held-out "
+                                 "environments the prior's mean is evaluated on")
+            n_eval = seed_range_size(self.seeds.prior_eval)
+            if self.es.eval_envs > n_eval:
+                raise ValueError(f"es.eval_envs {self.es.eval_envs} exceeds the {n_eval} seeds "
+                                 f"of seeds.prior_eval {list(self.seeds.prior_eval)}")
         n_cert = seed_range_size(self.seeds.cert)
         if self.certificate.n is None:
             self.certificate.n = [n_cert]

@@ -14,7 +14,11 @@ unchanged). Adam updates mu and logvar with separate learning rates. With
 (after the per-environment baseline or ranking), and the n × 2m̂ rollouts form one cost matrix
 that a batching world (the UAV's) evaluates as one tensor program. Rank-utility shaping
 (NES utilities, per environment) switches on when the training cost has not improved for
-`utility_patience` iterations and off again as soon as it improves.
+`utility_patience` iterations and off again as soon as it improves. The paper compares each
+iteration's cost with the best so far; with `utility_criterion: ema` the criterion is an
+exponential moving average of the cost instead, so one lucky noisy batch does not keep shaping
+on for hundreds of iterations. `lr_schedule: cosine` decays both learning rates along a half
+cosine over `iterations`.
 
 The algorithm is ask/tell and pure: `ask` says which policies to fly on which environments,
 the caller computes their costs however it likes (`pacplan.run.training` uses an executor),
@@ -190,10 +194,17 @@ def tell(state: ESState, cfg: ESConfig, asked: Ask, costs: np.ndarray
     t = state.iteration
     sigma = state.sigma
     cost = float(costs.mean())
+    extra = dict(state.extra)
+    criterion = cost
+    if cfg.utility_criterion == "ema":
+        previous = extra.get("ema_cost")
+        if previous is not None:
+            criterion = cfg.ema_decay * float(previous) + (1 - cfg.ema_decay) * cost
+        extra["ema_cost"] = criterion
     best_cost, best_it, stall = state.best_cost, state.best_iteration, state.stall
     best_mu, best_lv = state.best_mu, state.best_logvar
-    if cost < best_cost - cfg.min_improvement:
-        best_cost, best_it, stall = cost, t, 0
+    if criterion < best_cost - cfg.min_improvement:
+        best_cost, best_it, stall = criterion, t, 0
         best_mu, best_lv = state.mu.copy(), state.logvar.copy()
     else:
         stall += 1
@@ -204,14 +215,30 @@ def tell(state: ESState, cfg: ESConfig, asked: Ask, costs: np.ndarray
         fitness = fitness.mean(axis=0, keepdims=True)
     g_mu, g_lv = es_gradients(asked.eps, fitness[:, :m], fitness[:, m:], sigma)
     k = t + 1
-    mu, m_mu, v_mu = _adam(state.mu, g_mu, state.m_mu, state.v_mu, k, cfg.lr_mu, cfg)
+    scale = lr_factor(cfg, t)
+    mu, m_mu, v_mu = _adam(state.mu, g_mu, state.m_mu, state.v_mu, k, cfg.lr_mu * scale, cfg)
     lv, m_lv, v_lv = _adam(state.logvar, g_lv, state.m_logvar, state.v_logvar, k,
-                           cfg.lr_logvar, cfg)
+                           cfg.lr_logvar * scale, cfg)
     lv = np.clip(lv, cfg.logvar_min, cfg.logvar_max)
     new = ESState(mu=mu, logvar=lv, m_mu=m_mu, v_mu=v_mu, m_logvar=m_lv, v_logvar=v_lv,
                   best_mu=best_mu, best_logvar=best_lv, iteration=k, best_cost=best_cost,
-                  best_iteration=best_it, stall=stall, utility=utility, extra=dict(state.extra))
-    return new, _record(t, costs, best_cost, sigma, g_mu, g_lv, state.mu, utility, stall)
+                  best_iteration=best_it, stall=stall, utility=utility, extra=extra)
+    record = _record(t, costs, best_cost, sigma, g_mu, g_lv, state.mu, utility, stall)
+    if cfg.utility_criterion == "ema":
+        record["cost_ema"] = criterion
+    if cfg.lr_schedule != "constant":
+        record["lr_factor"] = scale
+    return new, record
+
+
+def lr_factor(cfg: ESConfig, t: int) -> float:
+    """Multiplier of both learning rates at iteration t (0-based): 1 for a constant schedule; a
+    half cosine from 1 at the first iteration to `lr_final_fraction` at the last."""
+    if cfg.lr_schedule == "constant" or cfg.iterations <= 1:
+        return 1.0
+    frac = min(t, cfg.iterations - 1) / (cfg.iterations - 1)
+    final = cfg.lr_final_fraction
+    return final + (1.0 - final) * 0.5 * (1.0 + math.cos(math.pi * frac))
 
 
 def _record(t: int, costs: np.ndarray, best: float, sigma: np.ndarray, g_mu: np.ndarray,

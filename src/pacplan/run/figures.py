@@ -24,6 +24,12 @@ def plot_training_curve(records: list[dict[str, Any]], out: str | Path) -> Path 
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.plot(it, [r["cost"] for r in records], lw=1, label="training cost")
     ax.plot(it, [r["best"] for r in records], lw=1.5, label="best so far")
+    if any("cost_ema" in r for r in records):
+        ax.plot(it, [r.get("cost_ema", np.nan) for r in records], lw=1, label="moving average")
+    evals = [r for r in records if "eval_cost" in r]
+    if evals:
+        ax.plot([r["iteration"] for r in evals], [r["eval_cost"] for r in evals], "k.-", lw=1,
+                ms=4, label="prior mean, held-out")
     for r in records:
         if r["utility"]:
             ax.axvspan(r["iteration"] - 0.5, r["iteration"] + 0.5, color="orange", alpha=0.15,

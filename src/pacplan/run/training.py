@@ -29,11 +29,27 @@ PairedCostFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
 """(thetas (n, k, d) float32, seeds (n,) int64) -> (n, k) costs in [0, 1], thetas[i] on seeds[i]."""
 
 
+_LOGGING_ONLY = ("eval_every", "eval_envs")
+"""ES settings that change what is logged, never the iterates."""
+
+
 def es_fingerprint(cfg: RunConfig) -> str:
     """Identity of what the iterates depend on: world, prior seeds, es settings but `iterations`
-    (a weights file as init_mean counts by its content, not where it lives)."""
+    (a weights file as init_mean counts by its content, not where it lives).
+
+    `iterations` counts only under a decaying learning-rate schedule, which it shapes (with a
+    constant one a run may be extended). Settings at their defaults that older pacplan did not
+    have are left out, so a checkpoint written before they existed still resumes.
+    """
     es = cfg.es.model_dump(mode="json")
-    es.pop("iterations")
+    if cfg.es.lr_schedule == "constant":
+        es.pop("iterations")
+    for name in _LOGGING_ONLY:
+        es.pop(name)
+    defaults = ESConfig().model_dump(mode="json")
+    for name in ("utility_criterion", "ema_decay", "lr_schedule", "lr_final_fraction"):
+        if es.get(name) == defaults[name]:
+            es.pop(name)
     if isinstance(cfg.es.init_mean, str):
         path = Path(cfg.es.init_mean)
         if not path.is_file():
@@ -91,11 +107,14 @@ def run_es(
     progress: bool = False,
     stop_after: int | None = None,
     on_iteration: Callable[[ESState, dict[str, Any]], None] | None = None,
+    evaluate: Callable[[np.ndarray], float] | None = None,
 ) -> ESState:
     """Run ES for `cfg.iterations` iterations (resuming from `run_dir` when it has a checkpoint).
 
     `fingerprint` identifies everything the iterates depend on; resuming with another one is
     refused. `stop_after` ends this call after that many iterations (a deterministic interrupt).
+    `evaluate(mu)` (the held-out cost of the prior's mean) is logged every `cfg.eval_every`
+    iterations as `eval_cost`; it never changes the iterates.
     """
     rd = RunDir(run_dir) if run_dir is not None else None
     if rd is not None:
@@ -110,6 +129,11 @@ def run_es(
             asked = ask(state, cfg, seed_range)
             state, record = tell(state, cfg, asked, cost_fn(asked.thetas, asked.seeds))
             record["seconds"] = round(time.perf_counter() - t0, 6)
+            if evaluate is not None and cfg.eval_every and state.iteration % cfg.eval_every == 0:
+                t1 = time.perf_counter()
+                record["eval_cost"] = float(evaluate(state.mu))
+                record["eval_envs"] = cfg.eval_envs
+                record["eval_seconds"] = round(time.perf_counter() - t1, 6)
             if rd is not None:
                 files = rd.checkpoint_files()
                 ckpt.append_metric(files.metrics, record)
@@ -161,8 +185,17 @@ def _train_prior(cfg: RunConfig, rd: RunDir, spec: WorldSpec, dim: int,
                 return ex.cost_matrix(spec, thetas[0], seeds)
             return ex.paired_costs(spec, thetas, seeds)
 
+        evaluate = None
+        if cfg.es.eval_every and cfg.seeds.prior_eval is not None:
+            start = cfg.seeds.prior_eval[0]
+            eval_seeds = np.arange(start, start + cfg.es.eval_envs, dtype=np.int64)
+
+            def evaluate(mu: np.ndarray) -> float:
+                theta = np.asarray(mu, dtype=np.float32)[None]
+                return float(ex.cost_matrix(spec, theta, eval_seeds).mean())
+
         return run_es(cfg.es, dim, cost_fn, tuple(cfg.seeds.prior), rd.path, fingerprint=fp,
-                      progress=progress, stop_after=stop_after)
+                      progress=progress, stop_after=stop_after, evaluate=evaluate)
     finally:
         if own:
             ex.close()
