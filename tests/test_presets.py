@@ -27,15 +27,16 @@ from pacplan.presets import (
 REPO = Path(__file__).resolve().parents[1]
 
 RUN_PRESETS = {"toy", "gym-cartpole", "gym-inverted-pendulum", "uav-quick", "uav-paper",
-               "quadruped-quick", "quadruped-hard", "quadruped-hour", "quadruped-paper"}
+               "quadruped-quick", "quadruped-hard", "quadruped-hour", "quadruped-paper",
+               "quadruped-mujoco-paper"}
 
 
 def test_presets_live_inside_the_package() -> None:
     assert presets_dir() == Path(pacplan.__file__).parent / "presets"
     assert not (REPO / "configs").exists() and not (REPO / "priors").exists()  # one home
     assert {p.name for p in list_presets() if p.kind == "run"} == RUN_PRESETS
-    assert {p.name for p in list_presets() if p.kind == "prior"} == {"uav-prior",
-                                                                      "quadruped-prior"}
+    assert {p.name for p in list_presets() if p.kind == "prior"} == {
+        "uav-prior", "uav-v1-prior", "quadruped-prior", "quadruped-mujoco-prior"}
     assert len(set(preset_names())) == len(preset_names())  # a name means one file
 
 
@@ -66,7 +67,7 @@ def test_relative_paths_of_a_preset_resolve_inside_the_package() -> None:
 
 def test_shipped_priors_and_how_they_were_made() -> None:
     priors = shipped_priors()
-    assert set(priors) == {"uav", "quadruped"}
+    assert set(priors) == {"uav", "uav-v1", "quadruped"}
     for name, path in priors.items():
         mu, logvar = load_prior(path)
         assert mu.shape == logvar.shape and mu.size > 0
