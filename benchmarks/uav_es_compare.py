@@ -1,13 +1,15 @@
 """Old vs new ES settings for the UAV prior: training cost against wall time, one figure + JSON.
 
-    python benchmarks/uav_es_compare.py [--priors uav-v1 uav] [--out PNG]
+    python benchmarks/uav_es_compare.py [--run NAME=METRICS.jsonl ...] [--out PNG]
 
-Reads each shipped prior's training record (`presets/priors/<name>-metrics.jsonl`: per
-iteration the mean training cost, the rollouts flown and the seconds the iteration took) and
-draws the training cost (a 20-iteration moving average, as single iterations are noisy) against
-cumulative wall time, with the held-out cost of the prior's mean where it was logged. Both
-records were measured on this machine type (2 cores); the JSON says how many rollouts and
-seconds each took. Default figure: presets/priors/uav-es-comparison.png.
+Reads ES training records (metrics.jsonl: per iteration the mean training cost, the rollouts
+flown and the seconds the iteration took) and draws the training cost (a 20-iteration moving
+average, as single iterations are noisy) against cumulative wall time, with the held-out cost
+of the prior's mean where it was logged. Default records: the earlier shipped prior (`uav-v1`,
+400 iterations), the same settings run for 3,000 iterations with the held-out evaluation on
+(`uav-v1-long`: is it the settings or just the length?), and the shipped prior (`uav`). All were
+measured on this machine type (2 cores); the JSON says how many rollouts and seconds each took.
+Default figure: presets/priors/uav-es-comparison.png.
 """
 
 from __future__ import annotations
@@ -23,6 +25,10 @@ from pacplan.plotting import pyplot, save_figure
 from pacplan.presets import presets_dir
 
 PRIORS_DIR = presets_dir() / "priors"
+DATA = Path(__file__).parent / "data" / "uav-v1"
+DEFAULT_RUNS = [f"uav-v1={DATA / 'uav-v1-metrics.jsonl'}",
+                f"uav-v1-long={DATA / 'uav-v1-long-metrics.jsonl'}",
+                f"uav={PRIORS_DIR / 'uav-metrics.jsonl'}"]
 
 
 def smooth(x: np.ndarray, w: int = 20) -> np.ndarray:
@@ -50,14 +56,15 @@ def summary(name: str, records: list[dict]) -> dict[str, object]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--priors", nargs="+", default=["uav-v1", "uav"])
+    ap.add_argument("--run", action="append", help="NAME=path/to/metrics.jsonl (repeatable)")
     ap.add_argument("--out", type=Path, default=PRIORS_DIR / "uav-es-comparison.png")
     args = ap.parse_args()
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4))
     rows = []
-    for name in args.priors:
-        recs = read_metrics(PRIORS_DIR / f"{name}-metrics.jsonl")
+    for item in args.run or DEFAULT_RUNS:
+        name, _, path = item.partition("=")
+        recs = read_metrics(path)
         wall = np.cumsum([r["seconds"] + r.get("eval_seconds", 0.0) for r in recs]) / 60
         line, = ax.plot(wall, smooth(np.array([r["cost"] for r in recs])), lw=1.2,
                         label=f"{name}: training cost (20-it. mean)")

@@ -1,6 +1,6 @@
 """How good is a UAV prior? Its mean policy and its samples on held-out environments, one JSON line.
 
-    python benchmarks/uav_prior_eval.py [--priors uav-v1 uav] [--envs 2000] [--samples 20]
+    python benchmarks/uav_prior_eval.py [--priors PRIOR ...] [--envs 2000] [--samples 20]
 
 For each prior (a shipped name or a .safetensors file): the cost of the mean policy μ, the mean
 cost of `--samples` policies drawn from N(μ, σ²) (what the certificate's m policies look like),
@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -23,6 +24,8 @@ from pacplan.presets import resolve_prior
 from pacplan.worlds.uav import UAVWorld
 
 HELD_OUT_START = 400_000
+EARLIER = Path(__file__).parent / "data" / "uav-v1" / "uav-v1.safetensors"
+"""The UAV prior shipped before the large-batch ES (400 iterations), kept for comparisons."""
 
 
 def evaluate(world: UAVWorld, prior: str, seeds: np.ndarray, samples: int) -> dict[str, object]:
@@ -33,7 +36,7 @@ def evaluate(world: UAVWorld, prior: str, seeds: np.ndarray, samples: int) -> di
     t0 = time.perf_counter()
     costs = world.costs(thetas, seeds).mean(axis=0)  # per policy, over environments
     return {
-        "prior": prior,
+        "prior": Path(prior).stem if Path(prior).is_file() else prior,
         "trained_on_seeds": load_prior_seeds(path),
         "mean_policy_cost": round(float(costs[0]), 4),
         "samples_mean_cost": round(float(costs[1:].mean()), 4),
@@ -46,7 +49,8 @@ def evaluate(world: UAVWorld, prior: str, seeds: np.ndarray, samples: int) -> di
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--priors", nargs="+", default=["uav-v1", "uav"])
+    ap.add_argument("--priors", nargs="+", default=[str(EARLIER), "uav"],
+                    help="shipped prior names or files (default: the earlier and the shipped)")
     ap.add_argument("--envs", type=int, default=2000)
     ap.add_argument("--samples", type=int, default=20)
     args = ap.parse_args()

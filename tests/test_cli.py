@@ -394,10 +394,10 @@ def test_help_shows_choices_as_choices_and_flags_as_flags():
 @pytest.mark.parametrize(
     ("words", "expected"),
     [
-        ("pacplan run uav", {"uav-quick", "uav-paper", "uav-prior", "uav-v1-prior"}),
+        ("pacplan run uav", {"uav-quick", "uav-paper", "uav-prior"}),
         ("pacplan train-prior quadruped-p", {"quadruped-paper", "quadruped-prior"}),
         ("pacplan run toy --executor p", {"processes"}),
-        ("pacplan run toy --prior ", {"uav", "uav-v1", "quadruped"}),
+        ("pacplan run toy --prior ", {"uav", "quadruped"}),
         ("pacplan certify-matrix c.npy --bound q", {"quadratic"}),
     ],
 )

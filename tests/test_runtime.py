@@ -149,15 +149,18 @@ def test_certified_use_and_its_warnings(planners: dict[str, Path]) -> None:
         for _ in range(4000):
             draws.append(planner.start_episode(rng))
             planner.end_episode()
-    share = np.mean(np.array(draws) == 2)  # p[2] = 0.9855 in results/uav
-    assert abs(share - planner.probability[2]) < 0.01
+    # every support policy is drawn at its probability (3.3 standard errors at p = 0.5)
+    shares = [np.mean(np.array(draws) == idx) for idx in planner.policy_index]
+    assert np.max(np.abs(np.array(shares) - planner.probability)) < 0.026
+    assert set(draws) <= set(planner.policy_index.tolist())
+    most_likely = int(planner.policy_index[np.argmax(planner.probability)])
     planner.start_episode(rng)
     planner.act(image)
     with pytest.warns(UncertifiedUseWarning, match="mid-episode"):
         planner.start_episode(rng)
     planner.end_episode()
     with pytest.warns(UncertifiedUseWarning, match="most likely"):
-        assert planner.use_most_likely() == 2
+        assert planner.use_most_likely() == most_likely
     with pytest.raises(PlannerError, match="float"):
         planner.act(np.zeros((1, 50, 50), np.uint8))
     with pytest.raises(PlannerError, match="finite"):

@@ -48,8 +48,10 @@ SHIPPED = sorted((REPO / "results").glob("*/certificate.json")) + sorted(
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: str(p.relative_to(REPO)))
 def test_shipped_certificates_verify(path: Path):
     world = path.relative_to(REPO / "results").parts[0]
-    if world in ("uav", "quadruped"):  # written before the field existed
+    if world == "quadruped":  # written before the field existed
         assert "content_sha256" not in read(path)
+    else:
+        assert "content_sha256" in read(path)
     assert 0.0 < verify(path).certified < 1.0
 
 
@@ -124,8 +126,8 @@ def test_manifest_that_is_not_a_mapping_is_one_line(rundir: Path):
 
 def test_legacy_certificate_moved_out_of_its_run_is_refused(tmp_path: Path):
     folder = tmp_path / "moved"
-    shutil.copytree(REPO / "results" / "uav" / "costs", folder / "costs")
-    shutil.copy(REPO / "results" / "uav" / "certificate.json", folder / "certificate.json")
+    shutil.copytree(REPO / "results" / "quadruped" / "costs", folder / "costs")
+    shutil.copy(REPO / "results" / "quadruped" / "certificate.json", folder / "certificate.json")
     _fails(folder / "certificate.json", "content_sha256")
 
 
