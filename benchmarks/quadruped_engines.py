@@ -23,6 +23,7 @@ import numpy as np
 
 from pacplan.worlds.quadruped.episode import RolloutConfig
 from pacplan.worlds.quadruped.gait import REFERENCE_GAIT
+from pacplan.worlds.quadruped.mjcf import FOOT_SOLIMP, FOOT_SOLREF
 from pacplan.worlds.quadruped.rollout import fixed_gait_controller, rollout
 from pacplan.worlds.quadruped.world import QuadrupedWorld
 
@@ -113,7 +114,8 @@ def main() -> None:
         "terrains": f"seeds {seeds[0]}..{seeds[-1]} ({len(seeds)}), max slope 23.3°, 0.5 m planks",
         "gait": "a1=a2=0.5, a_st=0, omega=30 rad/s, open loop, no depth rendered",
         "bullet": {"model": "PyBullet, default (mounted) contact model", **b},
-        "mujoco": {"model": "MuJoCo, calibrated foot contact solref=(0.005, 1)", **m},
+        "mujoco": {"model": f"MuJoCo, calibrated foot contact solref={FOOT_SOLREF}, "
+                             f"solimp={FOOT_SOLIMP}, no mounted pairs", **m},
         "differences": {
             "mean_cost": round(m["mean_cost"] - b["mean_cost"], 4),
             "fall_rate": round(m["fall_rate"] - b["fall_rate"], 4),

@@ -14,8 +14,10 @@ Measures, on this machine:
   camera) driven by the same gait for 10 s, when pybullet_envs is importable (it needs gym 0.25.2
   and protobuf 3.20.3; run this script from a throwaway venv that has them to fill it in);
 - the engines (`engines`): CPU seconds per 10 s reference-gait rollout with depth rendered every
-  primitive for PyBullet and MuJoCo (`physics="mujoco"`), their ratio, and MuJoCo's speed-up
-  with 2 simulator threads (`--engines-only` runs just this part);
+  primitive for PyBullet and MuJoCo (`physics="mujoco"`), their ratio, MuJoCo without its
+  sky-ray shortcut (every ray cast at every geom: the same images, the time before the
+  shortcut), and MuJoCo's speed-up with 2 simulator threads (`--engines-only` runs just this
+  part);
 - a projection of the paper preset, m = 50 policies on N = 4000 certification + 5000 test
   terrains = 450,000 rollouts, onto k workers, charging every rollout the full 10 s (an upper
   bound; prior training by ES is not included).
@@ -229,6 +231,9 @@ def _engines(n: int) -> dict[str, Any]:
     mj = MujocoMinitaurSim()
     mj.reset(sample_terrain(10_000, 23.3))
     mujoco_one = _time_gait_rollouts(mj, seeds)
+    mj.ray_shortcuts = False  # before the sky-ray shortcut: every ray at every geom
+    mujoco_full_rays = _time_gait_rollouts(mj, seeds)
+    mj.ray_shortcuts = True
     cpu_bullet = 10.0 * bullet["cpu"] / bullet["sim"]
     cpu_mujoco = 10.0 * mujoco_one["cpu"] / mujoco_one["sim"]
     sims = [MujocoMinitaurSim(), MujocoMinitaurSim()]
@@ -247,6 +252,8 @@ def _engines(n: int) -> dict[str, Any]:
         "what": "reference gait, 10 s (finish line out of reach), 50x50 depth every primitive",
         "bullet_cpu_s_per_10s_sim": round(cpu_bullet, 4),
         "mujoco_cpu_s_per_10s_sim": round(cpu_mujoco, 4),
+        "mujoco_cpu_s_per_10s_sim_without_ray_shortcuts": round(
+            10.0 * mujoco_full_rays["cpu"] / mujoco_full_rays["sim"], 4),
         "speedup_cpu_mujoco_vs_bullet": round(cpu_bullet / cpu_mujoco, 2),
         "goal_speedup": 10.0,
         "mujoco_2_threads_speedup": round(wall1 / wall2, 3),

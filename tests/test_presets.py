@@ -36,7 +36,7 @@ def test_presets_live_inside_the_package() -> None:
     assert not (REPO / "configs").exists() and not (REPO / "priors").exists()  # one home
     assert {p.name for p in list_presets() if p.kind == "run"} == RUN_PRESETS
     assert {p.name for p in list_presets() if p.kind == "prior"} == {
-        "uav-prior", "uav-v1-prior", "quadruped-prior", "quadruped-mujoco-prior"}
+        "uav-prior", "quadruped-prior", "quadruped-mujoco-prior"}
     assert len(set(preset_names())) == len(preset_names())  # a name means one file
 
 
@@ -67,7 +67,7 @@ def test_relative_paths_of_a_preset_resolve_inside_the_package() -> None:
 
 def test_shipped_priors_and_how_they_were_made() -> None:
     priors = shipped_priors()
-    assert set(priors) == {"uav", "uav-v1", "quadruped"}
+    assert set(priors) == {"uav", "quadruped"}
     for name, path in priors.items():
         mu, logvar = load_prior(path)
         assert mu.shape == logvar.shape and mu.size > 0
@@ -89,7 +89,8 @@ def test_package_data_globs_ship_every_preset_file() -> None:
     unshipped = [f for f in files if not any(fnmatch.fnmatch(f, g) for g in globs)]
     assert unshipped == []
     total = sum((package / f).stat().st_size for f in files)
-    assert total < 1_000_000, f"the presets add {total} bytes to the wheel"
+    # ≈ 1.6 MB today, 1.15 MB of it the UAV prior's 2,400-iteration training record
+    assert total < 2_000_000, f"the presets add {total} bytes to the wheel"
 
 
 # -- a file wins, then a preset by name ---------------------------------------------------------

@@ -258,15 +258,23 @@ def render(
         None, "--theta", help="Policy weights (.npy or .safetensors)."
     ),
     out: str = typer.Option("render.png", "--out", help="PNG file to write."),
+    option: list[str] = typer.Option([], "--option", "-o", metavar="KEY=VALUE",
+                                     help="A world option (repeatable), e.g. --option "
+                                     "physics=mujoco."),
 ) -> None:
     """Draw one environment with the flown (or walked) trajectory and the depth image."""
-    from pacplan.worlds.base import world_renderer
+    from pacplan.worlds.base import check_world_options, world_renderer
+    from pacplan.worlds.check_report import parse_world_options
 
     check_whole_number(seed, "--seed", minimum=0, maximum=INT64_MAX)
+    options = parse_world_options(option)
     render_figure = world_renderer(world)
     if render_figure is None:
         raise PacplanError(f"world {world!r} has no renderer")
-    path = render_figure(seed=seed, out=out, theta_path=theta)
+    check_world_options(world, options)  # a misspelt option is named before anything runs
+    # Options are passed only when given, so a renderer without `world_options` still works.
+    extra = {"world_options": options} if options else {}
+    path = render_figure(seed=seed, out=out, theta_path=theta, **extra)
     console.print(f"wrote {path}")
 
 

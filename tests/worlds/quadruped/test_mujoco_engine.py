@@ -4,6 +4,8 @@ option `physics="mujoco"`."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -15,8 +17,12 @@ from pacplan.worlds.quadruped import QuadrupedWorld, episode  # noqa: E402
 from pacplan.worlds.quadruped.episode import RolloutConfig  # noqa: E402
 from pacplan.worlds.quadruped.gait import REFERENCE_GAIT  # noqa: E402
 from pacplan.worlds.quadruped.mjcf import (  # noqa: E402
+    FOOT_SOLIMP,
+    FOOT_SOLREF,
     MjcfConfig,
+    MujocoContact,
     bullet_inertials,
+    bullet_mounted_pairs,
     minitaur_mjcf,
     plank_poses,
     urdf_path,
@@ -62,6 +68,26 @@ def test_masses_and_inertias_equal_pybullets() -> None:
         np.testing.assert_allclose(m.body_inertia[body.id], inertia, rtol=0, atol=1e-9)
     total = sum(v[0] for v in inertials.values())
     assert m.body_subtreemass[m.body("base_chassis_link").id] == pytest.approx(total, abs=1e-9)
+
+
+def test_calibrated_foot_contact_and_optional_mounted_pairs() -> None:
+    """The feet carry the calibrated solref/solimp; by default no mounted pair is added, and
+    `mounted=True` adds Bullet's mounted link pairs as explicit contacts between their geoms."""
+    m = _model()
+    foot = m.geom("lower_leg_front_leftL_link_0").id
+    np.testing.assert_allclose(m.geom_solref[foot], FOOT_SOLREF)
+    np.testing.assert_allclose(m.geom_solimp[foot][:3], FOOT_SOLIMP)
+    assert m.npair == 0
+    pairs = bullet_mounted_pairs(urdf_path())
+    assert len(pairs) == 5 and ("chassis_left", "upper_leg_back_leftR_link") in pairs
+    mounted = mujoco.MjModel.from_xml_string(
+        minitaur_mjcf(MjcfConfig(contact=MujocoContact(mounted=True, mounted_gap=0.001))))
+    linked = {tuple(sorted((mounted.body(mounted.geom_bodyid[mounted.pair_geom1[i]]).name,
+                            mounted.body(mounted.geom_bodyid[mounted.pair_geom2[i]]).name)))
+              for i in range(mounted.npair)}
+    assert linked == set(pairs)
+    np.testing.assert_allclose(mounted.pair_gap, 0.001)
+    np.testing.assert_allclose(mounted.pair_friction[:, :2], 0.25)  # Bullet's 0.5 × 0.5
 
 
 def test_planks_reproduce_the_terrain_profile(sim: MujocoMinitaurSim) -> None:
@@ -174,6 +200,27 @@ def test_depth_matches_pybullet_on_the_same_scene(sim: MujocoMinitaurSim) -> Non
     assert (ours[view] < 10.0).sum() > 300  # and the terrain is in view
 
 
+def test_sky_ray_shortcut_gives_the_same_image(sim: MujocoMinitaurSim) -> None:
+    """Rays that cannot meet the terrain (or anything) are skipped or cast against the robot
+    alone: the image is bit for bit the full cast's, while walking and at 35° too."""
+    shortcuts = skipped = 0
+    for seed, slope in ((4, 23.3), (8, 35.0)):
+        sim.reset(sample_terrain(seed, slope))
+        for _ in range(8):
+            eye, _ = sim.camera_frame()
+            shortcuts += eye[2] > sim._terrain_top
+            skipped += eye[2] > max(sim._terrain_top, sim._robot_top())
+            fast = sim.depth_image()
+            sim.ray_shortcuts = False
+            try:
+                np.testing.assert_array_equal(fast, sim.depth_image())
+            finally:
+                sim.ray_shortcuts = True
+            if sim.run_primitive(REFERENCE_GAIT, 0.5).fell:
+                break
+    assert shortcuts >= 4 and skipped >= 4  # both shortcuts were taken, not only the full cast
+
+
 def test_options_are_checked() -> None:
     with pytest.raises(PacplanError, match="physics"):
         QuadrupedWorld(physics="ode")
@@ -211,3 +258,33 @@ def test_reference_gait_walks_like_bullet_in_distribution(sim: MujocoMinitaurSim
     flat = rollout(sim, sample_terrain(0, 0.0), gait, RolloutConfig(finish_dx=1e6),
                    needs_depth=False)
     assert flat.dx == pytest.approx(10.12, rel=0.05) and not flat.fell
+
+
+def test_render_cli_passes_world_options(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """`pacplan render quadruped --option physics=mujoco` walks in MuJoCo; a misspelt option
+    is refused (exit 2, one line naming it) before anything runs."""
+    from helpers import cli
+    from pacplan.worlds.quadruped import render
+
+    engines: list[tuple[str, float]] = []
+    real_walk = render.walk
+
+    def walk(seed: int, theta: np.ndarray | None = None,
+             world: QuadrupedWorld | None = None) -> Any:
+        assert world is not None
+        engines.append((world.engine, world.max_slope_deg))
+        return real_walk(seed, theta, world)
+
+    monkeypatch.setattr(render, "walk", walk)
+    out = tmp_path / "fig.png"
+    code, stdout, err = cli(["render", "quadruped", "--seed", "3", "--out", str(out),
+                             "--option", "physics=mujoco", "-o", "max_slope_deg=30"], capsys)
+    assert code == 0, err
+    assert engines == [("mujoco", 30.0)] and "wrote" in stdout
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    bad = tmp_path / "bad.png"
+    code, _, err = cli(["render", "quadruped", "--seed", "3", "--out", str(bad),
+                        "--option", "physiks=mujoco"], capsys)
+    assert code == 2 and "physiks" in err and len(err.strip().splitlines()) == 1, err
+    assert engines == [("mujoco", 30.0)] and not bad.exists()

@@ -21,10 +21,12 @@ Contacts. Robot geoms carry `priority=1`, so a robot–terrain contact takes the
 friction and solver parameters: friction is Bullet's product rule precomputed (the feet's URDF
 lateral friction 1 × terrain friction; other links Bullet's default 0.5 × terrain friction). The
 foot contact (the lower legs) has Bullet stiffness 1e4 and damping 10, which have no literal
-MuJoCo equivalent (copied as `solref="-1e4 -10"` the feet slip): it is a calibration, a stiff
-critically damped contact `solref="0.005 1"` (`MujocoContact.foot_solref`). MuJoCo drops
-parent–child contacts itself, so the hubs mounted on the chassis never rub (the clean model);
-real self-collisions stay on.
+MuJoCo equivalent (copied as `solref="-1e4 -10"` the feet slip): it is a calibration, see
+`FOOT_SOLREF` and `FOOT_SOLIMP`. MuJoCo drops parent–child contacts itself, so the hubs mounted
+on the chassis never rub (the clean model); real self-collisions stay on. Bullet's default model
+keeps five such mounted pairs; `MujocoContact(mounted=True)` adds them back as explicit <pair>
+contacts with their own MuJoCo-only softness (tried in the calibration and not adopted: in MuJoCo
+they only drag, see the calibration notes above `FOOT_SOLREF`).
 """
 
 from __future__ import annotations
@@ -56,19 +58,53 @@ KNEE_PIN_LEFT = (0.0, 0.01, 0.2)
 LEGS = ("front_left", "back_left", "front_right", "back_right")
 ROBOT_CONTYPE, ROBOT_CONAFFINITY = 1, 3
 TERRAIN_CONTYPE, TERRAIN_CONAFFINITY = 2, 0  # terrain touches the robot, never itself
+TERRAIN_GROUP = 1  # geom group of the ground and planks (robot: 0), so rays can skip them
+
+
+# The calibration (issue 12): MuJoCo-only contact parameters, tuned so that the open-loop
+# reference gait's outcome distribution on seeds 100-139 matches Bullet's default model there
+# (mean cost 0.251, falls 27.5 %; flat ground 10.13 m). Bullet's feet are a spring-damper
+# (stiffness 1e4, damping 10) inside a hard complementarity solve; MuJoCo's contacts are soft by
+# construction, so neither solref nor solimp has a Bullet value to copy.
+# - FOOT_SOLREF: a stiff, critically damped foot contact (time constant 2.5 time steps) walks
+#   flat ground at Bullet's speed (10.23 m); softer (0.01-0.02 s) slows the walk and bogs down
+#   on ridges, and damping ratios <= 0.42 make the gait stall at the first ridge and fall.
+# - FOOT_SOLIMP: MuJoCo's default. Harder impedances (0.93-0.99) scattered between 7.5 % and 25 %
+#   falls on the 40 tuning terrains with no trend; the best of them, (0.95, 0.99), gave mean cost
+#   0.226 and 14.5 % falls on the 200 check terrains against 0.243 and 12.5 % for the default
+#   (Bullet 0.277 and 37 %), so it was not adopted.
+# - Bullet's mounted pairs (`MujocoContact.mounted`): in MuJoCo they only drag the motors. With
+#   MuJoCo's default softness the flat walk drops to 3.2 m (impedance 0.01: 9.2 m) and cost rises
+#   to 0.39-0.73 on the tuning terrains while falls stay at 0-17 %, whereas Bullet's mounted
+#   pairs leave its flat walk alone (10.13 m vs 10.21 m filtered) and add falls on ridges
+#   (27.5 % vs 0 % filtered on seeds 100-139). Off by default.
+# The fall-rate goal (within 10 points of Bullet's) is not met by any contact parameter tried.
+FOOT_SOLREF = (0.005, 1.0)  # (time constant s, damping ratio)
+FOOT_SOLIMP = (0.9, 0.95, 0.001)  # (impedance at zero and at full width, width m)
+BODY_SOLREF = (0.02, 1.0)  # other links: MuJoCo's default (0.005-0.02 s changed no tuning run)
+MOUNTED_SOLREF = (0.02, 1.0)  # mounted pairs, when added: MuJoCo's default softness
+MOUNTED_SOLIMP = (0.9, 0.95, 0.001)
 
 
 @dataclass(frozen=True)
 class MujocoContact:
     """Contact and constraint parameters without a Bullet equivalent (the calibration).
 
-    foot_solref: (time constant s, damping ratio) of the lower legs' contacts.
+    foot_solref, foot_solimp: the lower legs' contacts (see `FOOT_SOLREF`, `FOOT_SOLIMP`).
     pin_solref: the knee pins' constraint; 2 time steps is the stiffest MuJoCo allows.
+    mounted: add Bullet's mounted link pairs (`bullet_mounted_pairs`) as <pair> contacts with
+    `mounted_solref`, `mounted_solimp`, `mounted_margin` and `mounted_gap`.
     """
 
-    foot_solref: tuple[float, float] = (0.005, 1.0)
-    body_solref: tuple[float, float] = (0.02, 1.0)  # other robot links: MuJoCo's default
+    foot_solref: tuple[float, float] = FOOT_SOLREF
+    foot_solimp: tuple[float, float, float] = FOOT_SOLIMP
+    body_solref: tuple[float, float] = BODY_SOLREF
     pin_solref: tuple[float, float] | None = None  # None: 2 × time step
+    mounted: bool = False
+    mounted_solref: tuple[float, float] = MOUNTED_SOLREF
+    mounted_solimp: tuple[float, float, float] = MOUNTED_SOLIMP
+    mounted_margin: float = 0.0
+    mounted_gap: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -277,6 +313,30 @@ def plank_poses(terrain: Terrain) -> tuple[np.ndarray, np.ndarray]:
     return pos, quat
 
 
+@functools.lru_cache(maxsize=4)
+def bullet_mounted_pairs(path: str) -> tuple[tuple[str, str], ...]:
+    """The link pairs Bullet's default model keeps in contact: those within 1 mm of each other
+    in the assembled rest pose and not parent and child (`scene.mounted_pairs` on the robot
+    `scene.load_minitaur` builds with mounted contacts), by link name, sorted."""
+    import pybullet
+
+    from pacplan.worlds.quadruped.scene import load_minitaur, mounted_pairs, quiet_stdout
+
+    if path != urdf_path():
+        raise PacplanError("mounted pairs are measured on pybullet_data's minitaur.urdf only")
+    with quiet_stdout():
+        cid = pybullet.connect(pybullet.DIRECT)
+    try:
+        robot, _ = load_minitaur(cid, self_collision=True, mounted_contacts=True)
+        names = {-1: pybullet.getBodyInfo(robot, physicsClientId=cid)[0].decode()}
+        for j in range(pybullet.getNumJoints(robot, physicsClientId=cid)):
+            names[j] = pybullet.getJointInfo(robot, j, physicsClientId=cid)[12].decode()
+        pairs = {tuple(sorted((names[a], names[b]))) for a, b in mounted_pairs(cid, robot)}
+        return tuple(sorted(pairs))  # type: ignore[arg-type]
+    finally:
+        pybullet.disconnect(physicsClientId=cid)
+
+
 def _body_xml(name: str, links: dict[str, _Link], kids: dict[str, list[_Joint]],
               inertials: dict, cfg: MjcfConfig, indent: str) -> list[str]:
     """The <body> contents of link `name` and, recursively, its children."""
@@ -304,6 +364,24 @@ def _body_xml(name: str, links: dict[str, _Link], kids: dict[str, list[_Joint]],
             raise PacplanError(f"URDF: joint type {j.kind!r} of {j.name} is not supported")
         lines.extend(_body_xml(j.child, links, kids, inertials, cfg, indent + "  "))
         lines.append(f"{indent}</body>")
+    return lines
+
+
+def _mounted_pair_xml(links: dict[str, _Link], contact: MujocoContact) -> list[str]:
+    """Explicit <pair> contacts for Bullet's mounted link pairs (MuJoCo would filter the
+    parent–child ones), every geom of one link against every geom of the other."""
+    mu = BULLET_DEFAULT_FRICTION * BULLET_DEFAULT_FRICTION  # Bullet's product rule
+    lines = ["  <contact>"]
+    for a, b in bullet_mounted_pairs(urdf_path()):
+        for i in range(len(links[a].geoms)):
+            for j in range(len(links[b].geoms)):
+                lines.append(
+                    f'    <pair geom1="{a}_{i}" geom2="{b}_{j}" condim="3" '
+                    f'friction="{mu!r} {mu!r} 0.005 0.0001 0.0001" '
+                    f'solref="{_num(contact.mounted_solref)}" '
+                    f'solimp="{_num(contact.mounted_solimp)}" '
+                    f'margin="{contact.mounted_margin!r}" gap="{contact.mounted_gap!r}"/>')
+    lines.append("  </contact>")
     return lines
 
 
@@ -354,10 +432,11 @@ def minitaur_mjcf(cfg: MjcfConfig | None = None, terrain: Terrain | None = None)
         f'conaffinity="{robot_affinity}" priority="1" '
         f'solref="{_num(cfg.contact.body_solref)}"/></default>',
         f'    <default class="foot"><geom contype="{ROBOT_CONTYPE}" '
-        f'conaffinity="{robot_affinity}" priority="1" solref="{_num(foot_ref)}"/></default>',
+        f'conaffinity="{robot_affinity}" priority="1" solref="{_num(foot_ref)}" '
+        f'solimp="{_num(cfg.contact.foot_solimp)}"/></default>',
         f'    <default class="terrain"><geom contype="{TERRAIN_CONTYPE}" '
-        f'conaffinity="{TERRAIN_CONAFFINITY}" friction="{cfg.terrain_friction!r} 0.005 0.0001"/>'
-        "</default>",
+        f'conaffinity="{TERRAIN_CONAFFINITY}" group="{TERRAIN_GROUP}" '
+        f'friction="{cfg.terrain_friction!r} 0.005 0.0001"/></default>',
         "  </default>",
         "  <worldbody>",
         f'    <geom name="ground" class="terrain" type="box" '
@@ -373,7 +452,10 @@ def minitaur_mjcf(cfg: MjcfConfig | None = None, terrain: Terrain | None = None)
         lines.append(f'    <body name="plank{i}" mocap="true" pos="{_num(pos[i])}" '
                      f'quat="{_num(quat[i])}"><geom name="plank{i}" class="terrain" type="box" '
                      f'size="{_num(size)}"/></body>')
-    lines += ["  </worldbody>", "  <equality>"]
+    lines.append("  </worldbody>")
+    if cfg.self_collision and cfg.contact.mounted:
+        lines.extend(_mounted_pair_xml(by_name, cfg.contact))
+    lines.append("  <equality>")
     for leg in LEGS:
         lines.append(f'    <connect name="knee_pin_{leg}" site1="pin_{leg}R" site2="pin_{leg}L" '
                      f'solref="{_num(pin_ref)}"/>')
