@@ -286,8 +286,10 @@ def test_report_into_read_only_run_dir(tmp_path: Path, capsys, make_read_only):
     _assert_os_error(code, err, run_dir, "Permission denied")
 
 
-def _fake_render(seed: int, out: str, theta_path: str | None) -> str:
-    """A renderer that writes its PNG the way pacplan writes every file."""
+def _fake_render(seed: int, out: str, theta_path: str | None,
+                 world_options: dict | None = None) -> str:
+    """A renderer (the registry's signature) that writes its PNG the way pacplan writes every
+    file."""
     from pacplan.files import atomic_write_bytes
 
     atomic_write_bytes(out, b"\x89PNG fake")

@@ -272,9 +272,7 @@ def render(
     if render_figure is None:
         raise PacplanError(f"world {world!r} has no renderer")
     check_world_options(world, options)  # a misspelt option is named before anything runs
-    # Options are passed only when given, so a renderer without `world_options` still works.
-    extra = {"world_options": options} if options else {}
-    path = render_figure(seed=seed, out=out, theta_path=theta, **extra)
+    path = render_figure(seed=seed, out=out, theta_path=theta, world_options=options or None)
     console.print(f"wrote {path}")
 
 
