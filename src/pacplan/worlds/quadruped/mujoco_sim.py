@@ -29,7 +29,6 @@ import math
 
 import mujoco
 import numpy as np
-import pybullet  # for getEulerFromQuaternion: the same roll-pitch-yaw as the Bullet sim
 from mujoco import rollout as mj_rollout
 
 from pacplan.errors import PacplanError
@@ -45,7 +44,7 @@ from pacplan.worlds.quadruped.mjcf import (
     plank_poses,
 )
 from pacplan.worlds.quadruped.scene import MOTOR_DIRECTION, START_POSITION
-from pacplan.worlds.quadruped.sim import PhysicsConfig, PrimitiveOutcome, _fallen
+from pacplan.worlds.quadruped.sim import PhysicsConfig, PrimitiveOutcome, TorsoReadouts, _fallen
 from pacplan.worlds.quadruped.terrain import Terrain
 
 _RESET_MOTOR_ANGLE = math.pi / 2  # `scene`'s assembled rest pose
@@ -54,7 +53,7 @@ _STATE = mujoco.mjtState.mjSTATE_FULLPHYSICS.value
 _TOP_MARGIN_M = 1e-6  # clearance above the highest crest for the sky rays' shortcut
 
 
-class MujocoMinitaurSim:
+class MujocoMinitaurSim(TorsoReadouts):
     """A MuJoCo model of the Minitaur and a plank pool; `reset` places a terrain in it.
 
     Each simulator owns its model (the planks' poses live there), so use one per thread.
@@ -181,28 +180,7 @@ class MujocoMinitaurSim:
         q = d.qpos[self._base_adr:self._base_adr + 7]
         return q[:3].copy(), np.array([q[4], q[5], q[6], q[3]])
 
-    def torso_x(self) -> float:
-        """Forward position of the torso (m), the coordinate progress is measured along."""
-        return float(self.torso_pose()[0][0])
-
-    def proprioception(self) -> np.ndarray:
-        """The 22 values: 8 motor angles, 8 motor velocities, torso position, roll-pitch-yaw."""
-        q, qd = self.motor_state()
-        pos, orn = self.torso_pose()
-        rpy = np.array(pybullet.getEulerFromQuaternion(orn.tolist()))
-        return np.concatenate([q, qd, pos, rpy])
-
-    def is_fallen(self) -> bool:
-        """Torso up-vector · world up < 0.5, or the torso dropped off the terrain strip."""
-        pos, orn = self.torso_pose()
-        return _fallen(pos, orn)
-
     # ------------------------------------------------------------------ camera
-    def camera_frame(self) -> tuple[np.ndarray, np.ndarray]:
-        """World position of the torso camera and its rotation camera -> world."""
-        pos, orn = self.torso_pose()
-        return camera_pose(pos, orn, self.camera)
-
     def depth_image(self) -> np.ndarray:
         """(size, size) float32 z-depth in metres from the torso camera, row 0 at the top;
         no hit within the far value (the sky) reads far, as PyBullet's camera does."""

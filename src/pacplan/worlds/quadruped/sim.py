@@ -70,7 +70,42 @@ class PrimitiveOutcome:
     path: list[tuple[float, float, float, float]] = field(default_factory=list)  # (t, x, y, z)
 
 
-class MinitaurSim:
+class TorsoReadouts:
+    """What both engines derive alike from `motor_state()` and `torso_pose()` (position,
+    quaternion in PyBullet's (x, y, z, w) order): progress, the 22 proprioceptive values, the
+    fall rule and the camera frame, written once."""
+
+    camera: CameraConfig
+
+    def motor_state(self) -> tuple[np.ndarray, np.ndarray]:
+        raise NotImplementedError
+
+    def torso_pose(self) -> tuple[np.ndarray, np.ndarray]:
+        raise NotImplementedError
+
+    def torso_x(self) -> float:
+        """Forward position of the torso (m), the coordinate progress is measured along."""
+        return float(self.torso_pose()[0][0])
+
+    def proprioception(self) -> np.ndarray:
+        """The 22 values: 8 motor angles, 8 motor velocities, torso position, roll-pitch-yaw."""
+        q, qd = self.motor_state()
+        pos, orn = self.torso_pose()
+        rpy = np.array(pybullet.getEulerFromQuaternion(orn.tolist()))
+        return np.concatenate([q, qd, pos, rpy])
+
+    def is_fallen(self) -> bool:
+        """Torso up-vector · world up < 0.5, or the torso dropped off the terrain strip."""
+        pos, orn = self.torso_pose()
+        return _fallen(pos, orn)
+
+    def camera_frame(self) -> tuple[np.ndarray, np.ndarray]:
+        """World position of the torso camera and its rotation camera -> world."""
+        pos, orn = self.torso_pose()
+        return camera_pose(pos, orn, self.camera)
+
+
+class MinitaurSim(TorsoReadouts):
     """One PyBullet client holding a Minitaur and a terrain; rebuilt from scratch by `reset`."""
 
     def __init__(
@@ -149,28 +184,7 @@ class MinitaurSim:
         pos, orn = pybullet.getBasePositionAndOrientation(self.robot, physicsClientId=self.cid)
         return np.array(pos), np.array(orn)
 
-    def torso_x(self) -> float:
-        """Forward position of the torso (m), the coordinate progress is measured along."""
-        return float(self.torso_pose()[0][0])
-
-    def proprioception(self) -> np.ndarray:
-        """The 22 values: 8 motor angles, 8 motor velocities, torso position, roll-pitch-yaw."""
-        q, qd = self.motor_state()
-        pos, orn = self.torso_pose()
-        rpy = np.array(pybullet.getEulerFromQuaternion(orn))
-        return np.concatenate([q, qd, pos, rpy])
-
-    def is_fallen(self) -> bool:
-        """Torso up-vector · world up < 0.5, or the torso dropped off the terrain strip."""
-        pos, orn = pybullet.getBasePositionAndOrientation(self.robot, physicsClientId=self.cid)
-        return _fallen(pos, orn)
-
     # ------------------------------------------------------------------ camera
-    def camera_frame(self) -> tuple[np.ndarray, np.ndarray]:
-        """World position of the torso camera and its rotation camera -> world."""
-        pos, orn = self.torso_pose()
-        return camera_pose(pos, orn, self.camera)
-
     def depth_image(self) -> np.ndarray:
         """(size, size) z-depth image from the torso camera, metres (see `camera.render_depth`)."""
         pos, orn = self.torso_pose()
