@@ -158,14 +158,14 @@ class QuadrupedWorld:
         out = np.empty((sd.size, th.shape[0]), dtype=np.float64)
         jobs = [(i, j) for i in range(sd.size) for j in range(th.shape[0])]
         n_threads = min(self.threads, len(jobs))
-        if n_threads <= 1:
-            for i, j in jobs:
-                out[i, j] = self.rollout(th[j], int(sd[i])).cost
-        else:
-            def run(sim: QuadrupedSim, part: list[tuple[int, int]]) -> None:
-                for i, j in part:
-                    out[i, j] = self.rollout(th[j], int(sd[i]), sim=sim).cost
 
+        def run(sim: QuadrupedSim, part: list[tuple[int, int]]) -> None:
+            for i, j in part:
+                out[i, j] = self.rollout(th[j], int(sd[i]), sim=sim).cost
+
+        if n_threads == 1:
+            run(self.sim, jobs)
+        elif n_threads > 1:  # (no jobs: no simulator is opened)
             sims = self._sim_pool(n_threads)
             with ThreadPoolExecutor(n_threads) as pool:
                 futures = [pool.submit(run, sims[t], jobs[t::n_threads])
