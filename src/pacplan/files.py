@@ -14,6 +14,7 @@ import io
 import json
 import math
 import os
+import stat
 import struct
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -82,18 +83,45 @@ def load_npy(path: str | Path, name: str | None = None) -> np.ndarray:
     label = name or str(path)
     try:
         with open(path, "rb") as fh:
-            shape, dtype = _npy_header(fh, label)
-            _check_npy_size(label, shape, dtype, os.fstat(fh.fileno()).st_size - fh.tell())
-            fh.seek(0)
-            return npy_format.read_array(fh, allow_pickle=False)
+            return _read_npy(fh, label, os.fstat(fh.fileno()).st_size)
     except FileNotFoundError:
         raise PacplanError(f"{label}: no such file {path}") from None
     except OSError as exc:
         raise PacplanError(f"{label}: cannot read {path} ({exc.strerror or exc})") from None
+
+
+def npy_from_bytes(data: bytes, name: str) -> np.ndarray:
+    """A plain .npy parsed from bytes already read (and hashed) by the caller, so what is
+    checked is exactly what is used; the same checks as `load_npy`."""
+    return _read_npy(io.BytesIO(data), name, len(data))
+
+
+def _read_npy(fh: BinaryIO, label: str, size: int) -> np.ndarray:
+    try:
+        shape, dtype = _npy_header(fh, label)
+        _check_npy_size(label, shape, dtype, size - fh.tell())
+        fh.seek(0)
+        return npy_format.read_array(fh, allow_pickle=False)
     except PacplanError:
         raise
     except ValueError as exc:  # a header numpy accepted but data it could not read
         raise PacplanError(f"{label}: unreadable .npy array ({exc})") from None
+
+
+def read_file_bytes(path: str | Path, name: str | None = None) -> bytes:
+    """A regular file's bytes, read once: hash these and parse these, never the path again (a
+    file swapped in between would be used unchecked). Every problem is a `PacplanError`."""
+    label = name or str(path)
+    try:  # non-blocking open: a FIFO must be refused, not waited on
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with open(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise PacplanError(f"{label}: not a regular file")
+            return fh.read()
+    except FileNotFoundError:
+        raise PacplanError(f"{label}: no such file {path}") from None
+    except OSError as exc:
+        raise PacplanError(f"{label}: cannot read {path} ({exc.strerror or exc})") from None
 
 
 _ZIP_MAGIC = b"PK\x03\x04"

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from pacplan.errors import PacplanError
-from pacplan.files import load_npy, sha256_file
+from pacplan.files import npy_from_bytes, read_file_bytes, sha256_bytes
 from pacplan.validation import check_unit_costs
 
 
@@ -45,7 +45,8 @@ def load_cost_matrix(path: str | Path, rows: int | None = None, clip: bool = Fal
     label = name or str(path)
     if not path.is_file():
         raise PacplanError(f"{label}: no such file {path}")
-    raw = load_npy(path, name=label)
+    data = read_file_bytes(path, label)  # the hash recorded is of the bytes used
+    raw = npy_from_bytes(data, label)
     if raw.ndim == 2 and rows is not None:
         if rows < 1:
             raise PacplanError(f"{label}: --rows must be ≥ 1, got {rows}")
@@ -53,5 +54,5 @@ def load_cost_matrix(path: str | Path, rows: int | None = None, clip: bool = Fal
             raise PacplanError(f"{label}: --rows {rows} exceeds the matrix's {raw.shape[0]} rows")
         raw = raw[:rows]
     values, clipped = check_unit_costs(raw, label, clip)
-    return CostMatrix(values=values, path=path, sha256=sha256_file(path),
+    return CostMatrix(values=values, path=path, sha256=sha256_bytes(data),
                       rows=values.shape[0], clipped=clipped)

@@ -17,7 +17,7 @@ from typing import Protocol
 import numpy as np
 
 from pacplan.errors import PacplanError
-from pacplan.files import load_npy, sha256_file
+from pacplan.files import npy_from_bytes, read_file_bytes, sha256_bytes
 from pacplan.pacbayes.certificate import TEST_CONFIDENCE, build_certificate
 from pacplan.pacbayes.matrices import CostMatrix
 from pacplan.pacbayes.posterior import (
@@ -166,11 +166,12 @@ def _reload(ref: MatrixRef, key: str, label: str, m: int, where: str) -> CostMat
     path = Path(ref.path)
     if not path.is_file():
         raise PacplanError(f"{where}: {label} {path} is missing ({key}.path)")
-    digest = sha256_file(path)
+    data = read_file_bytes(path, f"{label} {path}")  # hashed and parsed: the same bytes
+    digest = sha256_bytes(data)
     if digest != ref.sha256:
         raise PacplanError(f"{where}: {label} {path} has changed (sha256 {digest[:12]}… ≠ "
                            f"recorded {key}.sha256 {ref.sha256[:12]}…)")
-    raw = load_npy(path, name=f"{label} {path}")
+    raw = npy_from_bytes(data, f"{label} {path}")
     if raw.ndim == 2 and ref.rows > raw.shape[0]:
         raise PacplanError(f"{where}: {key}.rows is {ref.rows} but {label} {path} has "
                            f"{raw.shape[0]} rows")

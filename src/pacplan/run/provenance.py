@@ -65,8 +65,7 @@ def _check_against_run(run: Path, loaded: Loaded) -> list[str]:
     problems += _check_matrix_inputs(run, manifest, "cert", c.cert_matrix, prov)
     if c.test_matrix is not None:
         problems += _check_matrix_inputs(run, manifest, "test", c.test_matrix, prov)
-    if loaded.record.content_sha256 is None:
-        problems += _check_prior_seeds(run, prov)
+    problems += _check_config(run, c.n, prov, old=loaded.record.content_sha256 is None)
     return problems
 
 
@@ -108,13 +107,27 @@ def _check_matrix_inputs(run: Path, manifest: Manifest, role: str, ref: MatrixRe
     return problems
 
 
-def _check_prior_seeds(run: Path, prov: ProvenanceRecord) -> list[str]:
-    """An unhashed (old) certificate's prior seeds are held to its run's frozen config."""
+def _check_config(run: Path, n: int, prov: ProvenanceRecord, old: bool) -> list[str]:
+    """The run's frozen config.yaml is evidence shipped beside the certificate, so it is
+    checked: it must load (its seed ranges disjoint) and name the certificate's world, test
+    range and a certification range that starts where the certificate's does and holds its n
+    seeds. An unhashed (old) certificate's prior seeds are held to it too."""
     try:
-        prior = list(load_config(run / RunDir.CONFIG).seeds.prior)
+        cfg = load_config(run / RunDir.CONFIG)
     except PacplanError as exc:
-        return [f"provenance.seeds.prior cannot be checked without content_sha256 ({exc})"]
-    if prior != prov.seeds.prior:
-        return [f"provenance.seeds.prior is {prov.seeds.prior} but the run's config.yaml says "
-                f"{prior}"]
-    return []
+        return [f"the run's {RunDir.CONFIG} does not hold ({exc})"]
+    problems = []
+    if identity(cfg.world.model_dump()) != identity(prov.world.model_dump()):
+        problems.append(f"provenance.world is not the world of the run's {RunDir.CONFIG}")
+    cert, test = list(cfg.seeds.cert), list(cfg.seeds.test)
+    if cert[0] != prov.seeds.cert[0] or cert[0] + n > cert[1]:
+        problems.append(f"provenance.seeds.cert is {prov.seeds.cert} but the run's "
+                        f"{RunDir.CONFIG} says seeds.cert {cert}")
+    if test != prov.seeds.test:
+        problems.append(f"provenance.seeds.test is {prov.seeds.test} but the run's "
+                        f"{RunDir.CONFIG} says seeds.test {test}")
+    prior = list(cfg.seeds.prior)
+    if old and prior != prov.seeds.prior:
+        problems.append(f"provenance.seeds.prior is {prov.seeds.prior} but the run's "
+                        f"{RunDir.CONFIG} says {prior}")
+    return problems
