@@ -260,7 +260,7 @@ class MujocoMinitaurSim(TorsoReadouts):
             if record_path:
                 outcome.path.append(((self.step_count + k + 1) * cfg.time_step,
                                      float(pos[0]), float(pos[1]), float(pos[2])))
-            if _fallen(pos, (x, y, z, w)):
+            if _fallen(pos, (x, y, z, w), self.physics.fall_up_dot):
                 outcome.fell, stop = True, k
                 break
             if finish_x is not None and pos[0] >= finish_x:

@@ -1,8 +1,9 @@
 """PyBullet simulation of the Minitaur on a heightfield terrain: reset, sensing and stepping.
 
 Physics follows the public code's environment (pybullet_envs' MinitaurGymEnv with PD control,
-which the paper's code used): 0.002 s physics step, 60 solver iterations, self-collision on, cone
-friction off, gravity 10 m/s², and an explicit PD torque kp·(q* − q) − kd·q̇ with kp = 8,
+which the paper's code used): 0.002 s physics step, 60 solver iterations, the robot of
+`PhysicsConfig.robot` as `scene` loads it (the Derpy by default), cone friction off, gravity
+10 m/s², and an explicit PD torque kp·(q* − q) − kd·q̇ with kp = 8,
 kd = 0.3 recomputed at *every* physics step. That environment held each motor target for 5 physics
 steps (a 0.01 s control step); here the gait target is re-evaluated at every physics step, which is
 finer, never coarser. The scene itself (terrain body, robot assembly and the two contact models
@@ -31,14 +32,15 @@ import pybullet
 from pacplan.worlds.quadruped.camera import CameraConfig, camera_pose, render_depth
 from pacplan.worlds.quadruped.gait import NEUTRAL_MOTOR_ANGLES, GaitParams, gait_motor_angles
 from pacplan.worlds.quadruped.scene import (
+    DEFAULT_ROBOT,
     MOTOR_DIRECTION,
     build_terrain,
-    load_minitaur,
+    load_robot,
     quiet_stdout,
+    robot_spec,
 )
 from pacplan.worlds.quadruped.terrain import Terrain
 
-FALL_UP_DOT = 0.5
 FELL_OFF_Z = -1.0
 
 
@@ -46,9 +48,11 @@ FELL_OFF_Z = -1.0
 class PhysicsConfig:
     """Simulator settings; the defaults match (or are finer than) the public code's physics.
 
-    `mounted_contacts=False` selects the clean contact model (see `scene`).
+    `robot` names one of `scene.ROBOTS`; `self_collision` and `mounted_contacts` (False: the
+    clean contact model, see `scene`) apply to the `minitaur` robot only.
     """
 
+    robot: str = DEFAULT_ROBOT
     time_step: float = 0.002
     solver_iterations: int = 60
     self_collision: bool = True
@@ -58,6 +62,11 @@ class PhysicsConfig:
     terrain_friction: float = 1.0
     settle_s: float = 0.25
     check_every: int = 5  # fall / finish checks every 5 steps = 0.01 s, the public control step
+
+    @property
+    def fall_up_dot(self) -> float:
+        """The robot's fall threshold on torso up · world up."""
+        return robot_spec(self.robot).fall_up_dot
 
 
 @dataclass
@@ -94,10 +103,13 @@ class TorsoReadouts:
         rpy = np.array(pybullet.getEulerFromQuaternion(orn.tolist()))
         return np.concatenate([q, qd, pos, rpy])
 
+    physics: PhysicsConfig
+
     def is_fallen(self) -> bool:
-        """Torso up-vector · world up < 0.5, or the torso dropped off the terrain strip."""
+        """Torso up-vector · world up below the robot's threshold (the Derpy: 0.3, the
+        paper's code), or the torso dropped off the terrain strip."""
         pos, orn = self.torso_pose()
-        return _fallen(pos, orn)
+        return _fallen(pos, orn, self.physics.fall_up_dot)
 
     def camera_frame(self) -> tuple[np.ndarray, np.ndarray]:
         """World position of the torso camera and its rotation camera -> world."""
@@ -153,7 +165,8 @@ class MinitaurSim(TorsoReadouts):
         )
         pybullet.setGravity(0.0, 0.0, -10.0, physicsClientId=cid)
         self.terrain_body = build_terrain(cid, terrain, cfg.terrain_friction)
-        self.robot, self.motor_ids = load_minitaur(cid, cfg.self_collision, cfg.mounted_contacts)
+        self.robot, self.motor_ids = load_robot(cid, robot_spec(cfg.robot), cfg.self_collision,
+                                                cfg.mounted_contacts)
         # Settle: hold the pose the gait starts from, so t = 0 begins from rest.
         for _ in range(round(cfg.settle_s / cfg.time_step)):
             self._apply_pd(NEUTRAL_MOTOR_ANGLES)
@@ -231,7 +244,7 @@ class MinitaurSim(TorsoReadouts):
                 pos, orn = pybullet.getBasePositionAndOrientation(self.robot, physicsClientId=cid)
                 if record_path:
                     outcome.path.append((self.time, pos[0], pos[1], pos[2]))
-                if _fallen(pos, orn):
+                if _fallen(pos, orn, cfg.fall_up_dot):
                     outcome.fell = True
                     break
                 if finish_x is not None and pos[0] >= finish_x:
@@ -242,9 +255,9 @@ class MinitaurSim(TorsoReadouts):
         return outcome
 
 
-def _fallen(pos: Sequence[float], orn: Sequence[float]) -> bool:
-    """Tipped over (torso up axis · world up below 0.5) or dropped off the terrain strip."""
-    return _up_dot(orn) < FALL_UP_DOT or pos[2] < FELL_OFF_Z
+def _fallen(pos: Sequence[float], orn: Sequence[float], up_dot_min: float) -> bool:
+    """Tipped over (torso up axis · world up below `up_dot_min`) or dropped off the strip."""
+    return _up_dot(orn) < up_dot_min or pos[2] < FELL_OFF_Z
 
 
 def _up_dot(orn: Sequence[float] | np.ndarray) -> float:

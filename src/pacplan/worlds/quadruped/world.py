@@ -13,6 +13,7 @@ from pacplan.worlds.quadruped.camera import CameraConfig
 from pacplan.worlds.quadruped.episode import RolloutConfig
 from pacplan.worlds.quadruped.policy import POLICY_DIM
 from pacplan.worlds.quadruped.rollout import RolloutResult, policy_controller, rollout
+from pacplan.worlds.quadruped.scene import DEFAULT_ROBOT, robot_spec
 from pacplan.worlds.quadruped.sim import MinitaurSim, PhysicsConfig
 from pacplan.worlds.quadruped.simulator import QuadrupedSim
 from pacplan.worlds.quadruped.terrain import Terrain, sample_terrain
@@ -23,24 +24,23 @@ ENGINES = ("bullet", "mujoco")
 class QuadrupedWorld:
     """Environments are terrains named by seeds; a policy is 944 weights; cost ∈ [0, 1].
 
-    Options (all keyword, from a config): `max_slope_deg` (23.3; the paper's text says 35),
+    Options (all keyword, from a config): `robot` ("derpy", the default: the Minitaur Derpy the
+    paper's code drove, no self-collision, fall at torso up · world up < 0.3; "minitaur":
+    pybullet_envs' default Minitaur that pacplan simulated before, kept for comparison — see
+    `pacplan.worlds.quadruped.scene`), `max_slope_deg` (23.3; the paper's text says 35),
     `plank_length` (0.5 m), `finish_dx` (6 m), `horizon_s` (10 s), `primitive_s` (0.5 s),
     `time_step` (0.002 s) and `solver_iterations` (60) (the public code's physics; a larger step
-    or fewer iterations is coarser than it), `self_collision` (True),
-    `mounted_contacts` (True: the public code's contact model, in which the motor hubs rub on
-    the chassis they are mounted on; False: the clean model, about 1.6x faster, in which the
-    open-loop gait walks much better — see `pacplan.worlds.quadruped.scene`),
-    `camera_pitch_deg` (2.86°), `depth_far_m` (10 m).
+    or fewer iterations is coarser than it), `camera_pitch_deg` (2.86°), `depth_far_m` (10 m).
+    The `minitaur` robot alone also takes `self_collision` (True) and `mounted_contacts` (True:
+    pybullet_envs' contact model, in which the motor hubs rub on the chassis; False: the clean
+    model, Bullet only).
     `physics`: "bullet" (PyBullet, the default) or "mujoco" (the same robot, terrain, gait,
-    camera and cost in MuJoCo, about eight times cheaper; its contact model is calibrated against
-    Bullet's default model in distribution over terrains, not rollout by rollout: the reference
-    gait's flat-ground walk and mean cost come close, but it falls less often (12.5 % against
-    37 %) — see `pacplan.worlds.quadruped.mjcf`; `solver_iterations` is Bullet's and not used
-    there, and `mounted_contacts=False` is refused: MuJoCo's model always drops parent–child
-    contacts and is calibrated against the default). `threads` (1): simulators run in that many
-    threads inside `costs` (MuJoCo steps without the GIL); results do not depend on it. The
-    constructor only validates; the simulator is opened on the first rollout, so worlds are cheap
-    to rebuild in workers.
+    camera and cost in MuJoCo, several times cheaper; its contact model is calibrated against
+    Bullet in distribution over terrains, not rollout by rollout — see
+    `pacplan.worlds.quadruped.mjcf`; `solver_iterations` is Bullet's and not used there).
+    `threads` (1, MuJoCo only): simulators run in that many threads inside `costs` (MuJoCo
+    steps without the GIL); results do not depend on it. The constructor only validates; the
+    simulator is opened on the first rollout, so worlds are cheap to rebuild in workers.
     """
 
     name = "quadruped"
@@ -54,13 +54,23 @@ class QuadrupedWorld:
         primitive_s: float = 0.5,
         time_step: float = 0.002,
         solver_iterations: int = 60,
-        self_collision: bool = True,
-        mounted_contacts: bool = True,
+        self_collision: bool | None = None,
+        mounted_contacts: bool | None = None,
         camera_pitch_deg: float | None = None,
         depth_far_m: float = 10.0,
         physics: str = "bullet",
         threads: int = 1,
+        robot: str = DEFAULT_ROBOT,
     ) -> None:
+        spec = robot_spec(robot)  # refuses an unknown robot naming the allowed values
+        if spec.name != "minitaur":
+            for option, value in (("self_collision", self_collision),
+                                  ("mounted_contacts", mounted_contacts)):
+                if value is not None:
+                    raise PacplanError(f"{option} is an option of robot 'minitaur' only; robot "
+                                       f"{spec.name!r} is loaded as the paper's code loads it")
+        self_collision = True if self_collision is None else self_collision
+        mounted_contacts = True if mounted_contacts is None else mounted_contacts
         if physics not in ENGINES:
             raise PacplanError(f"physics must be one of {', '.join(ENGINES)}, got {physics!r}")
         if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
@@ -69,9 +79,8 @@ class QuadrupedWorld:
             raise PacplanError("threads > 1 needs physics='mujoco': PyBullet holds the GIL, so "
                                "Bullet rollouts parallelise over worker processes instead")
         if physics == "mujoco" and not mounted_contacts:
-            raise PacplanError("mounted_contacts=False is a Bullet option: the MuJoCo model "
-                               "always drops parent-child contacts and is calibrated against "
-                               "Bullet's default (mounted) model")
+            raise PacplanError("mounted_contacts=False is a Bullet option (physics: bullet): the "
+                               "MuJoCo model always drops parent-child contacts")
         if finish_dx <= 0 or horizon_s <= 0 or primitive_s <= 0:
             raise PacplanError("finish_dx, horizon_s and primitive_s must be positive")
         if time_step <= 0 or abs(primitive_s / time_step - round(primitive_s / time_step)) > 1e-6:
@@ -89,7 +98,9 @@ class QuadrupedWorld:
         self.rollout_config = RolloutConfig(
             finish_dx=float(finish_dx), horizon_s=float(horizon_s), primitive_s=float(primitive_s)
         )
+        self.robot = spec.name
         self.physics = PhysicsConfig(
+            robot=spec.name,
             time_step=float(time_step),
             solver_iterations=int(solver_iterations),
             self_collision=bool(self_collision),
