@@ -12,6 +12,7 @@ network pacplan writes. So an edit is caught even if manifest.json was re-hashed
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +20,8 @@ import numpy as np
 
 from pacplan.errors import PacplanError
 from pacplan.export.fixed import fixed_parts
-from pacplan.export.write import EVIDENCE, NETS, split_weights
-from pacplan.files import load_npy
+from pacplan.export.write import EVIDENCE, NETS, planner_spec, split_weights
+from pacplan.files import npy_from_bytes
 from pacplan.pacbayes.record import Certificate
 from pacplan.run.provenance import verify_certificate
 from pacplan.run.rundir import RunDir
@@ -30,39 +31,78 @@ from pacplan.runtime.bundle import (
     PLANNER,
     PlannerError,
     checked_files,
+    parse_json,
+    parse_safetensors,
+    planner_root,
+    read_checked,
     read_json,
-    read_safetensors,
 )
+from pacplan.runtime.spec import check_spec
 
 
 def is_planner_dir(path: Path) -> bool:
     """A folder whose manifest.json is a planner manifest (not a run directory's)."""
     try:
         return path.is_dir() and read_json(path / MANIFEST).get("format") == MANIFEST_FORMAT
-    except PlannerError:
+    except (PlannerError, OSError, RuntimeError):  # RuntimeError: a symlink loop
         return False
 
 
 def verify_planner(path: str | Path) -> Certificate:
-    """Check a planner directory; returns its verified certificate or raises one line."""
-    root = Path(path)
+    """Check a planner directory; returns its verified certificate or raises one line.
+
+    Every file used is read once and its bytes hashed against manifest.json: the evidence in
+    run/ is verified from a private copy of the checked bytes, so a file swapped during the
+    check is never the one verified."""
     try:
+        root = planner_root(path)
         files = checked_files(root)
-        spec = read_json(root / PLANNER)
+        spec = check_spec(parse_json(read_checked(root, PLANNER, files), root / PLANNER),
+                          root / PLANNER)
     except PlannerError as exc:
         raise PacplanError(str(exc)) from None
     cert_rel = str(spec.get("certificate"))
     if not cert_rel.startswith(f"{EVIDENCE}/") or cert_rel not in files:
         raise PacplanError(f"{root / PLANNER}: certificate {cert_rel!r} is not a file in "
                            f"{EVIDENCE}/ listed in {MANIFEST}")
-    unlisted = [p for p in root.rglob("*") if p.is_file()
-                and p.relative_to(root).as_posix() not in {*files, MANIFEST}]
-    if unlisted:
-        raise PacplanError(f"{unlisted[0]}: not listed in {MANIFEST}, so unchecked")
-    c = verify_certificate(root / cert_rel)
+    c = _verify_evidence(root, files, cert_rel)
     _check_spec(root / PLANNER, spec, c)
-    _check_weights(root, spec)
+    _check_whole_spec(root / PLANNER, spec, c, cert_rel)
+    _check_weights(root, spec, files)
     return c
+
+
+def _check_whole_spec(where: Path, spec: dict[str, Any], c: Certificate, cert_rel: str
+                      ) -> None:
+    """Every other field of planner.json is what export writes (only `exported_by`, the
+    version that wrote it, may differ)."""
+    expected = planner_spec(c, cert_rel)
+    if not isinstance(spec.get("exported_by"), str):
+        raise PacplanError(f"{where}: field exported_by must be a string")
+    for key in sorted(set(spec) | set(expected)):
+        if key != "exported_by" and not _same(spec.get(key), expected.get(key)):
+            raise PacplanError(f"{where}: field {key} is not what pacplan export writes for "
+                               "this certificate")
+
+
+def _verify_evidence(root: Path, files: dict[str, str], cert_rel: str) -> Certificate:
+    """The certificate in run/, verified with the run directory's checks on a copy of the
+    bytes the manifest vouches for; messages name the planner's own paths."""
+    with tempfile.TemporaryDirectory(prefix="pacplan-verify-") as tmp:
+        try:
+            for name in files:
+                if name.startswith(f"{EVIDENCE}/"):
+                    target = Path(tmp) / name
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_bytes(read_checked(root, name, files))
+        except PlannerError as exc:
+            raise PacplanError(str(exc)) from None
+        try:
+            return verify_certificate(Path(tmp) / cert_rel)
+        except PacplanError as exc:
+            real = str(Path(tmp).resolve())
+            raise PacplanError(str(exc).replace(real, str(root)).replace(tmp, str(root))
+                               ) from None
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -99,19 +139,26 @@ def _check_spec(where: Path, spec: dict[str, Any], c: Certificate) -> None:
         raise PacplanError(f"{where}: fixed or net holds entries the world does not have")
 
 
-def _check_weights(root: Path, spec: dict[str, Any]) -> None:
+def _check_weights(root: Path, spec: dict[str, Any], files: dict[str, str]) -> None:
     """weights.safetensors holds the certified policies' rows; net.onnx is pacplan's net."""
     world = spec["world"]["name"]
     onnx_path = root / spec["net"]["onnx"]
-    if not onnx_path.is_file() or onnx_path.read_bytes() != NETS[world][0]():
-        raise PacplanError(f"{onnx_path}: not the {world} network pacplan exports")
-    policies = load_npy(root / EVIDENCE / RunDir.POLICIES)
-    expected = split_weights(world, policies[spec["posterior"]["policy_index"]])
     where = root / spec["net"]["weights"]
     try:
-        weights = read_safetensors(where)
+        onnx_bytes = read_checked(root, spec["net"]["onnx"], files)
+        policies_rel = f"{EVIDENCE}/{RunDir.POLICIES}"
+        policies = npy_from_bytes(read_checked(root, policies_rel, files), str(root / policies_rel))
+        weights = parse_safetensors(read_checked(root, spec["net"]["weights"], files), where)
     except PlannerError as exc:
         raise PacplanError(str(exc)) from None
+    if onnx_bytes != NETS[world][0]():
+        raise PacplanError(f"{onnx_path}: not the {world} network pacplan exports")
+    index = spec["posterior"]["policy_index"]
+    if policies.ndim != 2 or max(index) >= policies.shape[0]:
+        raise PacplanError(f"{root / PLANNER}: posterior.policy_index names policies beyond "
+                           f"the {policies.shape[0] if policies.ndim else 0} of "
+                           f"{EVIDENCE}/{RunDir.POLICIES}")
+    expected = split_weights(world, policies[index])
     if set(weights) != set(expected):
         raise PacplanError(f"{where}: tensors {sorted(weights)} are not {sorted(expected)}")
     for name, value in expected.items():

@@ -42,12 +42,47 @@ class GaitDecision:
     duration_s: float
 
 
-def _array(obs: Any, name: str, shape: tuple[int, ...]) -> np.ndarray:
-    arr = np.asarray(obs)
-    if arr.shape != shape or arr.dtype.kind != "f" or not np.isfinite(arr).all():
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
+def _array(obs: Any, name: str, shape: tuple[int, ...], low: float | None = None
+           ) -> np.ndarray:
+    """An observation as float32, refused (naming it) unless it is a float array of `shape`
+    whose values are finite in float32 (a float64 beyond its range would become ±inf) and,
+    with `low`, ≥ low (a depth is never negative)."""
+    try:
+        arr = np.asarray(obs)
+    except (ValueError, TypeError) as exc:
+        raise PlannerError(f"observation {name}: not an array ({exc})") from None
+    if arr.shape != shape or arr.dtype.kind != "f":
         raise PlannerError(f"observation {name} must be finite float {shape} (the certified "
                            f"float layout, metres), got {arr.dtype} {arr.shape}")
+    wide = arr.astype(np.float64)
+    if not np.isfinite(wide).all():
+        raise PlannerError(f"observation {name} must be finite float {shape}: it holds NaN or "
+                           "infinity")
+    if np.abs(wide).max() > _F32_MAX:
+        raise PlannerError(f"observation {name} holds {wide.flat[np.abs(wide).argmax()]!r}, "
+                           "beyond float32's range (the certified layout is float32)")
+    if low is not None and wide.min() < low:
+        raise PlannerError(f"observation {name} holds {wide.min()!r} < {low:g}: a depth is "
+                           "never negative")
     return arr.astype(np.float32)
+
+
+def run_net(session: Any, feeds: dict[str, np.ndarray]) -> np.ndarray:
+    """The net's output on `feeds`; an onnxruntime failure or a non-finite output is one
+    PlannerError, never a decision from non-finite scores."""
+    try:
+        out = np.asarray(session.run(None, feeds)[0])
+    except Exception as exc:  # onnxruntime's own error types
+        reason = " ".join(str(exc).split())[:300]
+        raise PlannerError(f"the planner's net failed on this observation "
+                           f"({type(exc).__name__}: {reason})") from None
+    if not np.isfinite(out).all():
+        raise PlannerError("the planner's net gave a non-finite output for this observation; "
+                           "no decision is made from it")
+    return out
 
 
 class UAVDecider:
@@ -70,7 +105,7 @@ class UAVDecider:
         self.paths = np.asarray(lib["check_displacements_m"], dtype=np.float64)
 
     def inputs(self, obs: Any) -> dict[str, np.ndarray]:
-        depth = _array(obs, "depth", (self.size, self.size))
+        depth = _array(obs, "depth", (self.size, self.size), low=0.0)
         self._depth = depth
         return {"x": (depth / self.far)[None, None]}
 
@@ -78,6 +113,9 @@ class UAVDecider:
         cells = self._depth.reshape(-1)[self.cell_index].astype(np.float64)
         filt = (cells.sum(axis=1) / cells.shape[1]).astype(np.float32)
         scores = filt + np.float32(self.net_scale) * net[0]
+        if not np.isfinite(scores).all():
+            raise PlannerError("the primitives' scores are not finite for this observation; "
+                               "no decision is made from them")
         j = int(self.order[int(np.argmax(scores[self.order]))])
         dx, dz = self.offsets[j]
         return PrimitiveDecision(j, (float(dx), float(dz)), self.duration, self.times.copy(),
@@ -96,9 +134,12 @@ class QuadrupedDecider:
         self.w_gain, self.w_offset = (float(v) for v in gait["omega"])
 
     def inputs(self, obs: Any) -> dict[str, np.ndarray]:
-        if not isinstance(obs, dict) or set(obs) < {"depth", "proprio"}:
-            raise PlannerError('quadruped observation must be a dict {"depth", "proprio"}')
-        depth = _array(obs["depth"], "depth", (self.size, self.size))
+        if not isinstance(obs, dict) or not {"depth", "proprio"} <= set(obs):
+            raise PlannerError('quadruped observation must be a dict {"depth", "proprio"}, '
+                               f"got {type(obs).__name__}"
+                               + (f" with keys {sorted(map(str, obs))}"
+                                  if isinstance(obs, dict) else ""))
+        depth = _array(obs["depth"], "depth", (self.size, self.size), low=0.0)
         proprio = _array(obs["proprio"], "proprio", (self.n_proprio,))
         return {"depth": depth.astype(np.float64)[None],
                 "proprio": proprio.astype(np.float64)[None]}

@@ -15,16 +15,14 @@ from typing import Any
 
 import numpy as np
 
-from pacplan.runtime.bundle import (
-    PLANNER,
-    PLANNER_FORMAT,
-    PlannerError,
-    UncertifiedUseWarning,
-    checked_files,
-    read_json,
-    read_safetensors,
+from pacplan.runtime.bundle import PlannerError, UncertifiedUseWarning
+from pacplan.runtime.decide import (
+    GaitDecision,
+    PrimitiveDecision,
+    QuadrupedDecider,
+    UAVDecider,
+    run_net,
 )
-from pacplan.runtime.decide import GaitDecision, PrimitiveDecision, QuadrupedDecider, UAVDecider
 
 _DECIDERS = {"uav": UAVDecider, "quadruped": QuadrupedDecider}
 
@@ -50,28 +48,9 @@ class Planner:
     def load(cls, path: str | Path, threads: int = 1) -> Planner:
         """Load a planner directory after checking every file's sha256 against manifest.json;
         `threads`: onnxruntime intra-op threads (1: one small net, no thread-pool waits)."""
-        import onnxruntime as ort
+        from pacplan.runtime.load import open_planner  # checks: docs/verify.md
 
-        root = Path(path)
-        files = checked_files(root)
-        spec = read_json(root / PLANNER)
-        world = spec.get("world", {}).get("name")
-        if spec.get("format") != PLANNER_FORMAT or world not in _DECIDERS:
-            raise PlannerError(f"{root / PLANNER}: not a {PLANNER_FORMAT} file for a known world")
-        for name in (spec["net"]["onnx"], spec["net"]["weights"]):
-            if name not in files:
-                raise PlannerError(f"{root / name}: not listed in manifest.json, so unchecked")
-        weights = read_safetensors(root / spec["net"]["weights"])
-        k = len(spec["posterior"]["policy_index"])
-        if any(w.shape[0] != k for w in weights.values()):
-            raise PlannerError(f"{root / spec['net']['weights']}: not one weight set per policy "
-                               f"of the support ({k})")
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = int(threads)
-        options.inter_op_num_threads = 1
-        session = ort.InferenceSession(str(root / spec["net"]["onnx"]), options,
-                                       providers=["CPUExecutionProvider"])
-        return cls(root, spec, weights, session)
+        return cls(*open_planner(path, threads))
 
     @property
     def policy(self) -> int | None:
@@ -88,6 +67,9 @@ class Planner:
         """
         if mode not in ("sample", "most_likely"):
             raise PlannerError(f"mode must be 'sample' or 'most_likely', got {mode!r}")
+        if mode == "sample" and not isinstance(rng, np.random.Generator):
+            raise PlannerError("start_episode needs a numpy Generator to draw the policy "
+                               f"(np.random.default_rng()), got {type(rng).__name__}")
         if self._slot is not None:
             warnings.warn("a new policy drawn while an episode is open: re-drawing mid-episode "
                           "is not what the certificate covers (call end_episode() first)",
@@ -98,8 +80,6 @@ class Planner:
                           UncertifiedUseWarning, stacklevel=2)
             slot = int(np.argmax(self.probability))
         else:
-            if rng is None:
-                raise PlannerError("start_episode needs a numpy Generator to draw the policy")
             u = rng.random() * self._cumulative[-1]
             slot = min(int(np.searchsorted(self._cumulative, u, side="right")),
                        len(self._cumulative) - 1)
@@ -123,5 +103,4 @@ class Planner:
         feeds = self._decider.inputs(observation)
         for name, w in self._weights.items():
             feeds[name] = w[self._slot].astype(self._dtype, copy=False)
-        net = self._session.run(None, feeds)[0]
-        return self._decider.decide(net)
+        return self._decider.decide(run_net(self._session, feeds))

@@ -1,0 +1,190 @@
+"""What `Planner.load` checks beyond the manifest's hashes: the cheap things that make a planner
+safe to fly even when someone re-hashed manifest.json.
+
+A re-hashed manifest proves nothing, so load holds planner.json, the net and the weights to
+what pacplan writes, as far as that is cheap and needs no run evidence: the probabilities are a
+distribution over a support of distinct policies, the net is one of the networks pacplan
+exports (its sha256 is known here), the weights are finite float32 tensors of exactly the
+net's shapes, one set per policy, and the fixed parts have the types, shapes and ranges the
+decision code indexes with. Only `pacplan verify` ties them to the certificate (that these are
+the certified probabilities, policies and fixed parts); docs/verify.md says which is which.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pacplan.runtime.bundle import PLANNER_FORMAT, PlannerError
+
+NET_SHA256 = {
+    "uav": {"446b9abe799934ec0dc983aed54f9a85dc5a2779754567da8adf01ed58d7eb73"},
+    "quadruped": {"62133773094a8696fe4db36917269194193a25c762a8e91ec69cc0c184e728b2"},
+}
+"""sha256 of each world's net.onnx as pacplan exports it (tests/test_planner_dir.py checks
+these against `pacplan.export.onnx_nets`; a new onnx serialization adds a hash here)."""
+NET_DTYPE = {"uav": "float32", "quadruped": "float64"}
+OBSERVATION_INPUTS = {"uav": ("x",), "quadruped": ("depth", "proprio")}
+_SUM_TOL = 1e-9  # |Σp − 1|, as verify allows
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and math.isfinite(value)
+
+
+def _integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+class _Spec:
+    """planner.json read field by field; a missing or mistyped field is one PlannerError."""
+
+    def __init__(self, data: dict[str, Any], where: Path) -> None:
+        self.data, self.where = data, where
+
+    def fail(self, field: str, rule: str) -> PlannerError:
+        return PlannerError(f"{self.where}: field {field} must be {rule}")
+
+    def get(self, field: str, kind: type | tuple[type, ...], rule: str) -> Any:
+        value: Any = self.data
+        for key in field.split("."):
+            if not isinstance(value, dict) or key not in value:
+                raise self.fail(field, rule + " (it is missing)")
+            value = value[key]
+        if not isinstance(value, kind) or isinstance(value, bool):  # true is not 1
+            raise self.fail(field, rule)
+        return value
+
+    def number(self, field: str, low: float, high: float, rule: str) -> float:
+        value = self.get(field, (int, float), rule)
+        if not _number(value) or not low <= value <= high:
+            raise self.fail(field, rule)
+        return float(value)
+
+    def array(self, field: str, shape: tuple[int | None, ...], rule: str,
+              integer: bool = False) -> np.ndarray:
+        raw = self.get(field, list, rule)
+        try:
+            arr = np.asarray(raw, dtype=object)
+        except ValueError:
+            raise self.fail(field, rule) from None
+        ok = arr.ndim == len(shape) and all(s is None or s == n for s, n in zip(shape, arr.shape))
+        check = _integer if integer else _number
+        if not ok or not all(check(v) for v in arr.reshape(-1)):
+            raise self.fail(field, rule)
+        return arr.astype(np.int64 if integer else np.float64)
+
+
+def check_spec(data: dict[str, Any], where: Path) -> dict[str, Any]:
+    """planner.json, checked: format, world, posterior, certified cost, net and fixed parts.
+    Returns it unchanged; every problem is one PlannerError naming the field."""
+    spec = _Spec(data, where)
+    if data.get("format") != PLANNER_FORMAT:
+        raise spec.fail("format", repr(PLANNER_FORMAT))
+    world = spec.get("world.name", str, f"one of {', '.join(NET_SHA256)}")
+    if world not in NET_SHA256:
+        raise spec.fail("world.name", f"one of {', '.join(NET_SHA256)}")
+    spec.get("world.options", dict, "an object")
+    spec.number("certified_cost", 0.0, 1.0, "a number in [0, 1]")
+    delta = spec.number("delta", 0.0, 1.0, "a number in (0, 1)")
+    if delta in (0.0, 1.0):
+        raise spec.fail("delta", "a number in (0, 1)")
+    _check_posterior(spec)
+    for key in ("onnx", "weights"):
+        spec.get(f"net.{key}", str, "a file name in the planner directory")
+    if spec.get("net.dtype", str, f"{NET_DTYPE[world]!r}") != NET_DTYPE[world]:
+        raise spec.fail("net.dtype", f"{NET_DTYPE[world]!r} for the {world} network")
+    spec.get("fixed", dict, "an object")
+    (_check_uav if world == "uav" else _check_quadruped)(spec)
+    return data
+
+
+def _check_posterior(spec: _Spec) -> None:
+    """The support is distinct policy indices; p a distribution over it, every entry > 0."""
+    index = spec.array("posterior.policy_index", (None,), "a non-empty list of distinct "
+                       "policy indices ≥ 0", integer=True)
+    if index.size == 0 or (index < 0).any() or len(set(index.tolist())) != index.size:
+        raise spec.fail("posterior.policy_index", "a non-empty list of distinct policy "
+                        "indices ≥ 0")
+    p = spec.array("posterior.probability", (index.size,), f"a list of {index.size} numbers "
+                   "in (0, 1], one per policy of the support")
+    if (p <= 0.0).any() or (p > 1.0).any():
+        raise spec.fail("posterior.probability", "a list of numbers in (0, 1] (the support "
+                        "holds the policies with p > 0)")
+    if abs(math.fsum(p.tolist()) - 1.0) > _SUM_TOL:
+        raise spec.fail("posterior.probability", f"a distribution: it sums to "
+                        f"{math.fsum(p.tolist())!r}, not 1")
+
+
+def _check_uav(spec: _Spec) -> None:
+    """The fixed parts the UAV decision indexes with, in range (shapes match the net's 25
+    outputs and 50 × 50 input)."""
+    size = spec.get("fixed.image_size", int, "50 (the net's input is 50 × 50)")
+    if size != 50:
+        raise spec.fail("fixed.image_size", "50 (the net's input is 50 × 50)")
+    spec.number("fixed.far_m", 1e-6, 1e6, "a positive number of metres")
+    spec.number("fixed.net_scale", -1e6, 1e6, "a finite number")
+    cell = spec.get("fixed.cell_size", int, "an integer in [1, 50]")
+    if not 1 <= cell <= size:
+        raise spec.fail("fixed.cell_size", "an integer in [1, 50]")
+    n_prim = 25
+    cells = spec.array("fixed.filter_cells", (n_prim, 2), f"{n_prim} [row, column] pairs, "
+                       "each cell inside the image", integer=True)
+    if (cells < 0).any() or (cells + cell > size).any():
+        raise spec.fail("fixed.filter_cells", f"{n_prim} [row, column] pairs with each "
+                        f"{cell} × {cell} cell inside the {size} × {size} image")
+    order = spec.array("fixed.tie_break_order", (n_prim,), f"a permutation of 0 … {n_prim - 1}",
+                       integer=True)
+    if sorted(order.tolist()) != list(range(n_prim)):
+        raise spec.fail("fixed.tie_break_order", f"a permutation of 0 … {n_prim - 1}")
+    spec.array("fixed.primitives.offsets_m", (n_prim, 2), f"{n_prim} finite (dx, dz) pairs")
+    spec.number("fixed.primitives.duration_s", 1e-6, 1e6, "a positive number of seconds")
+    times = spec.array("fixed.primitives.check_times_s", (None,), "a list of finite times")
+    spec.array("fixed.primitives.check_displacements_m", (n_prim, times.size, None),
+               f"{n_prim} lists of finite positions, one per check time")
+
+
+def _check_quadruped(spec: _Spec) -> None:
+    """The observation layout matches the net; the gait map keeps amplitudes in [0, 1] and
+    the frequency finite and ≥ 0 for every η in [0, 1]."""
+    if spec.get("fixed.image_size", int, "50 (the net's depth input)") != 50:
+        raise spec.fail("fixed.image_size", "50 (the net's depth input is 50 × 50)")
+    if spec.get("fixed.n_proprio", int, "22 (the net's proprio input)") != 22:
+        raise spec.fail("fixed.n_proprio", "22 (the net's proprio input)")
+    spec.number("fixed.primitive_s", 1e-6, 1e6, "a positive number of seconds")
+    gain, offset = spec.array("fixed.gait_map.amplitude", (2,), "[gain, offset]").tolist()
+    if not (0.0 <= offset <= 1.0 and 0.0 <= gain + offset <= 1.0):
+        raise spec.fail("fixed.gait_map.amplitude", "[gain, offset] with amplitudes "
+                        "gain·η + offset in [0, 1] for η in [0, 1]")
+    gain, offset = spec.array("fixed.gait_map.omega", (2,), "[gain, offset]").tolist()
+    if not (0.0 <= offset <= 1e3 and 0.0 <= gain + offset <= 1e3):
+        raise spec.fail("fixed.gait_map.omega", "[gain, offset] with ω = gain·η + offset in "
+                        "[0, 1000] rad/s for η in [0, 1]")
+
+
+def check_net(world: str, digest: str, where: Path) -> None:
+    """net.onnx must be the network pacplan exports for this world (a known sha256)."""
+    if digest not in NET_SHA256[world]:
+        raise PlannerError(f"{where}: not the {world} network pacplan exports (sha256 "
+                           f"{digest[:12]}… is not a known one)")
+
+
+def check_weights(weights: dict[str, np.ndarray], session: Any, world: str, k: int,
+                  where: Path) -> None:
+    """One finite float32 weight set per policy of the support, of exactly the net's shapes."""
+    expected = {i.name: tuple(i.shape) for i in session.get_inputs()
+                if i.name not in OBSERVATION_INPUTS[world]}
+    if set(weights) != set(expected):
+        raise PlannerError(f"{where}: tensors {sorted(weights)} are not the net's weight "
+                           f"inputs {sorted(expected)}")
+    for name, shape in expected.items():
+        w = weights[name]
+        if w.dtype != np.float32 or w.shape != (k, *shape):
+            raise PlannerError(f"{where}: tensor {name} is {w.dtype} {w.shape}, not float32 "
+                               f"{(k, *shape)} (one set per policy of the support)")
+        if not np.isfinite(w).all():
+            raise PlannerError(f"{where}: tensor {name} holds NaN or infinite weights")
