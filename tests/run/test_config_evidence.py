@@ -39,7 +39,11 @@ def rundir(tmp_path: Path) -> Path:
     (lambda d: d["world"]["options"].update(max_slope_deg=10.0), "provenance.world"),
     (lambda d: d["seeds"].update(test=[300000, 301000]), "seeds.test"),
     (lambda d: d["seeds"].update(cert=[100001, 104001]), "seeds.cert"),
-], ids=["prior-overlaps-cert", "world", "test-seeds", "cert-seeds"])
+    (lambda d: d["policies"].update(seed=d["policies"]["seed"] + 1), "policies"),
+    (lambda d: d["policies"].update(m=d["policies"]["m"] + 1), "policies"),
+    (lambda d: d["certificate"].update(delta=0.5), "certificate.delta"),
+], ids=["prior-overlaps-cert", "world", "test-seeds", "cert-seeds", "policies-seed",
+        "policies-m", "delta"])
 def test_an_edited_config_is_refused(rundir: Path, edit, words: str, capsys) -> None:  # type: ignore[no-untyped-def]
     assert verify_certificate(rundir / "certificate.json")
     _edit_config(rundir, edit)

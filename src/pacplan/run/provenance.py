@@ -65,7 +65,7 @@ def _check_against_run(run: Path, loaded: Loaded) -> list[str]:
     problems += _check_matrix_inputs(run, manifest, "cert", c.cert_matrix, prov)
     if c.test_matrix is not None:
         problems += _check_matrix_inputs(run, manifest, "test", c.test_matrix, prov)
-    problems += _check_config(run, c.n, prov, old=loaded.record.content_sha256 is None)
+    problems += _check_config(run, manifest, c, prov, old=loaded.record.content_sha256 is None)
     return problems
 
 
@@ -107,11 +107,15 @@ def _check_matrix_inputs(run: Path, manifest: Manifest, role: str, ref: MatrixRe
     return problems
 
 
-def _check_config(run: Path, n: int, prov: ProvenanceRecord, old: bool) -> list[str]:
+def _check_config(run: Path, manifest: Manifest, c: Certificate, prov: ProvenanceRecord,
+                  old: bool) -> list[str]:
     """The run's frozen config.yaml is evidence shipped beside the certificate, so it is
-    checked: it must load (its seed ranges disjoint) and name the certificate's world, test
+    checked: it must load (its seed ranges disjoint) and name the certificate's world, δ, test
     range and a certification range that starts where the certificate's does and holds its n
-    seeds. An unhashed (old) certificate's prior seeds are held to it too."""
+    seeds, and the policies (m, seed) manifest.json records. An unhashed (old) certificate's
+    prior seeds are held to it too. (How the prior was trained, es: and the like, describes
+    the prior.safetensors whose sha256 is checked; it is not re-run.)"""
+    n = c.n
     try:
         cfg = load_config(run / RunDir.CONFIG)
     except PacplanError as exc:
@@ -126,6 +130,14 @@ def _check_config(run: Path, n: int, prov: ProvenanceRecord, old: bool) -> list[
     if test != prov.seeds.test:
         problems.append(f"provenance.seeds.test is {prov.seeds.test} but the run's "
                         f"{RunDir.CONFIG} says seeds.test {test}")
+    drawn = manifest.inputs(RunDir.POLICIES)
+    if [cfg.policies.m, cfg.policies.seed] != [drawn.get("m"), drawn.get("seed")]:
+        problems.append(f"the run's {RunDir.CONFIG} says policies m = {cfg.policies.m}, seed = "
+                        f"{cfg.policies.seed} but manifest.json records policies.npy drawn with "
+                        f"m = {drawn.get('m')!r}, seed = {drawn.get('seed')!r}")
+    if cfg.certificate.delta != c.delta:
+        problems.append(f"delta is {c.delta!r} but the run's {RunDir.CONFIG} says "
+                        f"certificate.delta {cfg.certificate.delta!r}")
     prior = list(cfg.seeds.prior)
     if old and prior != prov.seeds.prior:
         problems.append(f"provenance.seeds.prior is {prov.seeds.prior} but the run's "
