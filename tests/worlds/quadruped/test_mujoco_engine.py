@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pybullet
 import pytest
 
 mujoco = pytest.importorskip("mujoco")
@@ -17,20 +18,32 @@ from pacplan.worlds.quadruped import QuadrupedWorld, episode  # noqa: E402
 from pacplan.worlds.quadruped.episode import RolloutConfig  # noqa: E402
 from pacplan.worlds.quadruped.gait import REFERENCE_GAIT  # noqa: E402
 from pacplan.worlds.quadruped.mjcf import (  # noqa: E402
+    DERPY_FOOT_SOLIMP,
+    DERPY_FOOT_SOLREF,
     FOOT_SOLIMP,
     FOOT_SOLREF,
     MjcfConfig,
     MujocoContact,
     bullet_inertials,
     bullet_mounted_pairs,
+    knee_joint_names,
     minitaur_mjcf,
+    motor_joint_names,
     plank_poses,
     urdf_path,
 )
 from pacplan.worlds.quadruped.mujoco_sim import MujocoMinitaurSim  # noqa: E402
 from pacplan.worlds.quadruped.policy import POLICY_DIM  # noqa: E402
 from pacplan.worlds.quadruped.rollout import fixed_gait_controller, rollout  # noqa: E402
-from pacplan.worlds.quadruped.sim import MinitaurSim  # noqa: E402
+from pacplan.worlds.quadruped.scene import (  # noqa: E402
+    LEGS,
+    MOTOR_DIRECTION,
+    START_POSITION,
+    load_robot,
+    quiet_stdout,
+    robot_spec,
+)
+from pacplan.worlds.quadruped.sim import MinitaurSim, PhysicsConfig  # noqa: E402
 from pacplan.worlds.quadruped.terrain import sample_terrain  # noqa: E402
 
 
@@ -41,26 +54,38 @@ def sim() -> Iterator[MujocoMinitaurSim]:
     s.close()
 
 
-def _model(terrain_seed: int | None = None) -> mujoco.MjModel:
+ROBOTS = ("derpy", "minitaur")
+
+
+def _model(terrain_seed: int | None = None, robot: str = "derpy",
+           fuse_static: bool = True) -> mujoco.MjModel:
     terrain = None if terrain_seed is None else sample_terrain(terrain_seed)
-    return mujoco.MjModel.from_xml_string(minitaur_mjcf(MjcfConfig(), terrain))
+    cfg = MjcfConfig(robot=robot, fuse_static=fuse_static)
+    return mujoco.MjModel.from_xml_string(minitaur_mjcf(cfg, terrain))
 
 
-def test_mjcf_is_deterministic_with_a_free_base_pins_and_servos() -> None:
-    assert minitaur_mjcf() == minitaur_mjcf()
-    m = _model()
+@pytest.mark.parametrize("robot", ROBOTS)
+def test_mjcf_is_deterministic_with_a_free_base_pins_and_servos(robot: str) -> None:
+    cfg = MjcfConfig(robot=robot)
+    assert minitaur_mjcf(cfg) == minitaur_mjcf(cfg)
+    assert minitaur_mjcf(cfg) != minitaur_mjcf(MjcfConfig(robot=ROBOTS[robot == "derpy"]))
+    m = _model(robot=robot, fuse_static=False)
     base = m.body("base_chassis_link")
     assert m.jnt_type[m.body_jntadr[base.id]] == mujoco.mjtJoint.mjJNT_FREE
     assert m.nbody - 1 - m.nmocap == 27  # the URDF's 27 links
+    fused = _model(robot=robot)  # welded links merged into their parents: 17 bodies, same mass
+    assert fused.nbody - 1 - fused.nmocap == 17
+    assert fused.body_subtreemass[1] == pytest.approx(m.body_subtreemass[1], abs=1e-9)
     assert m.nu == 8 and m.neq == 4
     assert all(m.eq_type[i] == mujoco.mjtEq.mjEQ_CONNECT for i in range(m.neq))
     np.testing.assert_allclose(m.actuator_gainprm[:, 0], 8.0)
     np.testing.assert_allclose(m.actuator_biasprm[:, 2], -0.3)
 
 
-def test_masses_and_inertias_equal_pybullets() -> None:
-    m = _model()
-    inertials = bullet_inertials(urdf_path())
+@pytest.mark.parametrize("robot", ROBOTS)
+def test_masses_and_inertias_equal_pybullets(robot: str) -> None:
+    m = _model(robot=robot, fuse_static=False)
+    inertials = bullet_inertials(urdf_path(robot))
     assert len(inertials) == 27
     for name, (mass, _, _, inertia) in inertials.items():
         body = m.body(name)
@@ -68,20 +93,64 @@ def test_masses_and_inertias_equal_pybullets() -> None:
         np.testing.assert_allclose(m.body_inertia[body.id], inertia, rtol=0, atol=1e-9)
     total = sum(v[0] for v in inertials.values())
     assert m.body_subtreemass[m.body("base_chassis_link").id] == pytest.approx(total, abs=1e-9)
+    assert total == pytest.approx({"derpy": 7.166, "minitaur": 6.0}[robot], abs=1e-3)
+
+
+@pytest.mark.parametrize("robot", ROBOTS)
+def test_knee_pins_sit_where_pybullet_pins_them(robot: str) -> None:
+    """In the assembled rest pose, each MuJoCo pin site is where PyBullet's constraint pivot is
+    (PyBullet places a pivot in the link's centre-of-mass frame: the Derpy's lower legs have
+    theirs 0.1-0.12 m up the leg). (In the Derpy's rest pose the two halves are still apart:
+    the knee angle is the Minitaur's, and the pin pulls them together at the first steps, in
+    pybullet_envs as here.)"""
+    spec = robot_spec(robot)
+    with quiet_stdout():
+        cid = pybullet.connect(pybullet.DIRECT)
+    try:
+        body, _ = load_robot(cid, spec)
+        names = {pybullet.getJointInfo(body, j, physicsClientId=cid)[12].decode(): j
+                 for j in range(pybullet.getNumJoints(body, physicsClientId=cid))}
+        bullet_pins = {}
+        for leg_index, leg in enumerate(LEGS):
+            for side, pivot in zip("RL", spec.knee_pins[leg_index], strict=True):
+                state = pybullet.getLinkState(body, names[f"lower_leg_{leg}{side}_link"],
+                                              physicsClientId=cid)
+                rot = np.array(pybullet.getMatrixFromQuaternion(state[1])).reshape(3, 3)
+                bullet_pins[leg, side] = np.array(state[0]) + rot @ np.array(pivot)
+    finally:
+        pybullet.disconnect(cid)
+    m = _model(robot=robot)
+    d = mujoco.MjData(m)
+    d.qpos[:7] = (*START_POSITION, 1.0, 0.0, 0.0, 0.0)
+    for i, (motor, knee) in enumerate(zip(motor_joint_names(), knee_joint_names(robot),
+                                          strict=True)):
+        d.qpos[m.jnt_qposadr[m.joint(motor).id]] = MOTOR_DIRECTION[i] * np.pi / 2
+        d.qpos[m.jnt_qposadr[m.joint(knee).id]] = MOTOR_DIRECTION[i] * -2.1834
+    mujoco.mj_kinematics(m, d)
+    for (leg, side), where in bullet_pins.items():
+        np.testing.assert_allclose(d.site(f"pin_{leg}{side}").xpos, where, atol=1e-6)
 
 
 def test_calibrated_foot_contact_and_optional_mounted_pairs() -> None:
-    """The feet carry the calibrated solref/solimp; by default no mounted pair is added, and
-    `mounted=True` adds Bullet's mounted link pairs as explicit contacts between their geoms."""
+    """The feet carry each robot's calibrated solref/solimp; the Derpy's links never collide
+    with each other (as in the paper's code); the Minitaur's mounted pairs are off by default,
+    and `mounted=True` adds Bullet's as explicit contacts between their geoms."""
     m = _model()
+    foot = m.geom("lower_leg_front_leftL_link_0").id
+    np.testing.assert_allclose(m.geom_solref[foot], DERPY_FOOT_SOLREF)
+    np.testing.assert_allclose(m.geom_solimp[foot][:3], DERPY_FOOT_SOLIMP)
+    robot_geoms = m.geom_group == 0
+    assert not np.any(m.geom_conaffinity[robot_geoms] & m.geom_contype[robot_geoms])
+    m = _model(robot="minitaur")
     foot = m.geom("lower_leg_front_leftL_link_0").id
     np.testing.assert_allclose(m.geom_solref[foot], FOOT_SOLREF)
     np.testing.assert_allclose(m.geom_solimp[foot][:3], FOOT_SOLIMP)
     assert m.npair == 0
-    pairs = bullet_mounted_pairs(urdf_path())
+    pairs = bullet_mounted_pairs(urdf_path("minitaur"))
     assert len(pairs) == 5 and ("chassis_left", "upper_leg_back_leftR_link") in pairs
     mounted = mujoco.MjModel.from_xml_string(
-        minitaur_mjcf(MjcfConfig(contact=MujocoContact(mounted=True, mounted_gap=0.001))))
+        minitaur_mjcf(MjcfConfig(robot="minitaur", fuse_static=False,
+                                 contact=MujocoContact(mounted=True, mounted_gap=0.001))))
     linked = {tuple(sorted((mounted.body(mounted.geom_bodyid[mounted.pair_geom1[i]]).name,
                             mounted.body(mounted.geom_bodyid[mounted.pair_geom2[i]]).name)))
               for i in range(mounted.npair)}
@@ -124,13 +193,20 @@ def test_moving_the_plank_pool_equals_compiling_the_terrain_in() -> None:
     np.testing.assert_array_equal(pooled.proprioception(), compiled.proprioception())
 
 
-def test_settles_like_pybullet(sim: MujocoMinitaurSim) -> None:
-    sim.reset(sample_terrain(0, 0.0))
-    pos, _ = sim.torso_pose()
-    assert pos[2] == pytest.approx(0.201, abs=0.01)  # PyBullet settles the torso at 0.201 m
-    q, _ = sim.motor_state()
-    assert np.all((q > 1.8) & (q < 1.92))  # PyBullet: 1.85-1.87 rad
-    assert sim.time == 0.0 and sim.proprioception().shape == (22,)
+@pytest.mark.parametrize("robot", ROBOTS)
+def test_settles_like_pybullet(robot: str) -> None:
+    """After the settling, torso height and motor angles are PyBullet's (the same robot)."""
+    terrain = sample_terrain(0, 0.0)
+    mj = MujocoMinitaurSim(PhysicsConfig(robot=robot))
+    bullet = MinitaurSim(PhysicsConfig(robot=robot))
+    try:
+        mj.reset(terrain)
+        bullet.reset(terrain)
+        assert mj.torso_pose()[0][2] == pytest.approx(bullet.torso_pose()[0][2], abs=0.01)
+        np.testing.assert_allclose(mj.motor_state()[0], bullet.motor_state()[0], atol=0.04)
+        assert mj.time == 0.0 and mj.proprioception().shape == (22,)
+    finally:
+        bullet.close()
 
 
 def test_knee_pins_hold_while_walking(sim: MujocoMinitaurSim) -> None:
@@ -229,7 +305,7 @@ def test_options_are_checked() -> None:
     with pytest.raises(PacplanError, match="GIL"):
         QuadrupedWorld(threads=2)
     with pytest.raises(PacplanError, match="mounted_contacts"):
-        QuadrupedWorld(physics="mujoco", mounted_contacts=False)
+        QuadrupedWorld(physics="mujoco", robot="minitaur", mounted_contacts=False)
     with pytest.raises(PacplanError, match="45"):
         QuadrupedWorld(physics="mujoco", max_slope_deg=60.0)
     with pytest.raises(PacplanError, match="planks"):

@@ -1,4 +1,8 @@
-"""MJCF for the Minitaur on ridge terrain, generated from pybullet_data's minitaur.urdf.
+"""MJCF for the Minitaur on ridge terrain, generated from the robot's URDF in pybullet_data.
+
+The robot is `MjcfConfig.robot` (`scene.ROBOTS`): the Derpy (`minitaur_derpy.urdf`, the default
+and the paper's) or the old `minitaur.urdf`; everything below is read from that file and from
+PyBullet's loading of it, with each robot's own knee pins and joint names (`scene.RobotSpec`).
 
 Why generate instead of loading the URDF into MuJoCo: MuJoCo's URDF import gives a fixed base,
 the file's placeholder 1 kg·m² inertias and neither the knee pins nor the motors. Generated here:
@@ -9,7 +13,7 @@ the file's placeholder 1 kg·m² inertias and neither the knee pins nor the moto
 - masses, inertial frames and inertias exactly as PyBullet computes them from the collision
   shapes (read with `getDynamicsInfo` on the loaded URDF, which is what the Bullet world simulates;
   the file's own inertia tensors are placeholders PyBullet ignores);
-- the four knee pins of `scene` as `connect` equalities between sites at the pin points;
+- the four knee pins of `scene` (per leg and robot) as `connect` equalities between sites;
 - 8 position servos with the PD gains of `sim.PhysicsConfig` (force kp·(q* − q) − kd·q̇, the law
   `MinitaurSim` applies as explicit torques);
 - the terrain: a ground box over the heightfield's extent and a fixed pool of plank boxes on
@@ -33,13 +37,13 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from pacplan.errors import PacplanError
+from pacplan.worlds.quadruped.scene import DEFAULT_ROBOT, robot_spec
 from pacplan.worlds.quadruped.terrain import (
     GRID_X_MAX_M,
     GRID_X_MIN_M,
@@ -53,8 +57,6 @@ GROUND_HALF_THICKNESS_M = 0.25
 PLANK_HALF_THICKNESS_M = 0.05
 PARKED_Z_M = -100.0  # where unused (flat) planks wait, far below the terrain
 BULLET_DEFAULT_FRICTION = 0.5  # Bullet's lateral friction of a link the URDF gives none
-KNEE_PIN_RIGHT = (0.0, 0.005, 0.2)  # `scene`'s pin points, in the lower legs' frames
-KNEE_PIN_LEFT = (0.0, 0.01, 0.2)
 LEGS = ("front_left", "back_left", "front_right", "back_right")
 ROBOT_CONTYPE, ROBOT_CONAFFINITY = 1, 3
 TERRAIN_CONTYPE, TERRAIN_CONAFFINITY = 2, 0  # terrain touches the robot, never itself
@@ -82,6 +84,8 @@ TERRAIN_GROUP = 1  # geom group of the ground and planks (robot: 0), so rays can
 FOOT_SOLREF = (0.005, 1.0)  # (time constant s, damping ratio)
 FOOT_SOLIMP = (0.9, 0.95, 0.001)  # (impedance at zero and at full width, width m)
 BODY_SOLREF = (0.02, 1.0)  # other links: MuJoCo's default (0.005-0.02 s changed no tuning run)
+DERPY_FOOT_SOLREF = FOOT_SOLREF
+DERPY_FOOT_SOLIMP = FOOT_SOLIMP
 MOUNTED_SOLREF = (0.02, 1.0)  # mounted pairs, when added: MuJoCo's default softness
 MOUNTED_SOLIMP = (0.9, 0.95, 0.001)
 
@@ -107,10 +111,21 @@ class MujocoContact:
     mounted_gap: float = 0.0
 
 
+MINITAUR_CONTACT = MujocoContact()
+# The Derpy's calibration (issue 20): see the notes above `DERPY_FOOT_SOLREF`.
+DERPY_CONTACT = MujocoContact(foot_solref=DERPY_FOOT_SOLREF, foot_solimp=DERPY_FOOT_SOLIMP)
+
+
+def default_contact(robot: str = DEFAULT_ROBOT) -> MujocoContact:
+    """The calibrated contact parameters of `robot`."""
+    return DERPY_CONTACT if robot_spec(robot).name == "derpy" else MINITAUR_CONTACT
+
+
 @dataclass(frozen=True)
 class MjcfConfig:
     """Everything the generated model depends on besides the URDF."""
 
+    robot: str = DEFAULT_ROBOT
     time_step: float = 0.002
     kp: float = 8.0
     kd: float = 0.3
@@ -118,6 +133,13 @@ class MjcfConfig:
     self_collision: bool = True
     plank_length: float = 0.5
     contact: MujocoContact = field(default_factory=MujocoContact)
+    fuse_static: bool = True  # merge welded links into their parents (same masses; faster)
+
+    @property
+    def robot_self_collision(self) -> bool:
+        """Robot links collide with each other: the Minitaur with `self_collision`; never the
+        Derpy (loaded as the paper's code loads it, with no self-collision)."""
+        return self.self_collision and self.robot == "minitaur"
 
     @property
     def n_planks(self) -> int:
@@ -151,11 +173,9 @@ class _Joint:
     axis: tuple[float, float, float]
 
 
-def urdf_path() -> str:
-    """pybullet_data's minitaur.urdf, the model both engines simulate."""
-    import pybullet_data
-
-    return os.path.join(pybullet_data.getDataPath(), "quadruped/minitaur.urdf")
+def urdf_path(robot: str = DEFAULT_ROBOT) -> str:
+    """The URDF of `robot` in pybullet_data, the model both engines simulate."""
+    return robot_spec(robot).urdf_path()
 
 
 def rpy_to_quat(rpy: tuple[float, float, float]) -> tuple[float, float, float, float]:
@@ -322,7 +342,7 @@ def bullet_mounted_pairs(path: str) -> tuple[tuple[str, str], ...]:
 
     from pacplan.worlds.quadruped.scene import load_minitaur, mounted_pairs, quiet_stdout
 
-    if path != urdf_path():
+    if path != urdf_path("minitaur"):
         raise PacplanError("mounted pairs are measured on pybullet_data's minitaur.urdf only")
     with quiet_stdout():
         cid = pybullet.connect(pybullet.DIRECT)
@@ -335,6 +355,17 @@ def bullet_mounted_pairs(path: str) -> tuple[tuple[str, str], ...]:
         return tuple(sorted(pairs))  # type: ignore[arg-type]
     finally:
         pybullet.disconnect(physicsClientId=cid)
+
+
+def _rotate(quat: tuple[float, ...], v: tuple[float, float, float]) -> np.ndarray:
+    """Vector `v` rotated by the unit quaternion (w, x, y, z)."""
+    w, x, y, z = quat
+    r = np.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+    ])
+    return r @ np.asarray(v, dtype=np.float64)
 
 
 def _body_xml(name: str, links: dict[str, _Link], kids: dict[str, list[_Joint]],
@@ -352,10 +383,14 @@ def _body_xml(name: str, links: dict[str, _Link], kids: dict[str, list[_Joint]],
         lines.append(f'{indent}<geom name="{name}_{k}" class="{geom_class}" type="{g.kind}" '
                      f'size="{_num(g.size)}" pos="{_num(g.pos)}" quat="{_num(g.quat)}" '
                      f'friction="{friction!r} 0.005 0.0001"/>')
-    for side, point in (("R", KNEE_PIN_RIGHT), ("L", KNEE_PIN_LEFT)):
-        for leg in LEGS:
+    # PyBullet places a constraint's pivot in the link's inertial (centre-of-mass) frame, not
+    # its URDF frame: the Derpy's lower legs have their centre of mass 0.1-0.12 m up the leg.
+    pins = robot_spec(cfg.robot).knee_pins
+    for leg_index, leg in enumerate(LEGS):
+        for side, point in zip("RL", pins[leg_index], strict=True):
             if name == f"lower_leg_{leg}{side}_link":
-                lines.append(f'{indent}<site name="pin_{leg}{side}" pos="{_num(point)}"/>')
+                site = np.asarray(ipos) + _rotate(iquat, point)
+                lines.append(f'{indent}<site name="pin_{leg}{side}" pos="{_num(site)}"/>')
     for j in kids.get(name, []):
         lines.append(f'{indent}<body name="{j.child}" pos="{_num(j.pos)}" quat="{_num(j.quat)}">')
         if j.kind in ("continuous", "revolute"):
@@ -372,7 +407,7 @@ def _mounted_pair_xml(links: dict[str, _Link], contact: MujocoContact) -> list[s
     parent–child ones), every geom of one link against every geom of the other."""
     mu = BULLET_DEFAULT_FRICTION * BULLET_DEFAULT_FRICTION  # Bullet's product rule
     lines = ["  <contact>"]
-    for a, b in bullet_mounted_pairs(urdf_path()):
+    for a, b in bullet_mounted_pairs(urdf_path("minitaur")):
         for i in range(len(links[a].geoms)):
             for j in range(len(links[b].geoms)):
                 lines.append(
@@ -390,9 +425,10 @@ def motor_joint_names() -> list[str]:
     return [f"motor_{leg}{side}_joint" for leg in LEGS for side in "LR"]
 
 
-def knee_joint_names() -> list[str]:
-    """The 8 knee joints, in the motors' order."""
-    return [f"knee_{leg}{side}_link" for leg in LEGS for side in "LR"]
+def knee_joint_names(robot: str = DEFAULT_ROBOT) -> list[str]:
+    """The 8 knee joints of `robot`, in the motors' order."""
+    pattern = robot_spec(robot).knee_joint
+    return [pattern.format(leg=leg, side=side) for leg in LEGS for side in "LR"]
 
 
 def minitaur_mjcf(cfg: MjcfConfig | None = None, terrain: Terrain | None = None) -> str:
@@ -404,7 +440,7 @@ def minitaur_mjcf(cfg: MjcfConfig | None = None, terrain: Terrain | None = None)
     if terrain is not None and abs(terrain.plank_length - cfg.plank_length) > 1e-12:
         raise PacplanError(f"terrain planks are {terrain.plank_length} m, the model's pool "
                            f"holds {cfg.plank_length} m planks")
-    path = urdf_path()
+    path = urdf_path(cfg.robot)
     root, links, joints = parse_urdf(path)
     inertials = bullet_inertials(path)
     by_name = {lk.name: lk for lk in links}
@@ -413,7 +449,7 @@ def minitaur_mjcf(cfg: MjcfConfig | None = None, terrain: Terrain | None = None)
         kids.setdefault(j.parent, []).append(j)
     foot_ref = cfg.contact.foot_solref
     pin_ref = cfg.contact.pin_solref or (2.0 * cfg.time_step, 1.0)
-    robot_affinity = ROBOT_CONAFFINITY if cfg.self_collision else TERRAIN_CONTYPE
+    robot_affinity = ROBOT_CONAFFINITY if cfg.robot_self_collision else TERRAIN_CONTYPE
     n = cfg.n_planks
     if terrain is not None:
         pos, quat = plank_poses(terrain)
@@ -423,8 +459,9 @@ def minitaur_mjcf(cfg: MjcfConfig | None = None, terrain: Terrain | None = None)
     x_mid = 0.5 * (GRID_X_MIN_M + GRID_X_MAX_M)
     x_half = 0.5 * (GRID_X_MAX_M - GRID_X_MIN_M)
     lines = [
-        '<mujoco model="minitaur_terrain">',
-        '  <compiler angle="radian" autolimits="true"/>',
+        f'<mujoco model="{cfg.robot}_terrain">',
+        f'  <compiler angle="radian" autolimits="true" '
+        f'fusestatic="{str(cfg.fuse_static).lower()}"/>',
         f'  <option timestep="{cfg.time_step!r}" gravity="0 0 -10" integrator="Euler" '
         'cone="pyramidal"/>',
         "  <default>",
@@ -453,7 +490,7 @@ def minitaur_mjcf(cfg: MjcfConfig | None = None, terrain: Terrain | None = None)
                      f'quat="{_num(quat[i])}"><geom name="plank{i}" class="terrain" type="box" '
                      f'size="{_num(size)}"/></body>')
     lines.append("  </worldbody>")
-    if cfg.self_collision and cfg.contact.mounted:
+    if cfg.robot_self_collision and cfg.contact.mounted:
         lines.extend(_mounted_pair_xml(by_name, cfg.contact))
     lines.append("  <equality>")
     for leg in LEGS:

@@ -38,6 +38,7 @@ from pacplan.worlds.quadruped.mjcf import (
     TERRAIN_GROUP,
     MjcfConfig,
     MujocoContact,
+    default_contact,
     knee_joint_names,
     minitaur_mjcf,
     motor_joint_names,
@@ -67,7 +68,7 @@ class MujocoMinitaurSim(TorsoReadouts):
     ) -> None:
         self.physics = physics or PhysicsConfig()
         self.camera = camera or CameraConfig()
-        self.contact = contact or MujocoContact()
+        self.contact = contact or default_contact(self.physics.robot)
         self.model: mujoco.MjModel | None = None
         self.data: mujoco.MjData | None = None
         self._plank_length: float | None = None
@@ -85,7 +86,8 @@ class MujocoMinitaurSim(TorsoReadouts):
         cfg = self.physics
         mjcf = MjcfConfig(
             time_step=cfg.time_step, kp=cfg.kp, kd=cfg.kd, terrain_friction=cfg.terrain_friction,
-            self_collision=cfg.self_collision, plank_length=plank_length, contact=self.contact,
+            robot=cfg.robot, self_collision=cfg.self_collision, plank_length=plank_length,
+            contact=self.contact,
         )
         self.model = model = mujoco.MjModel.from_xml_string(minitaur_mjcf(mjcf))
         self.data = mujoco.MjData(model)
@@ -96,7 +98,7 @@ class MujocoMinitaurSim(TorsoReadouts):
         self._motor_v = np.array([model.jnt_dofadr[model.joint(n).id]
                                   for n in motor_joint_names()])
         self._knee_q = np.array([model.jnt_qposadr[model.joint(n).id]
-                                 for n in knee_joint_names()])
+                                 for n in knee_joint_names(cfg.robot)])
         self._nstate = mujoco.mj_stateSize(model, _STATE)
         self._plank_bodies = np.array([model.body(f"plank{i}").id for i in range(model.nmocap)])
         self._robot_geoms = np.flatnonzero(model.geom_group != TERRAIN_GROUP)

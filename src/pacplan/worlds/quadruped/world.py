@@ -63,6 +63,7 @@ class QuadrupedWorld:
         robot: str = DEFAULT_ROBOT,
     ) -> None:
         spec = robot_spec(robot)  # refuses an unknown robot naming the allowed values
+        spec.urdf_path()  # refuses a missing URDF naming the file
         if spec.name != "minitaur":
             for option, value in (("self_collision", self_collision),
                                   ("mounted_contacts", mounted_contacts)):
