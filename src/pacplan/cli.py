@@ -17,6 +17,7 @@ from rich.table import Table
 
 from pacplan import __version__
 from pacplan.choices import BOUND_CHOICES, EXECUTORS, SOLVERS
+from pacplan.cli_compare import compare_cmd
 from pacplan.cli_data import data_app
 from pacplan.cli_output import (
     certificate_table,
@@ -45,6 +46,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(data_app, name="data", help="Fetch published data (the paper's cost matrices).")
+app.command("compare")(compare_cmd)
 
 
 def _choices(names: tuple[str, ...]) -> str:

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from pacplan import portable
 from pacplan.config import ESConfig
 from pacplan.errors import PacplanError
 from pacplan.validation import check_unit_costs
@@ -61,7 +62,7 @@ class ESState:
 
     @property
     def sigma(self) -> np.ndarray:
-        return np.exp(0.5 * self.logvar)
+        return portable.exp(0.5 * self.logvar)  # same bits on every CPU (issue 22)
 
 
 def init_state(cfg: ESConfig, dim: int, mean: np.ndarray | None = None) -> ESState:
@@ -84,7 +85,7 @@ def init_state(cfg: ESConfig, dim: int, mean: np.ndarray | None = None) -> ESSta
             )
     else:
         mu = np.full(dim, float(cfg.init_mean))
-    logvar = np.full(dim, math.log(cfg.init_var))
+    logvar = np.full(dim, float(portable.log(cfg.init_var)))
     logvar = np.clip(logvar, cfg.logvar_min, cfg.logvar_max)
     z = np.zeros(dim)
     return ESState(mu=mu, logvar=logvar, m_mu=z.copy(), v_mu=z.copy(), m_logvar=z.copy(),
@@ -112,7 +113,7 @@ def rank_utilities(costs: np.ndarray) -> np.ndarray:
     mean utility of their ranks, so a perfectly flat row gives zero everywhere.
     """
     n, lam = costs.shape
-    raw = np.maximum(0.0, math.log(lam / 2 + 1) - np.log(np.arange(1, lam + 1)))
+    raw = np.maximum(0.0, portable.log(lam / 2 + 1) - portable.log(np.arange(1, lam + 1)))
     u_sorted = raw / raw.sum() - 1.0 / lam
     out = np.empty_like(costs, dtype=np.float64)
     for i in range(n):
@@ -238,7 +239,7 @@ def lr_factor(cfg: ESConfig, t: int) -> float:
         return 1.0
     frac = min(t, cfg.iterations - 1) / (cfg.iterations - 1)
     final = cfg.lr_final_fraction
-    return final + (1.0 - final) * 0.5 * (1.0 + math.cos(math.pi * frac))
+    return final + (1.0 - final) * 0.5 * (1.0 + float(portable.cos(math.pi * frac)))
 
 
 def _record(t: int, costs: np.ndarray, best: float, sigma: np.ndarray, g_mu: np.ndarray,

@@ -16,7 +16,7 @@ import numpy as np
 from pacplan.errors import PacplanError
 from pacplan.pacbayes import bounds
 from pacplan.pacbayes.matrices import CostMatrix
-from pacplan.pacbayes.posterior import Posterior, optimize
+from pacplan.pacbayes.posterior import Posterior, mixture_costs, optimize
 from pacplan.pacbayes.record import Certificate, MatrixRef
 from pacplan.validation import check_delta
 
@@ -64,7 +64,7 @@ def build_certificate(cert: CostMatrix, delta: float, bound: str = "best", solve
         provenance=dict(provenance or {}),
     )
     if test is not None:
-        per_env = test.values @ post.p
+        per_env = mixture_costs(test.values, post.p)
         c.test_cost = float(per_env.mean())
         c.test_ci = list(confidence_interval(per_env))
         c.test_confidence = TEST_CONFIDENCE

@@ -44,6 +44,22 @@ def column_means(costs: np.ndarray) -> np.ndarray:
     return np.asarray(costs).mean(axis=0, dtype=np.float64)
 
 
+def mixture_costs(costs: np.ndarray, p: np.ndarray, block_rows: int = 65_536) -> np.ndarray:
+    """Each environment's cost under the posterior, Σ_j C_ij p_j, in a fixed summation order.
+
+    Not `costs @ p`: BLAS sums a matrix–vector product in an order its CPU-specific kernel
+    chooses, so the same run gave certificates differing in their last bits on two machines
+    (issue 22). Row blocks keep the float64 temporary small for a large matrix.
+    """
+    costs = np.asarray(costs)
+    p = np.asarray(p, dtype=np.float64)
+    out = np.empty(costs.shape[0])
+    for start in range(0, costs.shape[0], block_rows):
+        block = np.asarray(costs[start : start + block_rows], dtype=np.float64) * p
+        out[start : start + block_rows] = block.sum(axis=1)
+    return out
+
+
 def uniform_prior(m: int) -> np.ndarray:
     return np.full(m, 1.0 / m)
 
@@ -91,7 +107,6 @@ class _GibbsCurve:
         self.spread = float(gaps.max()) if gaps.size else 0.0
         self.top = float(self.logp0[best].max())
         self.logp0_rel = self.logp0 - self.top
-        self.ones = np.ones_like(cbar)
 
     def _unnormalized(self, beta: np.ndarray) -> np.ndarray:
         """w = p0·e^{−β(c̄ − c_min)} / p0_top, (len(beta), m), computed in place.
@@ -113,8 +128,11 @@ class _GibbsCurve:
         for s in range(0, beta.size, block):
             b = beta[s : s + block]
             w = self._unnormalized(b)
-            z = w @ self.ones
-            excess = (w @ self.shift) / z  # Ĉ − c_min
+            # row sums in NumPy's fixed pairwise order, not BLAS's gemv, whose summation order
+            # depends on the CPU's kernel (issue 22): certificates agree across machines
+            z = w.sum(axis=1)
+            w *= self.shift
+            excess = w.sum(axis=1) / z  # Ĉ − c_min
             out_c[s : s + block] = self.cmin + excess
             out_k[s : s + block] = np.maximum(-b * excess - (np.log(z) + self.top), 0.0)
         return np.clip(out_c, 0.0, 1.0), out_k
@@ -209,7 +227,7 @@ def evaluate_posterior(p: np.ndarray, costs: np.ndarray, p0: np.ndarray, bound: 
 
 def _posterior_at(p: np.ndarray, cbar: np.ndarray, n: int, p0: np.ndarray, bound: str,
                   delta: float, solver: str, beta: float | None) -> Posterior:
-    emp = float(np.clip(cbar @ p, 0.0, 1.0))
+    emp = float(np.clip(np.sum(cbar * p), 0.0, 1.0))  # fixed order, no BLAS
     kl = kl_divergence(p, p0)
     value = float(bounds.bound_value(bound, emp, kl, n, delta))
     return Posterior(p=p, emp_cost=emp, kl=kl, bound=bound, value=value, solver=solver, beta=beta)

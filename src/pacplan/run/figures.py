@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from pacplan.pacbayes.posterior import mixture_costs
 from pacplan.pacbayes.record import Certificate
 from pacplan.plotting import pyplot, save_figure
 
@@ -100,7 +101,7 @@ def report_figures(fig_dir: Path, certs: dict[int, Certificate], cert: np.ndarra
     axes[0].hist(cert.mean(axis=0) * 100, bins=20, color="tab:orange")
     axes[0].set_xlabel("policy's empirical cost on S (%)")
     axes[0].set_ylabel("policies")
-    per_env = cert @ np.asarray(last.p)
+    per_env = mixture_costs(cert, last.p)
     axes[1].hist(per_env, bins=40, color="tab:green")
     axes[1].set_xlabel("posterior's cost per certification environment")
     axes[1].set_ylabel("environments")

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from pacplan.pacbayes.certificate import confidence_interval
+from pacplan.pacbayes.posterior import mixture_costs
 from pacplan.pacbayes.record import Certificate
 
 # The paper's Table 1 (Veer & Majumdar, CoRL 2020), UAV world, δ = 0.01, m = 50: the bound it
@@ -95,7 +96,7 @@ def paired_comparison(p: np.ndarray, test: np.ndarray, baselines: dict[str, np.n
     identical). Pairing removes the environment-to-environment spread that makes the two
     separate test-cost intervals overlap. Descriptive, not a certificate.
     """
-    posterior = np.asarray(test, dtype=np.float64) @ np.asarray(p, dtype=np.float64)
+    posterior = mixture_costs(test, p)
     rng = np.random.default_rng(0)
     lines = [
         "| baseline | its test cost | posterior's | posterior − baseline [99 % paired bootstrap] "

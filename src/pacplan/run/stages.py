@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from pacplan import portable
 from pacplan.config import RunConfig, config_to_dict
 from pacplan.errors import PacplanError
 from pacplan.es.checkpoint import load_prior, load_prior_seeds, read_prior
@@ -133,7 +134,7 @@ def ensure_policies(cfg: RunConfig, rd: RunDir, manifest: Manifest, prior_sha: s
         return manifest.sha(RunDir.POLICIES) or ""
     mu, logvar = load_prior(rd / RunDir.PRIOR)
     rng = np.random.default_rng(cfg.policies.seed)
-    sigma = np.exp(0.5 * logvar.astype(np.float64))
+    sigma = portable.exp(0.5 * logvar.astype(np.float64))  # CPU-independent bits
     thetas = mu.astype(np.float64) + sigma * rng.standard_normal((cfg.policies.m, mu.size))
     atomic_save_npy(rd / RunDir.POLICIES, thetas.astype(np.float32))
     return manifest.record(RunDir.POLICIES, **inputs)
