@@ -23,18 +23,32 @@ from pacplan.export import export_planner, verify_planner
 from pacplan.export.onnx_nets import quadruped_net_onnx, uav_net_onnx
 from pacplan.runtime import Planner, PlannerError
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "results"
+QUADRUPED_RUNS = (RESULTS / "quadruped",
+                  ROOT / "benchmarks" / "data" / "quadruped-minitaur-v1" / "results" / "quadruped")
 
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     base = tmp_path_factory.mktemp("planners")
-    return {w: export_planner(RESULTS / w, base / w) for w in ("quadruped", "uav")}
+    out = {"uav": export_planner(RESULTS / "uav", base / "uav")}
+    run = next((r for r in QUADRUPED_RUNS if (r / "manifest.json").is_file()), None)
+    if run is not None:  # the shipped quadruped run moves while its robot is being changed
+        out["quadruped"] = export_planner(run, base / "quadruped")
+    return out
 
 
 @pytest.fixture
 def planner(exported: dict[str, Path], tmp_path: Path) -> Path:
-    return Path(shutil.copytree(exported["quadruped"], tmp_path / "planner"))
+    return Path(shutil.copytree(exported["uav"], tmp_path / "planner"))
+
+
+@pytest.fixture
+def quad_planner(exported: dict[str, Path], tmp_path: Path) -> Path:
+    if "quadruped" not in exported:
+        pytest.skip("no shipped quadruped run to export")
+    return Path(shutil.copytree(exported["quadruped"], tmp_path / "quad"))
 
 
 def rehash(root: Path, files: list[str] | None = None) -> None:
@@ -142,11 +156,11 @@ def _write_safetensors(path: Path, header: dict, body: bytes) -> None:
     path.write_bytes(struct.pack("<Q", len(text)) + text + body)
 
 
-@pytest.mark.parametrize("shape", [[5, 2, 1, 5, 6], [5, -2, 1, 5, 5], [5, 2.0, 1, 5, 5],
-                                   [5, 50], "5x50", [5, True, 1, 5, 5]])
+@pytest.mark.parametrize("shape", [[50, 2, 1, 4, 5], [50, -2, 1, 4, 4], [50, 2.0, 1, 4, 4],
+                                   [50, 32], "50x32", [50, True, 1, 4, 4]])
 def test_a_safetensors_header_with_an_invalid_shape_is_refused(planner: Path, shape) -> None:
     header, body = _safetensors_header(planner / "weights.safetensors")
-    header["conv_w"]["shape"] = shape
+    header["conv1.weight"]["shape"] = shape
     _write_safetensors(planner / "weights.safetensors", header, body)
     rehash(planner)
     refused_by_both(planner, "weights.safetensors")
@@ -154,8 +168,8 @@ def test_a_safetensors_header_with_an_invalid_shape_is_refused(planner: Path, sh
 
 def test_overlapping_safetensors_offsets_are_refused(planner: Path) -> None:
     header, body = _safetensors_header(planner / "weights.safetensors")
-    start = header["conv_w"]["data_offsets"][0]
-    header["conv_b"]["data_offsets"] = [start, start + 80]
+    start = header["conv1.weight"]["data_offsets"][0]
+    header["conv1.bias"]["data_offsets"] = [start, start + 400]
     _write_safetensors(planner / "weights.safetensors", header, body)
     rehash(planner)
     refused_by_both(planner, "weights.safetensors")
@@ -167,41 +181,78 @@ def _spec(planner: Path, edit: Callable[[dict], object]) -> None:
     rehash(planner)
 
 
-def _posterior(key: str, value: object) -> Callable[[dict], object]:
-    return lambda s: s["posterior"].__setitem__(key, value)
+def _k(planner: Path) -> int:
+    return len(json.loads((planner / "planner.json").read_text())["posterior"]["policy_index"])
 
 
-@pytest.mark.parametrize("edit, words", [
-    (_posterior("probability", [1.0, 0.0, 0.0, 0.0, 0.0]), "probability"),
-    (_posterior("probability", [0.5, -0.1, 0.3, 0.2, 0.1]), "probability"),
-    (_posterior("probability", [0.2, 0.2, 0.2, 0.2]), "probability"),
-    (_posterior("probability", [0.2, 0.2, 0.2, 0.2, 0.2]), "certificate's p"),
-    (_posterior("probability", [0.2, 0.2, 0.2, 0.2, float("nan")]), "planner.json"),
-    (_posterior("policy_index", [0, 1, 1, 3, 4]), "policy_index"),
-    (_posterior("policy_index", [0, 1, 2, 3, 9]), "certificate's p"),
-    (lambda s: s["fixed"].__setitem__("n_proprio", 21), "n_proprio"),
-    (lambda s: s["fixed"]["gait_map"].__setitem__("amplitude", [0.8, 0.5]), "amplitude"),
-    (lambda s: s["fixed"]["gait_map"].__setitem__("omega", [1e308, 20.0]), "omega"),
-    (lambda s: s["fixed"].__setitem__("primitive_s", -0.5), "primitive_s"),
-    (lambda s: s.__setitem__("certified_cost", 0.01), "certified_cost"),
-    (lambda s: s["net"].__setitem__("dtype", "float32"), "net.dtype"),
-    (lambda s: s.__setitem__("world", ["quadruped"]), "world.name"),
-    (lambda s: s.pop("posterior"), "posterior"),
-    (lambda s: s["net"].__setitem__("onnx", "run/config.yaml"), "network"),
-], ids=["point-mass", "negative", "too-few", "uniform", "nan", "repeated-index",
-        "index-beyond", "proprio", "amplitude", "omega", "duration", "certified-cost",
-        "dtype", "world-list", "no-posterior", "net-is-another-file"])
-def test_load_refuses_a_rehashed_unsafe_planner_json(planner: Path, edit, words: str) -> None:
+def _set(path: str, value: Callable[[int], object]) -> Callable[[dict], object]:
+    """Set planner.json's field at dotted `path` to value(k), k = the support's size."""
+    def edit(spec: dict) -> None:
+        *parents, last = path.split(".")
+        node = spec
+        for key in parents:
+            node = node[int(key)] if isinstance(node, list) else node[key]
+        k = len(spec["posterior"]["policy_index"])
+        node[int(last) if isinstance(node, list) else last] = value(k)
+    return edit
+
+
+UAV_EDITS = {
+    "point-mass": (_set("posterior.probability", lambda k: [1.0] + [0.0] * (k - 1)),
+                   "probability"),
+    "negative": (_set("posterior.probability", lambda k: [0.1 + 1 / k] + [-0.1 / (k - 1)]
+                      + [1 / k] * (k - 2)), "probability"),
+    "too-few": (_set("posterior.probability", lambda k: [1 / (k - 1)] * (k - 1)),
+                "probability"),
+    "uniform": (_set("posterior.probability", lambda k: [1 / k] * k), "certificate's p"),
+    "string": (_set("posterior.probability", lambda k: ["0.1"] * k), "probability"),
+    "repeated-index": (_set("posterior.policy_index", lambda k: [0, 0, *range(2, k)]),
+                       "policy_index"),
+    "index-beyond": (_set("posterior.policy_index", lambda k: [*range(k - 1), 10**6]),
+                     "certificate's p"),
+    "far": (_set("fixed.far_m", lambda k: -20.0), "far_m"),
+    "net-scale": (_set("fixed.net_scale", lambda k: "5"), "net_scale"),
+    "cell-size": (_set("fixed.cell_size", lambda k: 0), "cell_size"),
+    "duration": (_set("fixed.primitives.duration_s", lambda k: -1), "duration_s"),
+    "offsets": (_set("fixed.primitives.offsets_m", lambda k: [[0.0, 0.0]] * 24), "offsets_m"),
+    "paths": (_set("fixed.primitives.check_displacements_m.0", lambda k: []),
+              "check_displacements_m"),
+    "image-size": (_set("fixed.image_size", lambda k: 49), "image_size"),
+    "certified-cost": (_set("certified_cost", lambda k: 0.01), "certified_cost"),
+    "dtype": (_set("net.dtype", lambda k: "float64"), "net.dtype"),
+    "world-list": (_set("world", lambda k: ["uav"]), "world.name"),
+    "world-name": (_set("world.name", lambda k: "quadruped"), "planner.json"),
+    "no-posterior": (lambda s: s.pop("posterior"), "posterior"),
+    "net-is-another-file": (_set("net.onnx", lambda k: "run/config.yaml"), "network"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(UAV_EDITS))
+def test_load_refuses_a_rehashed_unsafe_planner_json(planner: Path, case: str) -> None:
+    edit, words = UAV_EDITS[case]
     _spec(planner, edit)
-    with pytest.raises(PlannerError, match=None) as info:
+    with pytest.raises(PlannerError) as info:
         Planner.load(planner)
     assert words in str(info.value) and "\n" not in str(info.value)
     with pytest.raises(PacplanError):
         verify_planner(planner)
 
 
+@pytest.mark.parametrize("path, value, words", [
+    ("fixed.n_proprio", 21, "n_proprio"),
+    ("fixed.gait_map.amplitude", [0.8, 0.5], "amplitude"),
+    ("fixed.gait_map.omega", [1e308, 20.0], "omega"),
+    ("fixed.primitive_s", -0.5, "primitive_s"),
+])
+def test_load_refuses_unsafe_quadruped_fixed_parts(quad_planner: Path, path: str,
+                                                   value: object, words: str) -> None:
+    _spec(quad_planner, _set(path, lambda k: value))
+    with pytest.raises(PlannerError, match=words):
+        Planner.load(quad_planner)
+
+
 def test_load_refuses_another_valid_onnx_net(planner: Path) -> None:
-    (planner / "net.onnx").write_bytes(uav_net_onnx())
+    (planner / "net.onnx").write_bytes(quadruped_net_onnx())
     rehash(planner)
     refused_by_both(planner, "net.onnx")
 
@@ -209,13 +260,13 @@ def test_load_refuses_another_valid_onnx_net(planner: Path) -> None:
 @pytest.mark.parametrize("value", [np.nan, np.inf, 1e-3])
 def test_load_refuses_changed_weights(planner: Path, value: float) -> None:
     header, body = _safetensors_header(planner / "weights.safetensors")
-    a, b = header["lin_b"]["data_offsets"]
+    a, b = header["fc2.bias"]["data_offsets"]
     arr = np.frombuffer(body[a:b], "<f4").copy()
     arr[0] = value if not np.isfinite(value) or value != 1e-3 else arr[0] + value
     _write_safetensors(planner / "weights.safetensors", header,
                        body[:a] + arr.tobytes() + body[b:])
     rehash(planner)
-    refused_by_both(planner, "weights.safetensors", "lin_b")
+    refused_by_both(planner, "weights.safetensors", "fc2.bias")
 
 
 def test_out_of_range_filter_cells_are_refused_at_load(exported: dict[str, Path],
@@ -235,7 +286,8 @@ def test_load_never_uses_a_file_swapped_after_the_hash_check(
         planner: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """planner.json swapped for a re-probabilised one between the hash pass and its use."""
     forged = json.loads((planner / "planner.json").read_text())
-    forged["posterior"]["probability"] = [0.0, 1.0, 0.0, 0.0, 0.0]
+    k = len(forged["posterior"]["probability"])
+    forged["posterior"]["probability"] = [1.0] + [0.0] * (k - 1)
     forged_bytes = json.dumps(forged).encode()
     target, opens = (planner / "planner.json").resolve(), {"n": 0}
     real_open, real_os_open = builtins.open, os.open
@@ -263,6 +315,8 @@ def test_load_never_uses_a_file_swapped_after_the_hash_check(
 # ------------------------------------------------ class 5 and the runtime's calls
 @pytest.fixture(scope="module")
 def quad(exported: dict[str, Path]) -> Planner:
+    if "quadruped" not in exported:
+        pytest.skip("no shipped quadruped run to export")
     p = Planner.load(exported["quadruped"])
     p.start_episode(np.random.default_rng(0))
     return p
@@ -300,16 +354,19 @@ def test_uav_observations_are_refused(exported: dict[str, Path]) -> None:
 
 
 @pytest.mark.parametrize("rng", [42, "seed", np.random.RandomState(0), None])
-def test_start_episode_needs_a_generator(quad: Planner, rng: object) -> None:
+def test_start_episode_needs_a_generator(exported: dict[str, Path], rng: object) -> None:
+    p = Planner.load(exported["uav"])
+    p.start_episode(np.random.default_rng(0))
     with pytest.raises(PlannerError, match="Generator"):
-        quad.start_episode(rng)  # type: ignore[arg-type]
+        p.start_episode(rng)  # type: ignore[arg-type]
+    assert p.policy is not None  # the open episode is untouched
 
 
 @pytest.mark.parametrize("threads", [0, -1, "2", 2.5, True])
 def test_load_threads_must_be_a_positive_integer(exported: dict[str, Path],
                                                  threads: object) -> None:
     with pytest.raises(PlannerError, match="threads"):
-        Planner.load(exported["quadruped"], threads=threads)  # type: ignore[arg-type]
+        Planner.load(exported["uav"], threads=threads)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("text", ["[]", "[" * 100_000 + "]" * 100_000, '{"a": NaN}', "\xff"])

@@ -67,12 +67,17 @@ def read_yaml(path: Path) -> Any:
         bad = exc.object[exc.start : exc.end]
         raise PacplanError(f"{path}: not UTF-8 text (byte 0x{bad.hex()} at offset {exc.start}); "
                            "save the config as UTF-8") from None
-    loader = _ConfigLoader(text)
+    try:  # the reader refuses unprintable characters already when it is made
+        loader = _ConfigLoader(text)
+    except yaml.YAMLError as exc:
+        raise PacplanError(_yaml_error(path, exc)) from None
     loader.name = str(path)
     try:
         return loader.get_single_data()
     except yaml.YAMLError as exc:
         raise PacplanError(_yaml_error(path, exc)) from None
+    except RecursionError:
+        raise PacplanError(f"{path}: not valid YAML: nested too deeply for a config") from None
     finally:
         loader.dispose()
 

@@ -66,6 +66,11 @@ def verify_planner(path: str | Path) -> Certificate:
         raise PacplanError(f"{root / PLANNER}: certificate {cert_rel!r} is not a file in "
                            f"{EVIDENCE}/ listed in {MANIFEST}")
     c = _verify_evidence(root, files, cert_rel)
+    outside = sorted(set(files) - {PLANNER, str(spec["net"]["onnx"]),
+                                   str(spec["net"]["weights"])}
+                     - {n for n in files if n.startswith(f"{EVIDENCE}/")})
+    if outside:
+        raise PacplanError(f"{root / outside[0]}: not a file pacplan export writes")
     _check_spec(root / PLANNER, spec, c)
     _check_whole_spec(root / PLANNER, spec, c, cert_rel)
     _check_weights(root, spec, files)
@@ -97,12 +102,30 @@ def _verify_evidence(root: Path, files: dict[str, str], cert_rel: str) -> Certif
                     target.write_bytes(read_checked(root, name, files))
         except PlannerError as exc:
             raise PacplanError(str(exc)) from None
+        real = str(Path(tmp).resolve())
         try:
-            return verify_certificate(Path(tmp) / cert_rel)
+            c = verify_certificate(Path(tmp) / cert_rel)
         except PacplanError as exc:
-            real = str(Path(tmp).resolve())
             raise PacplanError(str(exc).replace(real, str(root)).replace(tmp, str(root))
                                ) from None
+        evidence = {cert_rel, *(f"{EVIDENCE}/{name}" for name in (
+            RunDir.MANIFEST, RunDir.CONFIG, RunDir.PRIOR, RunDir.POLICIES))}
+        for ref in (c.cert_matrix, c.test_matrix):
+            if ref is not None:
+                evidence.add(Path(ref.path).resolve().relative_to(real).as_posix())
+    missing = sorted(evidence - set(files))
+    if missing:
+        raise PacplanError(f"{root / missing[0]}: missing; the planner's evidence is the "
+                           "certificate, the matrices it references, the prior, policies.npy, "
+                           "config.yaml and the run's manifest.json, each listed in "
+                           f"{MANIFEST}")
+    extra = sorted(name for name in files if name.startswith(f"{EVIDENCE}/")
+                   and name not in evidence)
+    if extra:
+        raise PacplanError(f"{root / extra[0]}: not part of the evidence pacplan export "
+                           "ships (the certificate, the matrices it references, the prior, "
+                           "policies.npy, config.yaml and the run's manifest.json)")
+    return c
 
 
 def _same(a: Any, b: Any) -> bool:
