@@ -82,10 +82,16 @@ def refused_by_both(root: Path, *words: str) -> None:
 
 
 def test_known_net_hashes_are_the_exported_nets() -> None:
-    from pacplan.runtime.spec import NET_SHA256
+    from pacplan.export.fixed import GAIT_AMPLITUDE, GAIT_OMEGA, fixed_parts
+    from pacplan.runtime.spec import FIXED_SHA256, GAIT_MAP, NET_SHA256
 
     assert hashlib.sha256(uav_net_onnx()).hexdigest() in NET_SHA256["uav"]
     assert hashlib.sha256(quadruped_net_onnx()).hexdigest() in NET_SHA256["quadruped"]
+    for options in ({}, {"net_scale": 2.0}):
+        rest = {k: v for k, v in fixed_parts("uav", options).items() if k != "net_scale"}
+        text = json.dumps(rest, sort_keys=True, separators=(",", ":")).encode()
+        assert hashlib.sha256(text).hexdigest() in FIXED_SHA256["uav"]
+    assert {"amplitude": list(GAIT_AMPLITUDE), "omega": list(GAIT_OMEGA)} == GAIT_MAP
 
 
 # ------------------------------------------------------------- class 3: the tree itself
@@ -218,6 +224,10 @@ UAV_EDITS = {
     "paths": (_set("fixed.primitives.check_displacements_m.0", lambda k: []),
               "check_displacements_m"),
     "image-size": (_set("fixed.image_size", lambda k: 49), "image_size"),
+    "path-point": (_set("fixed.primitives.check_displacements_m.3.0.0", lambda k: 0.25),
+                   "fixed"),
+    "scale": (_set("fixed.net_scale", lambda k: 50.0), "net_scale"),
+    "camera": (_set("fixed.camera.pitch_down_deg", lambda k: 0.0), "fixed"),
     "certified-cost": (_set("certified_cost", lambda k: 0.01), "certified_cost"),
     "dtype": (_set("net.dtype", lambda k: "float64"), "net.dtype"),
     "world-list": (_set("world", lambda k: ["uav"]), "world.name"),

@@ -25,12 +25,14 @@ from pacplan.cli_output import (
     console,
     err_console,
     fail,
+    number_text,
     os_error_line,
     print_json,
     show_flags_as_flags,
     usage_line,
 )
 from pacplan.errors import PacplanError
+from pacplan.outputs import refuse_overwriting
 from pacplan.pacbayes import bounds
 from pacplan.pacbayes.certificate import build_certificate
 from pacplan.pacbayes.matrices import load_cost_matrix
@@ -116,6 +118,8 @@ def certify_matrix(
     check_delta(delta)
     check_choice("bound", bound, BOUND_CHOICES)
     check_choice("solver", solver, SOLVERS)
+    if out is not None:  # never write the certificate over the matrix it is made from
+        refuse_overwriting(out, "--out", {"COSTS": costs, "--test": test})
     cert = load_cost_matrix(costs, rows=rows, clip=clip, name=str(costs))
     test_m = load_cost_matrix(test, clip=clip, name=str(test)) if test is not None else None
     c = build_certificate(cert, delta, bound=bound, solver=solver, test=test_m)
@@ -150,7 +154,7 @@ def bound_cmd(
     table.add_column("bound")
     table.add_column("value", justify="right")
     for name, value in values.items():
-        table.add_row(name, f"{value:.6f}")
+        table.add_row(name, number_text(value))
     console.print(table)
 
 
@@ -211,6 +215,7 @@ def run_cmd(
 ) -> None:
     """Run every step (prior, policies, cost matrices, certificates, report); resumable."""
     from pacplan.config import load_config
+    from pacplan.run.fresh import discard_if_refused
     from pacplan.run.pipeline import check_worlds, run
     from pacplan.run.report import write_report
     from pacplan.run.rundir import RunDir
@@ -220,7 +225,7 @@ def run_cmd(
     check_worlds(cfg)  # before the run directory is made
     _apply_executor_options(cfg, executor, workers, address)
     run_dir = out or Path("runs") / cfg.name
-    with RunDir(run_dir).locked():  # one lock over the run and its report
+    with discard_if_refused(run_dir), RunDir(run_dir).locked():  # one lock: run and report
         result = run(cfg, run_dir, prior_file=prior_file, progress=not quiet,
                      log=lambda msg: console.print(f"[dim]{msg}[/]"))
         report = write_report(run_dir)
@@ -324,6 +329,7 @@ def train_prior_cmd(
 ) -> None:
     """Train the PAC-Bayes prior with Evolution Strategies (resumes a killed run exactly)."""
     from pacplan.config import load_config
+    from pacplan.run.fresh import discard_if_refused
     from pacplan.run.pipeline import check_worlds
     from pacplan.run.rundir import RunDir
     from pacplan.run.training import train_prior
@@ -331,7 +337,8 @@ def train_prior_cmd(
     cfg = load_config(resolve_config(config))
     check_worlds(cfg)  # the whole config is checked, baselines included
     _apply_executor_options(cfg, executor, workers, address)
-    state = train_prior(cfg, out, progress=not quiet)
+    with discard_if_refused(out):
+        state = train_prior(cfg, out, progress=not quiet)
     console.print(
         f"ES: {state.iteration} iterations, best training cost {state.best_cost:.4f} "
         f"(iteration {state.best_iteration}), mean σ {float(state.sigma.mean()):.4f}",

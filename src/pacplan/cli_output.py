@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import math
 import sys
 from typing import Any, NoReturn
 
@@ -24,24 +25,50 @@ console = Console()
 err_console = Console(stderr=True)
 
 
+def json_safe(obj: Any) -> Any:
+    """`obj` with every non-finite float written as the string "inf", "-inf" or "nan" (as a
+    certificate writes beta = "inf"): JSON has no such numbers, and `Infinity` is not JSON."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return "nan" if math.isnan(obj) else ("inf" if obj > 0 else "-inf")
+    if isinstance(obj, dict):
+        return {k: json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v) for v in obj]
+    return obj
+
+
 def print_json(obj: dict) -> None:
-    typer.echo(json.dumps(obj, indent=2))
+    """One JSON object on stdout: strict JSON, non-finite numbers as strings (`json_safe`)."""
+    typer.echo(json.dumps(json_safe(obj), indent=2, allow_nan=False))
+
+
+def number_text(value: float, digits: int = 6) -> str:
+    """A number for a table: fixed point, or `g` form when huge; never "inf" or a 150-digit
+    string (an infinite bound is written ∞: vacuous)."""
+    if not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("∞" if value > 0 else "−∞")
+    return f"{value:.{digits}f}" if abs(value) < 1e6 else f"{value:.{digits}g}"
+
+
+def percent(value: float) -> str:
+    """A cost or bound in percent for a table (∞ without a % sign when infinite)."""
+    return number_text(100 * value, 2) + (" %" if math.isfinite(value) else "")
 
 
 def certificate_table(c: Certificate) -> Table:
     table = Table(title=f"PAC-Bayes certificate (δ = {c.delta:g}, N = {c.n}, m = {c.m})")
     table.add_column("quantity")
     table.add_column("value", justify="right")
-    table.add_row("empirical cost Ĉ", f"{100 * c.emp_cost:.2f} %")
+    table.add_row("empirical cost Ĉ", percent(c.emp_cost))
     table.add_row("KL(p‖p0)", f"{c.kl:.4f}")
     for name in BOUNDS:
         mark = "  ← certified" if name == c.certified_by else ""
-        table.add_row(f"{name} bound", f"{100 * getattr(c, name):.2f} %{mark}")
-    table.add_row("[bold]certified cost ≤[/]", f"[bold]{100 * c.certified:.2f} %[/]")
+        table.add_row(f"{name} bound", f"{percent(getattr(c, name))}{mark}")
+    table.add_row("[bold]certified cost ≤[/]", f"[bold]{percent(c.certified)}[/]")
     if c.test_cost is not None and c.test_ci is not None:
         lo, hi = c.test_ci
         table.add_row(f"test cost ({c.test_n} envs)",
-                      f"{100 * c.test_cost:.2f} % [{100 * lo:.2f}, {100 * hi:.2f}] (99 %)")
+                      f"{percent(c.test_cost)} [{percent(lo)[:-2]}, {percent(hi)[:-2]}] (99 %)")
     table.add_row("posterior", f"{c.solver}, {sum(v > 1e-3 for v in c.p)} policies with p > 0.001")
     if c.clip:
         table.add_row("clipped entries", str(c.cert_matrix.clipped +

@@ -52,11 +52,11 @@ def check_unit_costs(values: Any, name: str, clip: bool = False,
                            f"got {arr.ndim}-D shape {arr.shape}")
     if arr.shape[0] == 0 or arr.shape[1] == 0:
         raise PacplanError(f"{name}: cost matrix is empty (shape {arr.shape})")
-    arr = arr.astype(np.float64)
     n_nan = int(np.isnan(arr).sum())
     if n_nan:
         raise PacplanError(f"{name}: {n_nan} cost entries are NaN")
-    outside = (arr < 0.0) | (arr > 1.0)
+    outside = (arr < 0) | (arr > 1)  # in the file's own precision: a long double just above
+    arr = arr.astype(np.float64)     # 1 rounds to 1.0 in float64, but it is outside [0, 1]
     n_out = int(outside.sum())
     if n_out and not clip:
         i, j = np.argwhere(outside)[0]
@@ -67,6 +67,8 @@ def check_unit_costs(values: Any, name: str, clip: bool = False,
         )
     if n_out:
         arr = np.clip(arr, 0.0, 1.0)
+    if not np.isfinite(arr).all():  # a long double beyond float64's range
+        raise PacplanError(f"{name}: cost entries overflow float64")
     return arr, n_out
 
 
@@ -140,8 +142,8 @@ def check_emp_cost(emp: Any) -> np.ndarray:
 def check_kl(kl: Any) -> np.ndarray:
     """KL(p‖p0) must be non-negative (tiny negative round-off from a solver is clipped to 0)."""
     k = _float_array("KL", kl)
-    if np.any(k < -1e-12):
-        raise PacplanError(f"KL divergence must be ≥ 0, got {kl}")
+    if np.any(k < -1e-12) or not np.all(np.isfinite(k)):
+        raise PacplanError(f"KL divergence must be a finite number ≥ 0, got {kl}")
     return np.maximum(k, 0.0)
 
 

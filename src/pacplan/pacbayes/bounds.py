@@ -62,7 +62,8 @@ def _kl_inverse(q: np.ndarray, c: np.ndarray) -> np.ndarray:
     """kl_inverse without input checks, for inner loops whose inputs are already valid."""
     q, c = np.broadcast_arrays(np.asarray(q, dtype=np.float64), np.asarray(c, dtype=np.float64))
     # two upper starts: Pinsker, and kl ≥ (p − q)²/(2p), which is tighter for small q
-    start = np.minimum(q + np.sqrt(c / 2.0), q + c + np.sqrt(c * c + 2.0 * q * c))
+    with np.errstate(over="ignore"):  # a huge budget: the start is +inf, clipped below 1
+        start = np.minimum(q + np.sqrt(c / 2.0), q + c + np.sqrt(c * c + 2.0 * q * c))
     x = np.clip(start, q, _ONE_MINUS)
     active = (q < 1.0) & (c > 0.0)
     # where even p → 1 stays inside the budget, the supremum is 1
@@ -94,7 +95,12 @@ def kl_inverse_lower(q: float | np.ndarray, c: float | np.ndarray) -> np.ndarray
 def r_term(kl: float | np.ndarray, n: int | np.ndarray, delta: float | np.ndarray) -> np.ndarray:
     """R = (KL + ln(2√N/δ)) / (2N), the complexity term shared by the three bounds."""
     k, nn, d = check_kl(kl), check_n(n), check_delta(delta)
-    return (k + np.log(2.0 * np.sqrt(nn) / d)) / (2.0 * nn)
+    with np.errstate(over="ignore", divide="ignore"):
+        log_term = np.log(2.0 * np.sqrt(nn) / d)
+    # a tiny δ overflows 2√N/δ; its logarithm is still finite (same bits whenever it fits)
+    log_term = np.where(np.isfinite(log_term), log_term,
+                        np.log(2.0) + 0.5 * np.log(nn) - np.log(d))
+    return (k + log_term) / (2.0 * nn)
 
 
 def mcallester(emp: float | np.ndarray, kl: float | np.ndarray, n: int | np.ndarray,
@@ -120,7 +126,8 @@ def bound_from_r(name: str, emp: np.ndarray, r: np.ndarray) -> np.ndarray:
     if name == "mcallester":
         return emp + np.sqrt(r)
     if name == "quadratic":
-        return (np.sqrt(emp + r) + np.sqrt(r)) ** 2
+        with np.errstate(over="ignore"):  # beyond float64 only when R is: +inf, vacuous
+            return (np.sqrt(emp + r) + np.sqrt(r)) ** 2
     if name == "klinv":
         return _kl_inverse(emp, 2.0 * r)
     if name == "best":  # kl-inverse is never above the other two, but take the min to be exact

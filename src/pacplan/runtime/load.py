@@ -67,11 +67,13 @@ def _check_evidence(root: Path, spec: dict[str, Any], files: dict[str, str],
                                                                             support]:
         raise PlannerError(f"{where}: posterior differs from the certificate's p (the support "
                            f"and probabilities of {cert_rel})")
+    provenance = cert.get("provenance")
+    if not isinstance(provenance, dict) or provenance.get("world") != spec["world"]:
+        raise PlannerError(f"{where}: world {spec['world']} is not the certificate's")
     if spec["certified_cost"] != cert.get("certified") or spec["delta"] != cert.get("delta"):
         raise PlannerError(f"{where}: certified_cost or delta is not the certificate's")
     policies_rel = "run/policies.npy"
-    provenance = cert.get("provenance")
-    claimed = provenance.get("policies_sha256") if isinstance(provenance, dict) else None
+    claimed = provenance.get("policies_sha256")
     if not spec.get("policies_sha256") == claimed == files.get(policies_rel):
         raise PlannerError(f"{where}: policies_sha256 is not the sha256 of {policies_rel} that "
                            "the certificate records")

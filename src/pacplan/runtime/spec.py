@@ -12,6 +12,8 @@ the certified probabilities, policies and fixed parts); docs/verify.md says whic
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,15 @@ NET_SHA256 = {
 }
 """sha256 of each world's net.onnx as pacplan exports it (tests/test_planner_dir.py checks
 these against `pacplan.export.onnx_nets`; a new onnx serialization adds a hash here)."""
+FIXED_SHA256 = {
+    "uav": {"f3e144156f471a14f44ee8ec9b65ebae25cbd8348c762fa8a1d9e1d63de5c8bd"},
+}
+"""sha256 of the UAV's fixed parts but net_scale (canonical JSON): the Depth Filter cells, the
+primitive library, the camera, far_m and the tie-break order are constants of the UAV world,
+so a re-hashed planner.json that moves a primitive is refused by load (tests check these
+against `pacplan.export.fixed`)."""
+UAV_NET_SCALE = 5.0  # UAVWorld's default; a run may set world.options.net_scale
+GAIT_MAP = {"amplitude": [0.8, 0.2], "omega": [20.0, 20.0]}  # the runtime's gait formula
 NET_DTYPE = {"uav": "float32", "quadruped": "float64"}
 OBSERVATION_INPUTS = {"uav": ("x",), "quadruped": ("depth", "proprio")}
 _SUM_TOL = 1e-9  # |Σp − 1|, as verify allows
@@ -100,6 +111,7 @@ def check_spec(data: dict[str, Any], where: Path) -> dict[str, Any]:
         raise spec.fail("net.dtype", f"{NET_DTYPE[world]!r} for the {world} network")
     spec.get("fixed", dict, "an object")
     (_check_uav if world == "uav" else _check_quadruped)(spec)
+    check_fixed(data, where)
     return data
 
 
@@ -164,6 +176,27 @@ def _check_quadruped(spec: _Spec) -> None:
     if not (0.0 <= offset <= 1e3 and 0.0 <= gain + offset <= 1e3):
         raise spec.fail("fixed.gait_map.omega", "[gain, offset] with ω = gain·η + offset in "
                         "[0, 1000] rad/s for η in [0, 1]")
+
+
+def check_fixed(spec: dict[str, Any], where: Path) -> None:
+    """The fixed parts are pacplan's: the UAV's constants by their sha256 and net_scale as the
+    world's options set it; the quadruped's gait map as the runtime's formula has it."""
+    world, fixed = spec["world"]["name"], spec["fixed"]
+    if world == "uav":
+        rest = {k: v for k, v in fixed.items() if k != "net_scale"}
+        digest = hashlib.sha256(json.dumps(rest, sort_keys=True, separators=(",", ":"))
+                                .encode()).hexdigest()
+        if digest not in FIXED_SHA256["uav"]:
+            raise PlannerError(f"{where}: field fixed is not the UAV world's (the Depth Filter "
+                               "cells, primitive library, camera, normalisation and tie-break "
+                               "order are constants pacplan writes)")
+        scale = spec["world"]["options"].get("net_scale", UAV_NET_SCALE)
+        if fixed["net_scale"] != scale:
+            raise PlannerError(f"{where}: field fixed.net_scale is {fixed['net_scale']!r} but "
+                               f"the world's options give {scale!r}")
+    elif {k: fixed["gait_map"].get(k) for k in GAIT_MAP} != GAIT_MAP:
+        raise PlannerError(f"{where}: field fixed.gait_map is not the gait map pacplan "
+                           f"certifies ({GAIT_MAP})")
 
 
 def check_net(world: str, digest: str, where: Path) -> None:

@@ -1,0 +1,92 @@
+"""Data loss and wrong output on the command line (issue 25): an output path that is an input,
+non-finite numbers in --json and tables, overflowing inputs, long-double matrices just above 1,
+and a refused run's half-made directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from helpers import SMALL_TOY_RUN, cli
+
+
+def _strict_json(text: str) -> dict:
+    def refuse(name: str) -> None:
+        raise ValueError(f"{name} is not JSON")
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.fixture
+def matrices(tmp_path: Path) -> tuple[Path, Path]:
+    rng = np.random.default_rng(0)
+    np.save(tmp_path / "cert.npy", rng.random((40, 4)))
+    np.save(tmp_path / "test.npy", rng.random((30, 4)))
+    return tmp_path / "cert.npy", tmp_path / "test.npy"
+
+
+@pytest.mark.parametrize("target", ["cert", "test", "cert-link", "cert-dotted"])
+def test_certify_matrix_never_writes_over_an_input(matrices, target: str, capsys) -> None:  # type: ignore[no-untyped-def]
+    cert, test = matrices
+    before = {p: p.read_bytes() for p in (cert, test)}
+    out = {"cert": cert, "test": test, "cert-dotted": cert.parent / "." / cert.name}.get(target)
+    if target == "cert-link":
+        out = cert.parent / "link.npy"
+        os.link(cert, out)
+    code, _, err = cli(["certify-matrix", str(cert), "--test", str(test), "--out", str(out)],
+                       capsys)
+    assert code == 2 and "--out" in err and "destroy" in err
+    assert {p: p.read_bytes() for p in (cert, test)} == before
+
+
+def test_bound_refuses_an_overflowing_kl(capsys) -> None:  # type: ignore[no-untyped-def]
+    code, _, err = cli(["bound", "--emp", "0.5", "--kl", "1e999", "-n", "10"], capsys)
+    assert code == 2 and "KL" in err and "finite" in err
+
+
+def test_an_infinite_bound_is_strict_json_and_no_inf_in_tables(capsys) -> None:  # type: ignore[no-untyped-def]
+    args = ["bound", "--emp", "0.5", "--kl", "1e308", "-n", "1"]
+    code, out, _ = cli([*args, "--json"], capsys)
+    assert code == 0 and _strict_json(out)["quadratic"] == "inf"
+    code, out, _ = cli(args, capsys)
+    assert code == 0 and "inf" not in out and "∞" in out
+    assert re.search(r"\d{20}", out) is None  # no 150-digit number
+
+
+def test_a_tiny_delta_gives_finite_bounds(capsys) -> None:  # type: ignore[no-untyped-def]
+    code, out, err = cli(["bound", "--emp", "0.5", "--kl", "1", "-n", "10", "--delta", "1e-320",
+                          "--json"], capsys)
+    values = _strict_json(out)
+    assert code == 0 and np.isfinite(values["mcallester"]) and "Warning" not in err
+
+
+def test_a_long_double_matrix_just_above_one_needs_clip(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    m = np.full((20, 3), 0.5, dtype=np.longdouble)
+    m[3, 1] = np.longdouble(1) + np.finfo(np.longdouble).eps * 4
+    if float(m[3, 1]) != 1.0:
+        pytest.skip("long double is float64 on this platform")
+    np.save(tmp_path / "ld.npy", m)
+    code, _, err = cli(["certify-matrix", str(tmp_path / "ld.npy")], capsys)
+    assert code == 2 and "outside [0, 1]" in err
+    code, out, _ = cli(["certify-matrix", str(tmp_path / "ld.npy"), "--clip", "--json"], capsys)
+    c = _strict_json(out)
+    assert code == 0 and c["clip"] is True and c["cert_matrix"]["clipped"] == 1
+
+
+def test_a_refused_run_leaves_no_half_made_directory(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    import yaml
+
+    (tmp_path / "toy.yaml").write_text(yaml.safe_dump(SMALL_TOY_RUN))
+    (tmp_path / "bad.safetensors").write_text("garbage")
+    args = ["run", str(tmp_path / "toy.yaml"), "--quiet", "--prior",
+            str(tmp_path / "bad.safetensors")]
+    code, _, err = cli([*args, "--out", str(tmp_path / "r")], capsys)
+    assert code == 2 and "bad.safetensors" in err
+    assert not (tmp_path / "r").exists()
+    (tmp_path / "mine").mkdir()  # a folder that existed before is never removed
+    code, _, _ = cli([*args, "--out", str(tmp_path / "mine")], capsys)
+    assert code == 2 and (tmp_path / "mine").is_dir()
