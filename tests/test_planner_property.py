@@ -81,8 +81,10 @@ def _checked_config(root: Path) -> Any:
         cfg = load_config(root / "run" / "config.yaml")
     except PacplanError:
         return None
-    return (cfg.world.model_dump(), cfg.seeds.model_dump(), cfg.policies.m, cfg.policies.seed,
-            cfg.certificate.delta)
+    # seeds.prior too where ES trained the prior; this planner's prior came from a file that
+    # records its own seeds, which the certificate states and the run's manifest.json vouches for
+    return (cfg.world.model_dump(), cfg.seeds.cert, cfg.seeds.test, cfg.policies.m,
+            cfg.policies.seed, cfg.certificate.delta)
 
 
 def _meaning(name: str, data: bytes) -> Any:

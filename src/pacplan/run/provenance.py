@@ -84,7 +84,9 @@ def _check_artifact(manifest: Manifest, name: str, key: str, claimed: str | None
 def _check_matrix_inputs(run: Path, manifest: Manifest, role: str, ref: MatrixRef,
                          prov: ProvenanceRecord) -> list[str]:
     """The run's matrix is the one referenced, made for these policies, world and seeds."""
-    name, key = RunDir.costs(role), f"{role}_matrix"
+    # the run's matrix, stored as .npy or as rational .safetensors (storage.cost_denominator)
+    name = RunDir.costs(role, rational=Path(ref.path).suffix == ".safetensors")
+    key = f"{role}_matrix"
     problems = []
     if Path(ref.path) != (run / name).resolve():
         problems.append(f"{key}.path is {ref.path} but a run's certificate uses its {name}")
@@ -138,8 +140,15 @@ def _check_config(run: Path, manifest: Manifest, c: Certificate, prov: Provenanc
     if cfg.certificate.delta != c.delta:
         problems.append(f"delta is {c.delta!r} but the run's {RunDir.CONFIG} says "
                         f"certificate.delta {cfg.certificate.delta!r}")
+    made = manifest.inputs(RunDir.PRIOR)
+    if made.get("seeds") is not None and made.get("seeds") != prov.seeds.prior:
+        problems.append(f"provenance.seeds.prior is {prov.seeds.prior} but manifest.json "
+                        f"records {RunDir.PRIOR} trained on seeds {made.get('seeds')}")
     prior = list(cfg.seeds.prior)
-    if old and prior != prov.seeds.prior:
+    if made.get("source") == "es" and prior != prov.seeds.prior:
+        problems.append(f"provenance.seeds.prior is {prov.seeds.prior} but the run's "
+                        f"{RunDir.CONFIG} trained the prior with ES on seeds.prior {prior}")
+    elif old and prior != prov.seeds.prior:
         problems.append(f"provenance.seeds.prior is {prov.seeds.prior} but the run's "
                         f"{RunDir.CONFIG} says {prior}")
     return problems
