@@ -74,8 +74,8 @@ def ensure_oracle_python(venv: Path | None = None, timeout_s: float = 600.0) -> 
         subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True,
                        capture_output=True, timeout=timeout_s)
         subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                        *ORACLE_REQUIREMENTS], check=True, capture_output=True, text=True,
-                       timeout=timeout_s)
+                        "--timeout", "20", "--retries", "1", *ORACLE_REQUIREMENTS],
+                       check=True, capture_output=True, text=True, timeout=timeout_s)
     except (OSError, subprocess.SubprocessError) as exc:
         detail = getattr(exc, "stderr", "") or str(exc)
         last = detail.strip().splitlines()[-1] if detail.strip() else type(exc).__name__

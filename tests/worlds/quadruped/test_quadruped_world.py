@@ -163,11 +163,11 @@ def test_world_pickles_without_its_simulator() -> None:
 
 @pytest.mark.parametrize("mounted", [False, True])
 def test_mounted_contacts_option(mounted: bool) -> None:
-    """By default the chassis does not touch the motors bolted to it; the public contact model
-    (`mounted_contacts=True`) has those permanent self-contacts."""
+    """The `minitaur` robot: in the clean model the chassis does not touch the motors bolted to
+    it; the public contact model (`mounted_contacts=True`) has those permanent self-contacts."""
     from pacplan.worlds.quadruped.sim import PhysicsConfig
 
-    s = MinitaurSim(PhysicsConfig(mounted_contacts=mounted))
+    s = MinitaurSim(PhysicsConfig(robot="minitaur", mounted_contacts=mounted))
     s.reset(sample_terrain(0, 0.0))
     pybullet.performCollisionDetection(physicsClientId=s.cid)
     self_contacts = pybullet.getContactPoints(s.robot, s.robot, physicsClientId=s.cid)
