@@ -24,11 +24,13 @@ the file's placeholder 1 kg·m² inertias and neither the knee pins nor the moto
 Contacts. Robot geoms carry `priority=1`, so a robot–terrain contact takes the robot geom's
 friction and solver parameters: friction is Bullet's product rule precomputed (the feet's URDF
 lateral friction 1 × terrain friction; other links Bullet's default 0.5 × terrain friction). The
-foot contact (the lower legs) has Bullet stiffness 1e4 and damping 10, which have no literal
-MuJoCo equivalent (copied as `solref="-1e4 -10"` the feet slip): it is a calibration, see
-`FOOT_SOLREF` and `FOOT_SOLIMP`. MuJoCo drops parent–child contacts itself, so the hubs mounted
-on the chassis never rub (the clean model); real self-collisions stay on. Bullet's default model
-keeps five such mounted pairs; `MujocoContact(mounted=True)` adds them back as explicit <pair>
+foot contact (the lower legs) has Bullet stiffness 1e4 and damping 10 (the Derpy: 3e4 and 1e3),
+which have no literal MuJoCo equivalent (copied as `solref="-1e4 -10"` the feet slip): it is a
+calibration per robot, see `FOOT_SOLREF` and `DERPY_FOOT_SOLREF`. The Derpy's links never
+collide with each other (as in the paper's code). For the Minitaur, MuJoCo drops parent–child
+contacts itself, so the hubs mounted on the chassis never rub (the clean model); real
+self-collisions stay on. Bullet's default model keeps five such mounted pairs;
+`MujocoContact(mounted=True)` adds them back as explicit <pair>
 contacts with their own MuJoCo-only softness (tried in the calibration and not adopted: in MuJoCo
 they only drag, see the calibration notes above `FOOT_SOLREF`).
 """
@@ -63,7 +65,8 @@ TERRAIN_CONTYPE, TERRAIN_CONAFFINITY = 2, 0  # terrain touches the robot, never 
 TERRAIN_GROUP = 1  # geom group of the ground and planks (robot: 0), so rays can skip them
 
 
-# The calibration (issue 12): MuJoCo-only contact parameters, tuned so that the open-loop
+# The `minitaur` robot's calibration (issue 12): MuJoCo-only contact parameters, tuned so that
+# the open-loop
 # reference gait's outcome distribution on seeds 100-139 matches Bullet's default model there
 # (mean cost 0.251, falls 27.5 %; flat ground 10.13 m). Bullet's feet are a spring-damper
 # (stiffness 1e4, damping 10) inside a hard complementarity solve; MuJoCo's contacts are soft by
@@ -84,6 +87,14 @@ TERRAIN_GROUP = 1  # geom group of the ground and planks (robot: 0), so rays can
 FOOT_SOLREF = (0.005, 1.0)  # (time constant s, damping ratio)
 FOOT_SOLIMP = (0.9, 0.95, 0.001)  # (impedance at zero and at full width, width m)
 BODY_SOLREF = (0.02, 1.0)  # other links: MuJoCo's default (0.005-0.02 s changed no tuning run)
+# The Derpy's calibration (issue 20), against Bullet's Derpy on the same tuning seeds 100-139
+# (reference gait: mean cost 0.696, falls 7.5 %). Its URDF gives the feet a stiffness of 3e4 and
+# a damping of 1e3 (Bullet turns them into an implicit spring-damper; spinning friction 0.3
+# multiplies the terrain's 0, so it has no effect in either engine). Tried (mean cost, falls,
+# median per-terrain |Δx difference|): issue 12's stiff, critically damped contact
+# solref (0.005, 1), default solimp: 0.709, 12.5 %, 0.06 m (adopted); solref (0.01, 1): 0.740,
+# 12.5 %, 0.09 m; the URDF's spring-damper per unit mass at 2 kg, solref (-15000, -500): 0.722,
+# 20 %, 0.09 m; solref (0.005, 1) with solimp (0.95, 0.99): 0.744, 22.5 %, 0.06 m.
 DERPY_FOOT_SOLREF = FOOT_SOLREF
 DERPY_FOOT_SOLIMP = FOOT_SOLIMP
 MOUNTED_SOLREF = (0.02, 1.0)  # mounted pairs, when added: MuJoCo's default softness
