@@ -180,7 +180,7 @@ def _seed_range(raw: str | None, name: str) -> SeedRange | None:
         return None
     try:
         value = json.loads(raw)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         value = None
     ok = (isinstance(value, list) and len(value) == 2
           and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
@@ -240,7 +240,7 @@ def truncate_metrics(path: Path, upto: int) -> None:
     for line in path.read_text(encoding="utf-8").splitlines():
         try:
             rec = json.loads(line)
-        except json.JSONDecodeError:  # a line cut short by the crash
+        except (ValueError, RecursionError):  # a line cut short by the crash
             continue
         if isinstance(rec, dict) and isinstance(rec.get("iteration"), int) and (
             rec["iteration"] < upto

@@ -133,7 +133,7 @@ def _to_certificate(record: CertificateRecord, path: Path) -> Certificate:
             ref = MatrixRef(**d[key])
             try:
                 ref.path = str((path.parent / ref.path).resolve())
-            except (OSError, ValueError):
+            except (OSError, ValueError, RuntimeError):  # RuntimeError: a symlink loop
                 raise PacplanError(f"{path}: field {key}.path is not a usable file path"
                                    ) from None
             d[key] = ref

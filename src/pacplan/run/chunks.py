@@ -147,7 +147,7 @@ def _ledger_entry(line: str) -> dict[str, Any] | None:
     """One ledger line as {chunk, sha256, shape}, or None if it is not one."""
     try:
         entry = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     ok = (isinstance(entry, dict) and isinstance(entry.get("chunk"), str)
           and _CHUNK.fullmatch(entry["chunk"]) is not None
@@ -160,5 +160,5 @@ def _ledger_entry(line: str) -> dict[str, Any] | None:
 def _stamp_identity(path: Path) -> str | None:
     try:
         return json.loads(path.read_text()).get("identity")
-    except (ValueError, AttributeError, OSError):
+    except (ValueError, AttributeError, OSError, RecursionError):
         return None

@@ -36,7 +36,10 @@ def verify_certificate(path: str | Path) -> Certificate:
 
 def run_dir_of(path: Path) -> Path | None:
     """The run directory holding this certificate (<run>/ or <run>/certificates/), if any."""
-    folder = path.resolve().parent
+    try:
+        folder = path.resolve().parent
+    except (OSError, RuntimeError):  # RuntimeError: a symlink loop; no run directory then
+        return None
     for candidate in (folder, folder.parent if folder.name == "certificates" else None):
         if candidate is not None and (candidate / RunDir.MANIFEST).is_file():
             return candidate

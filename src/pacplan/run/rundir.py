@@ -121,7 +121,7 @@ def read_timings(path: Path) -> tuple[list[Any], str | None]:
         return [], None
     try:
         history = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, RecursionError) as exc:
         return [], f"{type(exc).__name__}: {exc}".replace("\n", " ")
     if not isinstance(history, list):
         return [], f"a JSON {type(history).__name__}, not a list"
@@ -202,7 +202,7 @@ def _read_manifest(path: Path) -> dict[str, dict[str, Any]]:
     advice = "it cannot vouch for the artifacts beside it; use a new --out directory"
     try:
         entries = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, RecursionError) as exc:  # RecursionError: nested too deep
         reason = f"{type(exc).__name__}: {exc}".replace("\n", " ")
         raise PacplanError(f"{path}: corrupted manifest ({reason}); {advice}") from None
     if not isinstance(entries, dict):
