@@ -62,6 +62,7 @@ class UAVObstacleFieldEnv(gym.Env):
         self.observation_space = depth_space(self.image_obs, spec.FAR, spec.IMG)
         self.action_space = gym.spaces.Discrete(spec.N_PRIMS)
         self._sim: SceneSimulator | None = None
+        self._closed = False
         self._frame: Any = None
         self.scene: Scene | None = None
         self.scene_seed = -1
@@ -76,6 +77,7 @@ class UAVObstacleFieldEnv(gym.Env):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
         super().reset(seed=seed)
+        self._closed = False  # reset after close() opens the simulator again
         if options and "scene_seed" in options:
             self.scene_seed = int(options["scene_seed"])
         else:
@@ -92,13 +94,17 @@ class UAVObstacleFieldEnv(gym.Env):
             return self._observe(), info
 
     def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        # Gymnasium's convention: an action outside the action space is an error, never
+        # rounded (2.5), parsed ("7") or taken as a number (True)
+        if isinstance(action, (bool, np.bool_)) or not self.action_space.contains(action):
+            raise ValueError(f"action must be an integer primitive index in 0..{spec.N_PRIMS - 1} "
+                             f"(the action space {self.action_space}), got {action!r}")
         if self._sim is None or self.scene is None:
-            raise RuntimeError("call reset() before step()")
+            raise RuntimeError("the env is closed; call reset() to start a new episode"
+                               if self._closed else "call reset() before step()")
         if dyn.terminal(self.state):
             raise RuntimeError("the episode is over; call reset()")
         prim = int(action)
-        if not self.action_space.contains(prim):
-            raise ValueError(f"action must be in 0..24, got {action}")
         with self._torch_scope():
             first = self._sim.sweep(self.position, prim)
             state, self.state = self.state, dyn.transition(self.state, prim, first)
@@ -131,6 +137,7 @@ class UAVObstacleFieldEnv(gym.Env):
             self._sim.close()
             self._sim = None
         self._frame = None
+        self._closed = True
 
     def _observe(self) -> np.ndarray:
         """Render depth at the current position (kept for frames) in the observation layout."""
