@@ -404,3 +404,14 @@ def test_an_unreadable_file_is_one_line(planner: Path) -> None:
     (planner / "weights.safetensors").chmod(0)
     with pytest.raises(PlannerError, match=r"weights\.safetensors"):
         Planner.load(planner)
+
+
+def test_the_run_manifest_holds_only_the_shipped_evidence(planner: Path) -> None:
+    entries = json.loads((planner / "run" / "manifest.json").read_text())
+    assert set(entries) == {"costs/cert.npy", "costs/test.npy", "policies.npy",
+                            "prior.safetensors"}
+    entries["costs/baseline-x.npy"] = entries["costs/test.npy"]  # vouches for nothing shipped
+    (planner / "run" / "manifest.json").write_text(json.dumps(entries))
+    rehash(planner)
+    with pytest.raises(PacplanError, match="not shipped"):
+        verify_planner(planner)

@@ -24,7 +24,7 @@ from pacplan.export.write import EVIDENCE, NETS, planner_spec, split_weights
 from pacplan.files import npy_from_bytes
 from pacplan.pacbayes.record import Certificate
 from pacplan.run.provenance import verify_certificate
-from pacplan.run.rundir import RunDir
+from pacplan.run.rundir import Manifest, RunDir
 from pacplan.runtime.bundle import (
     MANIFEST,
     MANIFEST_FORMAT,
@@ -58,7 +58,7 @@ def verify_planner(path: str | Path) -> Certificate:
         root = planner_root(path)
         files = checked_files(root)
         spec = check_spec(parse_json(read_checked(root, PLANNER, files), root / PLANNER),
-                          root / PLANNER)
+                          root / PLANNER, fixed=False)  # compared key by key below
     except PlannerError as exc:
         raise PacplanError(str(exc)) from None
     cert_rel = str(spec.get("certificate"))
@@ -113,6 +113,15 @@ def _verify_evidence(root: Path, files: dict[str, str], cert_rel: str) -> Certif
         for ref in (c.cert_matrix, c.test_matrix):
             if ref is not None:
                 evidence.add(Path(ref.path).resolve().relative_to(real).as_posix())
+        entries = set(Manifest(Path(tmp) / EVIDENCE).entries)
+    recorded = {f"{EVIDENCE}/{name}" for name in entries}
+    shipped = evidence - {cert_rel, f"{EVIDENCE}/{RunDir.MANIFEST}", f"{EVIDENCE}/{RunDir.CONFIG}"}
+    if recorded != shipped:
+        odd = sorted(recorded ^ shipped)[0]
+        why = "not shipped" if odd in recorded else "not recorded"
+        raise PacplanError(f"{root / EVIDENCE / RunDir.MANIFEST}: its entries are not the "
+                           f"shipped evidence ({odd} is {why}); pacplan export keeps the "
+                           "entries of the files it ships")
     missing = sorted(evidence - set(files))
     if missing:
         raise PacplanError(f"{root / missing[0]}: missing; the planner's evidence is the "

@@ -38,7 +38,7 @@ from pacplan.files import (
 )
 from pacplan.pacbayes.record import Certificate
 from pacplan.run.provenance import verify_certificate
-from pacplan.run.rundir import RunDir
+from pacplan.run.rundir import Manifest, RunDir
 from pacplan.runtime.bundle import MANIFEST, MANIFEST_FORMAT, PLANNER, PLANNER_FORMAT
 
 EVIDENCE = "run"
@@ -73,6 +73,14 @@ def split_weights(world: str, policies: np.ndarray) -> dict[str, np.ndarray]:
         raise PacplanError(f"policies.npy has {policies.shape[1]} weights per policy but the "
                            f"{world} network has {i}")
     return out
+
+
+def _keep_shipped_entries(evidence_dir: Path, shipped: set[str]) -> None:
+    """The run's manifest.json, as the run wrote it, less the entries of files not shipped
+    (baseline matrices): every entry left is checked by `verify`, none vouches for nothing."""
+    manifest = Manifest(evidence_dir)
+    manifest.entries = {k: v for k, v in manifest.entries.items() if k in shipped}
+    manifest._save()
 
 
 def planner_spec(c: Certificate, cert_rel: str) -> dict[str, Any]:
@@ -127,6 +135,7 @@ def export_planner(run_dir: str | Path, out: str | Path, n: int | None = None) -
     for rel in dict.fromkeys(evidence):
         (out / EVIDENCE / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(run / rel, out / EVIDENCE / rel)
+    _keep_shipped_entries(out / EVIDENCE, set(evidence))
     atomic_write_bytes(out / "net.onnx", NETS[world][0]())
     save_safetensors(out / "weights.safetensors", weights)
     atomic_write_json(out / PLANNER, spec)

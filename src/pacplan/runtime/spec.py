@@ -90,9 +90,10 @@ class _Spec:
         return arr.astype(np.int64 if integer else np.float64)
 
 
-def check_spec(data: dict[str, Any], where: Path) -> dict[str, Any]:
-    """planner.json, checked: format, world, posterior, certified cost, net and fixed parts.
-    Returns it unchanged; every problem is one PlannerError naming the field."""
+def check_spec(data: dict[str, Any], where: Path, fixed: bool = True) -> dict[str, Any]:
+    """planner.json, checked: format, world, posterior, certified cost, net and fixed parts
+    (their values too with `fixed`; `verify` compares them key by key itself). Returns it
+    unchanged; every problem is one PlannerError naming the field."""
     spec = _Spec(data, where)
     if data.get("format") != PLANNER_FORMAT:
         raise spec.fail("format", repr(PLANNER_FORMAT))
@@ -111,7 +112,8 @@ def check_spec(data: dict[str, Any], where: Path) -> dict[str, Any]:
         raise spec.fail("net.dtype", f"{NET_DTYPE[world]!r} for the {world} network")
     spec.get("fixed", dict, "an object")
     (_check_uav if world == "uav" else _check_quadruped)(spec)
-    check_fixed(data, where)
+    if fixed:
+        check_fixed(data, where)
     return data
 
 
