@@ -29,6 +29,7 @@ from pacplan.cli_output import (
     os_error_line,
     print_json,
     show_flags_as_flags,
+    stdout_to_stderr,
     usage_line,
 )
 from pacplan.errors import PacplanError
@@ -301,8 +302,9 @@ def check_world_cmd(
     from pacplan.worlds.check_report import parse_world_options
 
     n_seeds = check_whole_number(seeds, "--seeds", minimum=1)
-    report = check_world(world, parse_world_options(option), seeds=range(n_seeds),
-                         n_policies=check_whole_number(policies, "--policies", minimum=1))
+    with stdout_to_stderr(as_json):  # a world that prints must not corrupt the JSON
+        report = check_world(world, parse_world_options(option), seeds=range(n_seeds),
+                             n_policies=check_whole_number(policies, "--policies", minimum=1))
     if as_json:
         print_json(report.to_dict())
     else:

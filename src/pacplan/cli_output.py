@@ -7,10 +7,13 @@ a separately installed click.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import math
+import os
 import sys
+from collections.abc import Iterator
 from typing import Any, NoReturn
 
 import typer
@@ -40,6 +43,32 @@ def json_safe(obj: Any) -> Any:
 def print_json(obj: dict) -> None:
     """One JSON object on stdout: strict JSON, non-finite numbers as strings (`json_safe`)."""
     typer.echo(json.dumps(json_safe(obj), indent=2, allow_nan=False))
+
+
+@contextlib.contextmanager
+def stdout_to_stderr(active: bool = True) -> Iterator[None]:
+    """Send whatever runs inside to stderr, Python prints and C-level writes to fd 1 alike:
+    under --json, stdout holds the one JSON object and nothing a user's world prints."""
+    if not active:
+        yield
+        return
+    sys.stdout.flush()
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # a captured stdout (tests): Python only
+        fd = None
+    saved = os.dup(fd) if fd is not None else None
+    try:
+        if fd is not None and saved is not None:
+            sys.stderr.flush()
+            os.dup2(sys.stderr.fileno(), fd)
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        if saved is not None and fd is not None:
+            sys.stderr.flush()
+            os.dup2(saved, fd)
+            os.close(saved)
 
 
 def number_text(value: float, digits: int = 6) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import pickle
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +36,9 @@ from pacplan.worlds.check_report import (
     default_policies,
 )
 
+DEFAULT_CALL_TIMEOUT_S = 600.0
+"""check_world's limit on one call into a world (seconds): far above a sane check's calls."""
+
 
 class _Failed(Exception):
     """Raised inside a check to fail it with a one-line reason."""
@@ -56,12 +60,39 @@ class _Context:
     warm_s: float = 0.0
     dim: int | None = None
     probe: np.ndarray | None = None
+    timeout_s: float | None = DEFAULT_CALL_TIMEOUT_S
+    hung: bool = False
 
     def call(self, thetas: np.ndarray, seeds: np.ndarray) -> tuple[np.ndarray, float]:
         """The world's costs as an array, and the seconds the call took."""
         start = time.perf_counter()
-        out = np.asarray(self.world.costs(thetas, seeds))
+        out = np.asarray(self.limited("costs", self.world.costs, thetas, seeds))
         return out, time.perf_counter() - start
+
+    def limited(self, what: str, fn: Callable[..., Any], *args: Any) -> Any:
+        """`fn(*args)` (a call into the world) under the per-call time limit: a call that does
+        not return in time fails its check (the world is reported as failing, never waited on
+        forever); whatever it raises, SystemExit included, is raised here."""
+        if self.timeout_s is None:
+            return fn(*args)
+        box: dict[str, Any] = {}
+
+        def target() -> None:
+            try:
+                box["out"] = fn(*args)
+            except BaseException as exc:  # SystemExit too: re-raised in the caller
+                box["exc"] = exc
+
+        worker = threading.Thread(target=target, name=f"check_world {what}", daemon=True)
+        worker.start()
+        worker.join(self.timeout_s)
+        if worker.is_alive():
+            self.hung = True
+            raise _Failed(f"{what}() did not return within {self.timeout_s:g} s (check_world's "
+                          "per-call time limit); the world hangs or is far too slow")
+        if "exc" in box:
+            raise box["exc"]
+        return box["out"]
 
 
 def _one_line(text: str, limit: int = 200) -> str:
@@ -86,7 +117,7 @@ def _check_interface(ctx: _Context) -> str:
 
 
 def _check_policy_dim(ctx: _Context) -> str:
-    d = ctx.world.policy_dim()
+    d = ctx.limited("policy_dim", ctx.world.policy_dim)
     if isinstance(d, bool | np.bool_) or not isinstance(d, int | np.integer) or d < 1:
         raise _Failed(f"policy_dim() must be a positive int, got {d!r} ({type(d).__name__})")
     ctx.dim = int(d)
@@ -213,7 +244,7 @@ def _first_seed_costs(ctx: _Context) -> np.ndarray:
 def _same_costs(ctx: _Context, world: Any, how: str) -> None:
     """A copy of the world gives the first seed's costs bit for bit."""
     want = _first_seed_costs(ctx)
-    got = np.asarray(world.costs(ctx.thetas, ctx.seeds[:1]))
+    got = np.asarray(ctx.limited("costs", world.costs, ctx.thetas, ctx.seeds[:1]))
     if got.shape != want.shape or not np.array_equal(got, want, equal_nan=True):
         detail = (_first_difference(ctx, want, got, ctx.seeds[:1])
                   if got.shape == want.shape else f"shape {got.shape}")
@@ -223,8 +254,10 @@ def _same_costs(ctx: _Context, world: Any, how: str) -> None:
 def _check_picklable(ctx: _Context) -> str:
     """Worker processes receive the world by pickle."""
     try:
-        blob = pickle.dumps(ctx.world)
-        copy = pickle.loads(blob)
+        blob = ctx.limited("pickle.dumps", pickle.dumps, ctx.world)
+        copy = ctx.limited("pickle.loads", pickle.loads, blob)
+    except _Failed:
+        raise
     except Exception as exc:
         raise _Failed(f"pickle round trip raised {type(exc).__name__}: {exc}") from None
     _same_costs(ctx, copy, "after a pickle round trip")
@@ -235,7 +268,8 @@ def _check_rebuild(ctx: _Context) -> str:
     """Worker processes and resumed runs rebuild the world from its (name, options) spec."""
     if ctx.name is None:
         return SKIPPED, "given as an object: no (name, options) spec to rebuild from"
-    _same_costs(ctx, make_world(ctx.name, **ctx.options), "rebuilt by make_world")
+    rebuilt = ctx.limited("make_world", lambda: make_world(ctx.name, **ctx.options))
+    _same_costs(ctx, rebuilt, "rebuilt by make_world")
     return f"make_world({ctx.name!r}, **options) gives identical costs"
 
 
@@ -269,7 +303,7 @@ def _run_check(name: str, check: _Check, ctx: _Context) -> CheckResult:
         out = check(ctx)
     except _Failed as exc:
         return CheckResult(name, FAILED, _one_line(str(exc)))
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # a world's sys.exit() fails the check, no more
         return CheckResult(name, FAILED, _one_line(f"raised {type(exc).__name__}: {exc}"))
     status, detail = out if isinstance(out, tuple) else (PASSED, out)
     return CheckResult(name, status, _one_line(detail))
@@ -285,25 +319,36 @@ def _resolve_world(world_or_name: Any, options: dict[str, Any] | None) -> tuple[
 
 def check_world(world_or_name: Any, options: dict[str, Any] | None = None,
                 seeds: Sequence[int] | np.ndarray = DEFAULT_SEEDS,
-                thetas: np.ndarray | None = None, n_policies: int = 4) -> CheckReport:
+                thetas: np.ndarray | None = None, n_policies: int = 4,
+                timeout_s: float | None = DEFAULT_CALL_TIMEOUT_S) -> CheckReport:
     """Run every check in `CHECKS` on a world (an object, or a registered name built with
     `options`) and report each; never raises for a broken world, only for bad arguments.
 
     `thetas` (k, d) replaces the default policies: zeros and `n_policies` − 1 N(0, 0.1²) draws.
+    `timeout_s` limits each call into the world (None: no limit); a call that hangs fails its
+    check and skips the rest.
     """
+    if timeout_s is not None and not (isinstance(timeout_s, int | float)
+                                      and math.isfinite(timeout_s) and timeout_s > 0):
+        raise PacplanError(f"check_world timeout_s must be a positive number, got {timeout_s!r}")
     seed_arr = check_seeds(seeds, "check_world seeds")
     if seed_arr.size == 0 or np.unique(seed_arr).size != seed_arr.size:
         raise PacplanError("check_world seeds must be one or more distinct seeds")
     check_int(n_policies, "check_world n_policies", minimum=1)
     world, name = _resolve_world(world_or_name, options)
-    ctx = _Context(world, name, dict(options or {}), seed_arr, thetas, n_policies)
+    ctx = _Context(world, name, dict(options or {}), seed_arr, thetas, n_policies,
+                   timeout_s=timeout_s)
     report = CheckReport(world=name or str(getattr(world, "name", type(world).__name__)),
                          options=ctx.options, seeds=seed_arr.tolist(), n_policies=n_policies)
     done: dict[str, str] = {}
     for check_name, check, needs in CHECKS:
         blocked = [n for n in needs if done.get(n) not in (PASSED, WARNING)]
-        result = (CheckResult(check_name, SKIPPED, f"needs {', '.join(blocked)}") if blocked
-                  else _run_check(check_name, check, ctx))
+        if ctx.hung:
+            result = CheckResult(check_name, SKIPPED, "a call into the world hung")
+        elif blocked:
+            result = CheckResult(check_name, SKIPPED, f"needs {', '.join(blocked)}")
+        else:
+            result = _run_check(check_name, check, ctx)
         done[check_name] = result.status
         report.results.append(result)
     report.policy_dim = ctx.dim
