@@ -90,3 +90,27 @@ def test_a_refused_run_leaves_no_half_made_directory(tmp_path: Path, capsys) -> 
     (tmp_path / "mine").mkdir()  # a folder that existed before is never removed
     code, _, _ = cli([*args, "--out", str(tmp_path / "mine")], capsys)
     assert code == 2 and (tmp_path / "mine").is_dir()
+
+
+def test_control_characters_in_file_names_are_escaped(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    name = tmp_path / "bad\x1b[31mred\x07\nname.npy"
+    name.write_bytes(b"not an npy")
+    for command in (["certify-matrix", str(name)], ["verify", str(name)],
+                    ["report", str(name)]):
+        code, _, err = cli(command, capsys)
+        assert code == 2 and "\x1b" not in err and "\x07" not in err
+        assert err.strip().count("\n") == 0 and "\\x1b" in err
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["pacplan", "run", "toy"], "run directory"),
+    (["pacplan", "data", "paper"], "no partial file"),
+    (["pacplan", "verify", "x.json"], "interrupted"),
+])
+def test_the_interrupted_line_says_what_is_kept(argv: list[str], words: str) -> None:
+    from pacplan.cli_output import interrupted_line
+
+    line = interrupted_line(argv)
+    assert words in line
+    if argv[1] != "run":
+        assert "run directory" not in line

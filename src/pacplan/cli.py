@@ -25,6 +25,7 @@ from pacplan.cli_output import (
     console,
     err_console,
     fail,
+    interrupted_line,
     number_text,
     os_error_line,
     print_json,
@@ -386,7 +387,7 @@ def main() -> None:
     except OSError as exc:  # a read-only folder, a full disk, --out naming a file
         fail(os_error_line(exc))
     except KeyboardInterrupt:
-        err_console.print("interrupted; finished work is kept in the run directory")
+        err_console.print(interrupted_line(sys.argv), highlight=False)
         sys.exit(130)
     except usage_errors as exc:
         fail(usage_line(exc))
@@ -396,7 +397,7 @@ def main() -> None:
         sys.exit(1)
     if isinstance(rc, int) and rc:  # Typer returns 130 for Ctrl-C in non-standalone mode
         if rc == 130:
-            err_console.print("interrupted; finished work is kept in the run directory")
+            err_console.print(interrupted_line(sys.argv), highlight=False)
         sys.exit(rc)
 
 

@@ -6,7 +6,10 @@ are `PacplanError`s, which `cli.main` prints as one line with exit 2.
 
 from __future__ import annotations
 
+import contextlib
 import shlex
+import signal
+from collections.abc import Iterator
 from pathlib import Path
 
 import typer
@@ -29,6 +32,31 @@ def certify_command(directory: Path) -> str:
             "--out runs/paper/certificate.json")
 
 
+class Terminated(SystemExit):
+    """SIGTERM, raised as an exception so the download's cleanup runs (no .part is left)."""
+
+
+@contextlib.contextmanager
+def _terminate_cleanly() -> Iterator[None]:
+    """While downloading, SIGTERM unwinds like Ctrl-C: the partial file is removed."""
+    def handler(signum: int, frame: object) -> None:
+        raise Terminated(128 + signum)
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    except Terminated:
+        typer.echo("terminated; files downloaded before it are kept (complete and "
+                   "hash-checked), no partial file is left", err=True)
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 @data_app.command("paper")
 def paper_cmd(
     url: str = typer.Option(paperdata.BASE_URL, "--url", metavar="BASE", show_default=False,
@@ -44,7 +72,8 @@ def paper_cmd(
                                   help="Give up on a server silent this long."),
 ) -> None:
     """Download the paper's published UAV cost matrices, each checked against a pinned sha256."""
-    report = paperdata.fetch_paper_data(url, cache, force=force, timeout=timeout)
+    with _terminate_cleanly():
+        report = paperdata.fetch_paper_data(url, cache, force=force, timeout=timeout)
     for name in report.downloaded:
         typer.echo(f"downloaded {name} (sha256 ok)")
     for name in report.cached:

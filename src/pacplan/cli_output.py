@@ -13,6 +13,7 @@ import json
 import math
 import os
 import sys
+import unicodedata
 from collections.abc import Iterator
 from typing import Any, NoReturn
 
@@ -141,9 +142,32 @@ def os_error_line(exc: OSError) -> str:
     return f"{' -> '.join(paths)}: {reason}" if paths else reason
 
 
+def safe_text(text: str) -> str:
+    """`text` with control characters (a file name's ESC codes, bells, line breaks) written
+    as escapes: what reaches the terminal is what it shows, on one line."""
+    return "".join(repr(ch)[1:-1] if unicodedata.category(ch).startswith("C") else ch
+                   for ch in str(text))
+
+
 def fail(line: str, code: int = 2) -> NoReturn:
-    err_console.print(f"[bold red]error:[/] {escape(line)}", highlight=False, soft_wrap=True)
+    err_console.print(f"[bold red]error:[/] {escape(safe_text(line))}", highlight=False,
+                      soft_wrap=True)
     sys.exit(code)
+
+
+_RUN_COMMANDS = ("run", "train-prior")
+
+
+def interrupted_line(argv: list[str]) -> str:
+    """What Ctrl-C leaves behind: a run keeps its finished work in its run directory; other
+    commands have none (a download keeps only complete, hash-checked files)."""
+    command = next((a for a in argv[1:] if not a.startswith("-")), "")
+    if command in _RUN_COMMANDS:
+        return "interrupted; finished work is kept in the run directory"
+    if command == "data":
+        return "interrupted; files downloaded before it are kept (complete and hash-checked), " \
+               "no partial file is left"
+    return "interrupted"
 
 
 def show_flags_as_flags(command: Any) -> None:

@@ -15,6 +15,7 @@ import http.client
 import os
 import sys
 import tempfile
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -136,13 +137,26 @@ def _network_error(url: str, exc: BaseException, timeout: float) -> PacplanError
     return PacplanError(f"cannot download {url}: {' '.join(why.split())}")
 
 
+_MIN_BYTES_PER_TIMEOUT = 1024
+"""--timeout is also the window in which a server must send at least this much."""
+
+
 def _chunks(url: str, spec: PaperFile, timeout: float) -> Iterator[bytes]:
     """The response body in blocks; any network failure becomes one `PacplanError` line."""
     request = urllib.request.Request(url, headers={"User-Agent": "pacplan"})
     total = 0
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
-            while chunk := response.read(_CHUNK):
+            read = getattr(response, "read1", response.read)  # returns what has arrived
+            window_start, window_bytes = time.monotonic(), 0
+            while chunk := read(_CHUNK):
+                window_bytes += len(chunk)
+                if time.monotonic() - window_start >= timeout:  # a trickle is not an answer
+                    if window_bytes < _MIN_BYTES_PER_TIMEOUT:
+                        raise PacplanError(
+                            f"cannot download {url}: under {_MIN_BYTES_PER_TIMEOUT} bytes in "
+                            f"{timeout:g} s (the server trickles); nothing was written")
+                    window_start, window_bytes = time.monotonic(), 0
                 total += len(chunk)
                 if total > spec.size:  # never fill a disk from a wrong or hostile server
                     raise PacplanError(f"{spec.name}: {url} sent more than the expected "
