@@ -33,6 +33,7 @@ from pacplan.cli_output import (
     stdout_to_stderr,
     usage_line,
 )
+from pacplan.cli_plan import plan_n_cmd
 from pacplan.errors import PacplanError
 from pacplan.outputs import refuse_overwriting
 from pacplan.pacbayes import bounds
@@ -51,6 +52,7 @@ app = typer.Typer(
 )
 app.add_typer(data_app, name="data", help="Fetch published data (the paper's cost matrices).")
 app.command("compare")(compare_cmd)
+app.command("plan-n")(plan_n_cmd)
 
 
 def _choices(names: tuple[str, ...]) -> str:

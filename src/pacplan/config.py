@@ -195,6 +195,15 @@ class BaselineConfig(_Strict):
         return check_safe_name(v, "baseline name")
 
 
+class StorageConfig(_Strict):
+    """How finished cost matrices are stored (never what they hold)."""
+
+    cost_denominator: int | None = Field(
+        None, ge=1, le=65_535, description="store costs/*.safetensors as integer numerators "
+        "over this denominator (exact; the UAV's costs are multiples of 1/240); None: float64 "
+        "costs/*.npy")
+
+
 class ReportConfig(_Strict):
     """What `pacplan report` draws besides the table."""
 
@@ -216,6 +225,7 @@ class RunConfig(_Strict):
                               "ES training; a relative path is read from the config's folder")
     baselines: list[BaselineConfig] = Field(default_factory=list)
     report: ReportConfig = Field(default_factory=ReportConfig)
+    storage: StorageConfig = Field(default_factory=StorageConfig)
 
     @field_validator("name")
     @classmethod

@@ -204,6 +204,18 @@ def optimize_gibbs(costs: np.ndarray, delta: float, bound: str = "best",
                    p0: np.ndarray | None = None, grid_points: int = 129) -> Posterior:
     """Exact bound-optimal posterior over the columns of `costs` (N × m)."""
     cbar, n, p0 = _check_inputs(costs, p0)
+    return optimize_gibbs_means(cbar, n, delta, bound, p0, grid_points)
+
+
+def optimize_gibbs_means(cbar: np.ndarray, n: int, delta: float, bound: str = "best",
+                         p0: np.ndarray | None = None, grid_points: int = 129) -> Posterior:
+    """The bound-optimal posterior from the column means c̄ alone, as if they came from N = `n`
+    environments: all the Gibbs search needs, so `pacplan plan-n` can ask what a larger N
+    would certify with the means held fixed."""
+    cbar = np.asarray(cbar, dtype=np.float64)
+    if cbar.ndim != 1 or cbar.size < 1 or not np.all(np.isfinite(cbar)):
+        raise PacplanError(f"column means must be a non-empty finite vector, got {cbar.shape}")
+    p0 = uniform_prior(cbar.size) if p0 is None else check_probability_vector(p0, cbar.size)
     _validate_choice(bound, delta)
     curve = _GibbsCurve(cbar, p0)
     beta = _gibbs_search(curve, _objective(bound, n, delta), grid_points)

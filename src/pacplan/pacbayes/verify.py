@@ -17,9 +17,9 @@ from typing import Protocol
 import numpy as np
 
 from pacplan.errors import PacplanError
-from pacplan.files import npy_from_bytes, read_file_bytes, sha256_bytes
+from pacplan.files import read_file_bytes, sha256_bytes
 from pacplan.pacbayes.certificate import TEST_CONFIDENCE, build_certificate
-from pacplan.pacbayes.matrices import CostMatrix
+from pacplan.pacbayes.matrices import CostMatrix, matrix_from_bytes
 from pacplan.pacbayes.posterior import (
     Posterior,
     column_means,
@@ -171,7 +171,7 @@ def _reload(ref: MatrixRef, key: str, label: str, m: int, where: str) -> CostMat
     if digest != ref.sha256:
         raise PacplanError(f"{where}: {label} {path} has changed (sha256 {digest[:12]}… ≠ "
                            f"recorded {key}.sha256 {ref.sha256[:12]}…)")
-    raw = npy_from_bytes(data, f"{label} {path}")
+    raw = matrix_from_bytes(data, f"{label} {path}")  # .npy or rational
     if raw.ndim == 2 and ref.rows > raw.shape[0]:
         raise PacplanError(f"{where}: {key}.rows is {ref.rows} but {label} {path} has "
                            f"{raw.shape[0]} rows")

@@ -4,7 +4,8 @@ Whatever executor (serial, processes, Ray) or x86-64 machine made them, two runs
 config must agree artifact by artifact:
 
 - **byte-identical**: the prior (`prior.safetensors`, and `es_state.safetensors` where ES ran),
-  the stored policies, every cost matrix (`costs/*.npy`) — environments come from seeds and
+  the stored policies, every cost matrix (`costs/*.npy`, or `costs/*.safetensors` stored as
+  exact numerators over a denominator) — environments come from seeds and
   nothing on the path to these bytes depends on the CPU's kernels (ES uses
   `pacplan.portable`; worlds are deterministic);
 - **equal to a tolerance** (`TOLERANCE`, relative, the one `verify` recomputes certificates
@@ -98,7 +99,8 @@ def _artifacts(a: Path, b: Path) -> Iterator[tuple[str, str]]:
                        (RunDir.METRICS, "jsonl"), (RunDir.POLICIES, "npy")):
         if (a / name).exists() or (b / name).exists():
             yield name, kind
-    for pattern, kind in (("costs/*.npy", "npy"), ("certificates/N*.json", "json")):
+    for pattern, kind in (("costs/*.npy", "npy"), ("costs/*.safetensors", "safetensors"),
+                          ("certificates/N*.json", "json")):
         names = {p.relative_to(d).as_posix() for d in (a, b) for p in d.glob(pattern)}
         yield from ((n, kind) for n in sorted(names, key=_natural))
     if (a / RunDir.CERTIFICATE).exists() or (b / RunDir.CERTIFICATE).exists():

@@ -108,7 +108,7 @@ def _baselines(cfg: RunConfig, rd: RunDir, manifest: Manifest, ex: Executor, dim
             inputs["weights_sha256"] = sha256_bytes(fixed.tobytes())
         step(f"baseline {base.name}", lambda base=base, spec=spec, inputs=inputs, fixed=fixed:
              ensure_costs(f"baseline-{base.name}", spec, fixed, test_seeds, rd, manifest, ex,
-                          inputs, progress))
+                          inputs, progress, cfg.storage.cost_denominator))
 
 
 def check_worlds(cfg: RunConfig) -> None:
@@ -161,7 +161,7 @@ def _run(cfg: RunConfig, rd: RunDir, prior_file: str | Path | None, progress: bo
                       "seeds": [int(seeds[0]), int(seeds[-1]) + 1]}
             matrices[role] = step(f"{role} costs", lambda role=role, seeds=seeds, inputs=inputs:
                                   ensure_costs(role, spec, thetas, seeds, rd, manifest, ex,
-                                               inputs, progress))
+                                               inputs, progress, cfg.storage.cost_denominator))
         _baselines(cfg, rd, manifest, ex, thetas.shape[1], roles["test"], step, progress)
         certificates = step("certificates", lambda: certify(cfg, rd, manifest,
                                                             matrices["cert"], matrices["test"]))

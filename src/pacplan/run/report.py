@@ -24,8 +24,10 @@ from pacplan.errors import PacplanError
 from pacplan.files import (
     atomic_save_npy,
     atomic_write_text,
-    load_npy,
+    read_file_bytes,
+    sha256_bytes,
 )
+from pacplan.pacbayes.matrices import matrix_from_bytes
 from pacplan.pacbayes.record import Certificate
 from pacplan.run.figures import report_figures
 from pacplan.run.provenance import verify_certificate
@@ -61,18 +63,29 @@ def _certificates(rd: RunDir) -> dict[int, Certificate]:
 
 def _checked_matrix(rd: RunDir, manifest: Manifest, name: str) -> np.ndarray | None:
     """A finished array of the run, read only once its sha256 matches manifest.json (None if
-    the run has none)."""
+    the run has none); a rational cost matrix decoded to float64."""
     path = manifest.checked_path(name)
-    return None if path is None else load_npy(path, name=f"{name} in {rd.path}")
+    if path is None:
+        return None
+    data = read_file_bytes(path, f"{name} in {rd.path}")
+    if sha256_bytes(data) != manifest.sha(name):  # the bytes used are the bytes checked
+        raise PacplanError(f"{name} in {rd.path} changed while it was read; its sha256 is not "
+                           "the one manifest.json records")
+    return matrix_from_bytes(data, f"{name} in {rd.path}")
+
+
+def _costs(cfg: RunConfig, role: str) -> str:
+    """The manifest name of a cost matrix of this run (rational with storage.cost_denominator)."""
+    return RunDir.costs(role, rational=cfg.storage.cost_denominator is not None)
 
 
 def _baselines(rd: RunDir, manifest: Manifest, cfg: RunConfig,
                test: np.ndarray | None) -> dict[str, np.ndarray]:
     """The baselines' hash-checked test columns, computed on the test matrix's environments."""
-    test_seeds = manifest.inputs(RunDir.costs("test")).get("seeds")
+    test_seeds = manifest.inputs(_costs(cfg, "test")).get("seeds")
     out = {}
     for base in cfg.baselines:
-        name = RunDir.costs(f"baseline-{base.name}")
+        name = _costs(cfg, f"baseline-{base.name}")
         costs = _checked_matrix(rd, manifest, name)
         if costs is None:
             continue
@@ -115,7 +128,7 @@ def _trajectories(rd: RunDir, manifest: Manifest, cfg: RunConfig, last: Certific
     policies = _checked_matrix(rd, manifest, RunDir.POLICIES)
     if policies is None:
         raise PacplanError(f"{rd.path} has no {RunDir.POLICIES} to draw trajectories from")
-    recorded = manifest.inputs(RunDir.costs("test")).get("seeds")
+    recorded = manifest.inputs(_costs(cfg, "test")).get("seeds")
     first = int((recorded or (last.provenance.get("seeds") or {}).get("test")
                  or cfg.seeds.test)[0])
     best = int(np.argmax(last.p))
@@ -220,10 +233,10 @@ def _write_report(rd: RunDir) -> Path:
     last = certs[max(certs)]
     cfg = load_config(rd / RunDir.CONFIG)
     manifest = Manifest(rd.path)
-    cert = _checked_matrix(rd, manifest, RunDir.costs("cert"))
+    cert = _checked_matrix(rd, manifest, _costs(cfg, "cert"))
     if cert is None:
-        raise PacplanError(f"{rd.path} has no {RunDir.costs('cert')}; run `pacplan run` first")
-    test = _checked_matrix(rd, manifest, RunDir.costs("test"))
+        raise PacplanError(f"{rd.path} has no {_costs(cfg, 'cert')}; run `pacplan run` first")
+    test = _checked_matrix(rd, manifest, _costs(cfg, "test"))
     baselines = _baselines(rd, manifest, cfg, test)
     paper = paper_figures(_world(cfg, last)["name"], certs)
     figures = report_figures(rd / RunDir.FIGURES, certs, cert,

@@ -74,9 +74,10 @@ class RunDir:
         return self.path / name
 
     @staticmethod
-    def costs(role: str) -> str:
-        """The manifest name of a finished cost matrix: role cert, test or baseline-<name>."""
-        return f"costs/{role}.npy"
+    def costs(role: str, rational: bool = False) -> str:
+        """The manifest name of a finished cost matrix: role cert, test or baseline-<name>;
+        `rational` (config `storage.cost_denominator`) stores numerators and a denominator."""
+        return f"costs/{role}{'.safetensors' if rational else '.npy'}"
 
     def chunks(self, role: str) -> Path:
         return self.path / "costs" / f"{role}.chunks"

@@ -21,9 +21,14 @@ from pacplan import portable
 from pacplan.config import RunConfig, config_to_dict
 from pacplan.errors import PacplanError
 from pacplan.es.checkpoint import load_prior, load_prior_seeds, read_prior
-from pacplan.files import atomic_save_npy, atomic_write_bytes, load_npy, sha256_file
+from pacplan.files import (
+    atomic_save_npy,
+    atomic_write_bytes,
+    read_file_bytes,
+    sha256_file,
+)
 from pacplan.pacbayes.certificate import build_certificate
-from pacplan.pacbayes.matrices import CostMatrix
+from pacplan.pacbayes.matrices import CostMatrix, matrix_from_bytes, rational_bytes
 from pacplan.pacbayes.record import Certificate, relative_path
 from pacplan.run.chunks import ChunkStore
 from pacplan.run.executors import Executor, WorldSpec, chunk_grid
@@ -142,11 +147,12 @@ def ensure_policies(cfg: RunConfig, rd: RunDir, manifest: Manifest, prior_sha: s
 
 def ensure_costs(role: str, spec: WorldSpec, thetas: np.ndarray, seeds: np.ndarray,
                  rd: RunDir, manifest: Manifest, executor: Executor, inputs: dict[str, Any],
-                 progress: bool) -> np.ndarray:
-    """costs/<role>.npy: every policy on every seed, resumable chunk by chunk."""
-    name = RunDir.costs(role)
+                 progress: bool, denominator: int | None = None) -> np.ndarray:
+    """costs/<role>.npy (or, with a `denominator`, the exact rational costs/<role>.safetensors):
+    every policy on every seed, resumable chunk by chunk."""
+    name = RunDir.costs(role, rational=denominator is not None)
     if manifest.check(name, **inputs):
-        return load_npy(rd / name)
+        return matrix_from_bytes(read_file_bytes(rd / name), f"{name} in {rd.path}")
     store = ChunkStore(rd.chunks(role), inputs)
     grid = chunk_grid(len(seeds), len(thetas), executor.chunk_seeds, executor.chunk_policies)
     done = store.done(grid)
@@ -157,7 +163,12 @@ def ensure_costs(role: str, spec: WorldSpec, thetas: np.ndarray, seeds: np.ndarr
             store.save(chunk.key, block)
             bar.advance()
     matrix = store.assemble(grid, (len(seeds), len(thetas)))
-    atomic_save_npy(rd / name, matrix)
+    if denominator is None:
+        atomic_save_npy(rd / name, matrix)
+    else:  # certificates are then computed on exactly the decoded values that are stored
+        data = rational_bytes(matrix, denominator, f"{role} costs")
+        atomic_write_bytes(rd / name, data)
+        matrix = matrix_from_bytes(data, f"{name} in {rd.path}")
     manifest.record(name, **inputs)
     store.remove()
     return matrix
@@ -166,12 +177,13 @@ def ensure_costs(role: str, spec: WorldSpec, thetas: np.ndarray, seeds: np.ndarr
 def certify(cfg: RunConfig, rd: RunDir, manifest: Manifest, cert: np.ndarray,
             test: np.ndarray) -> dict[int, Certificate]:
     """One certificate per N in the config (first N rows); certificate.json is the largest N."""
-    test_ref = _matrix(rd, manifest, RunDir.costs("test"), test)
+    rational = cfg.storage.cost_denominator is not None
+    test_ref = _matrix(rd, manifest, RunDir.costs("test", rational), test)
     recorded = prior_seeds(rd, manifest)  # the prior's own seeds, else the config's claim
     trained_on = list(recorded) if recorded is not None else list(cfg.seeds.prior)
     out: dict[int, Certificate] = {}
     for n in sorted(cfg.certificate.n or []):
-        cert_ref = _matrix(rd, manifest, RunDir.costs("cert"), cert[:n])
+        cert_ref = _matrix(rd, manifest, RunDir.costs("cert", rational), cert[:n])
         provenance = {
             "world": config_to_dict(cfg)["world"],
             "seeds": {"prior": trained_on,

@@ -1,0 +1,114 @@
+"""`pacplan plan-n`: what would a larger N certify, and what would its rollouts cost?
+
+Environments are the lever on the bound's ln(2√N/δ)/N term, and they are the expensive part, so
+a user should see the answer before paying for it. The prediction holds the column means c̄ of
+the first K rows of the certification matrix fixed and re-optimizes the posterior for N (the
+exact Gibbs search, `optimize_gibbs_means`); only sampling noise in c̄ separates it from the
+certificate N environments would give. The cost comes from the run's own recorded time per
+certification rollout on the machine that made it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pacplan.config import load_config
+from pacplan.errors import PacplanError
+from pacplan.files import read_file_bytes, sha256_bytes
+from pacplan.pacbayes import bounds
+from pacplan.pacbayes.matrices import matrix_from_bytes
+from pacplan.pacbayes.posterior import column_means, optimize_gibbs_means
+from pacplan.run.rundir import Manifest, RunDir, read_timings
+from pacplan.validation import check_unit_costs
+
+
+@dataclass(frozen=True)
+class NPlan:
+    """The certificate predicted at `target_n` from the first `rows` rows, and its price."""
+
+    run_dir: str
+    rows: int
+    target_n: int
+    m: int
+    delta: float
+    bound: str
+    emp_cost: float
+    certified_at_rows: float
+    predicted_certified: float
+    predicted_certified_by: str
+    predicted_kl: float
+    rollouts: int  # target_n × m
+    rollouts_more: int  # beyond the rows this run already has
+    seconds_per_rollout: float | None  # as measured when this run computed its matrix
+    predicted_seconds: float | None  # for rollouts_more at that rate
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def plan_n(run_dir: str | Path, target_n: int, rows: int | None = None) -> NPlan:
+    """Predict the certificate at N = `target_n` from the first `rows` certification rows."""
+    rd = RunDir(run_dir)
+    if not rd.path.is_dir() or not (rd / RunDir.CONFIG).is_file():
+        raise PacplanError(f"{rd.path}: not a run directory (no {RunDir.CONFIG})")
+    cfg = load_config(rd / RunDir.CONFIG)
+    cert = _certification_matrix(rd, cfg.storage.cost_denominator is not None)
+    available = cert.shape[0]
+    k = available if rows is None else rows
+    if not 1 <= k <= available:
+        raise PacplanError(f"--rows {k}: the certification matrix has {available} rows "
+                           "(choose 1 to that)")
+    if target_n < k:
+        raise PacplanError(f"--target-n {target_n} is below --rows {k}: the prediction is for "
+                           "a larger N than the rows it starts from")
+    delta, bound = cfg.certificate.delta, cfg.certificate.bound
+    cbar = column_means(cert[:k])
+    here = optimize_gibbs_means(cbar, k, delta, bound)
+    there = optimize_gibbs_means(cbar, target_n, delta, bound)
+    values = bounds.all_bounds(there.emp_cost, there.kl, target_n, delta)
+    by = min(values, key=values.get)
+    m = cert.shape[1]
+    more = max(0, target_n - available) * m
+    rate = _seconds_per_rollout(rd, available * m)
+    return NPlan(
+        run_dir=str(rd.path), rows=k, target_n=int(target_n), m=m, delta=delta, bound=bound,
+        emp_cost=here.emp_cost,
+        certified_at_rows=min(bounds.all_bounds(here.emp_cost, here.kl, k, delta).values()),
+        predicted_certified=values[by], predicted_certified_by=by, predicted_kl=there.kl,
+        rollouts=int(target_n) * m, rollouts_more=more, seconds_per_rollout=rate,
+        predicted_seconds=None if rate is None else rate * more)
+
+
+def _certification_matrix(rd: RunDir, rational: bool) -> np.ndarray:
+    """costs/cert of the run, read once and used only if its sha256 is the manifest's."""
+    name = RunDir.costs("cert", rational)
+    manifest = Manifest(rd.path)
+    recorded = manifest.sha(name)
+    if recorded is None or not (rd / name).is_file():
+        raise PacplanError(f"{rd.path} has no finished certification matrix ({name}); run "
+                           "`pacplan run` first")
+    data = read_file_bytes(rd / name, f"{name} in {rd.path}")
+    if sha256_bytes(data) != recorded:
+        raise PacplanError(f"{name} in {rd.path} does not match its sha256 in manifest.json")
+    values, _ = check_unit_costs(matrix_from_bytes(data, f"{name} in {rd.path}"),
+                                 f"{name} in {rd.path}", False)
+    if values.ndim != 2:
+        raise PacplanError(f"{name} in {rd.path} is not a matrix (shape {values.shape})")
+    return values
+
+
+def _seconds_per_rollout(rd: RunDir, rollouts: int) -> float | None:
+    """Seconds per certification rollout: the 'cert costs' time of every invocation that
+    worked on the matrix (a resumed run adds its remaining part), over its rollouts."""
+    history, _ = read_timings(rd / RunDir.TIMINGS)
+    total = 0.0
+    for entry in history:
+        seconds = entry.get("seconds") if isinstance(entry, dict) else None
+        value = seconds.get("cert costs") if isinstance(seconds, dict) else None
+        if isinstance(value, int | float) and np.isfinite(value) and value > 0:
+            total += float(value)
+    return total / rollouts if total > 0 and rollouts > 0 else None
