@@ -46,3 +46,15 @@ def test_step_after_close_is_a_clear_error() -> None:
     e.reset(options={"scene_seed": 1})  # a reset opens it again
     e.step(3)
     e.close()
+
+
+def test_minitaur_actions_outside_the_box_are_errors() -> None:
+    e = gym.make("pacplan/MinitaurTerrain-v0").unwrapped
+    e.reset(options={"terrain_seed": 1})
+    for action in ([0.5, 0.5, 0.5, 1.5], [np.nan] * 4, [0.5] * 3, "0.5", [-0.1, 0, 0, 0]):
+        with pytest.raises(ValueError, match="action space"):
+            e.step(action)
+    e.step(np.full(4, 0.5, np.float32))  # inside: flies
+    e.close()
+    with pytest.raises(gym.error.ResetNeeded):
+        e.step(np.full(4, 0.5, np.float32))

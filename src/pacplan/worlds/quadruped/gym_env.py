@@ -90,6 +90,13 @@ class MinitaurTerrainEnv(gym.Env):
     ) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
         if self._state is None:
             raise gym.error.ResetNeeded("call reset() before step()")
+        try:  # Gymnasium's convention: an action outside the space is an error, not clipped
+            inside = self.action_space.contains(np.asarray(action, self.action_space.dtype))
+        except (TypeError, ValueError):
+            inside = False
+        if not inside:
+            raise ValueError(f"action must lie in the action space {self.action_space}, "
+                             f"got {action!r}")
         cfg = self.world.rollout_config
         sim = self.world.sim
         gait = GaitParams.from_policy_output(np.asarray(action, dtype=np.float64))
@@ -132,6 +139,7 @@ class MinitaurTerrainEnv(gym.Env):
     def close(self) -> None:
         self.world.close()
         self._frame = None
+        self._state = None  # step() after close() asks for reset(), never reaches the engine
 
     def _observe(self) -> dict[str, np.ndarray]:
         """The episode's observation (depth kept in metres for frames) in the chosen layout."""
