@@ -240,7 +240,8 @@ def _write_report(rd: RunDir) -> Path:
     baselines = _baselines(rd, manifest, cfg, test)
     paper = paper_figures(_world(cfg, last)["name"], certs)
     figures = report_figures(rd / RunDir.FIGURES, certs, cert,
-                             paper={n: PAPER_TABLE1[n][1] for n in paper})
+                             paper=({n: v for n, (_, v) in PAPER_TABLE1.items()} if paper
+                                    else None))  # all of Table 1 once one N matches
     prior = prior_section(rd, manifest, cfg)
     trajectories = _trajectories(rd, manifest, cfg, last, test)
     lines = [*_header(cfg, last), table1(certs, baselines, paper), ""]
