@@ -19,6 +19,7 @@ from pacplan import __version__
 from pacplan.choices import BOUND_CHOICES, EXECUTORS, SOLVERS
 from pacplan.cli_compare import compare_cmd
 from pacplan.cli_data import data_app
+from pacplan.cli_monitor import monitor_cmd
 from pacplan.cli_output import (
     certificate_table,
     click_exception_types,
@@ -51,6 +52,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(data_app, name="data", help="Fetch published data (the paper's cost matrices).")
+app.command("monitor")(monitor_cmd)
 app.command("compare")(compare_cmd)
 app.command("plan-n")(plan_n_cmd)
 

@@ -23,6 +23,7 @@ from pacplan.runtime.decide import (
     UAVDecider,
     run_net,
 )
+from pacplan.runtime.monitor import CertificateMonitor
 
 _DECIDERS = {"uav": UAVDecider, "quadruped": QuadrupedDecider}
 
@@ -43,6 +44,8 @@ class Planner:
         self._session = session
         self._cumulative = np.cumsum(self.probability)
         self._slot: int | None = None
+        self.monitor = CertificateMonitor(self.certified_cost, alpha=0.01)
+        """Watches the certificate: fed by end_episode(cost=...); replace it to change alpha."""
 
     @classmethod
     def load(cls, path: str | Path, threads: int = 1) -> Planner:
@@ -90,9 +93,16 @@ class Planner:
         """`start_episode(mode="most_likely")`: an uncertified use, named as such (warns)."""
         return self.start_episode(mode="most_likely")
 
-    def end_episode(self) -> None:
-        """Close the episode; the next one draws a fresh policy."""
+    def end_episode(self, cost: float | None = None) -> bool:
+        """Close the episode; the next one draws a fresh policy. `cost` (in [0, 1]) feeds
+        `self.monitor`; returns its alarm (docs/monitor.md)."""
+        if cost is not None:
+            if self._slot is None:
+                raise PlannerError("end_episode(cost=...) with no episode open: a cost belongs "
+                                   "to the episode started by start_episode()")
+            self.monitor.update(cost)
         self._slot = None
+        return self.monitor.alarm
 
     def act(self, observation: Any) -> PrimitiveDecision | GaitDecision:
         """The decision of the episode's policy on one observation (UAV: depth (50, 50) m;

@@ -67,6 +67,8 @@ class BatchedSimulator:
         dtype: torch.dtype = torch.float32,
         threads: int = 1,
         policy_chunk: int = 256,
+        obstacles: int = spec.N_OBSTACLES,
+        radius_scale: float = 1.0,
     ) -> None:
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -75,6 +77,7 @@ class BatchedSimulator:
         self.policy_chunk = int(policy_chunk)
         self.render_chunk = int(render_chunk)
         self.env_chunk = int(env_chunk)
+        self.scene_options = {"obstacles": int(obstacles), "radius_scale": float(radius_scale)}
         self.dtype = dtype
         self.rays = torch.as_tensor(spec.pixel_rays(), dtype=dtype, device=self.device)
         self.rays_t = self.rays.t().contiguous()
@@ -213,7 +216,7 @@ class BatchedSimulator:
         return state.checks.cpu().numpy(), chosen.cpu().numpy()
 
     def _chunk_scenes(self, seeds: np.ndarray) -> SceneTensors:
-        scenes = [sample_scene(int(s)) for s in seeds]
+        scenes = [sample_scene(int(s), **self.scene_options) for s in seeds]
         if self.compiled is not None:  # one static table shape for the compiled kernel
             scenes += [scenes[0]] * (self.env_chunk - len(scenes))
         return self.scene_tensors(scenes)

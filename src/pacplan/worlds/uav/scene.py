@@ -17,13 +17,14 @@ MAX_ATTEMPTS = 10_000
 
 @dataclass(frozen=True)
 class Scene:
-    """Cylinder centres (20, 3), unit axes (20, 3), radii (20,); half-length is spec.OBST_HALF."""
+    """Cylinder centres (n, 3), unit axes (n, 3), radii (n,); half-length is spec.OBST_HALF
+    (n = spec.N_OBSTACLES = 20 unless the world's `obstacles` option says otherwise)."""
 
     seed: int
     centres: np.ndarray
     axes: np.ndarray
     radii: np.ndarray
-    quats: np.ndarray  # (20, 4) x, y, z, w — what PyBullet is given
+    quats: np.ndarray  # (n, 4) x, y, z, w — what PyBullet is given
     attempts: int
 
 
@@ -49,8 +50,13 @@ def point_cylinder_distance(
     return np.sqrt(dr * dr + ds * ds)
 
 
-def sample_scene(seed: int) -> Scene:
+def sample_scene(seed: int, obstacles: int = spec.N_OBSTACLES, radius_scale: float = 1.0
+                 ) -> Scene:
     """The scene of environment `seed`: draw 20 cylinders, redraw all until the start is clear.
+
+    `obstacles` and `radius_scale` (radii drawn from spec.OBST_RADIUS, then multiplied) give
+    shifted distributions for testing a deployed planner (docs/monitor.md); the defaults are
+    the certified world, drawn exactly as before.
 
     The whole field is redrawn (not single cylinders) so the rule does not bias obstacle
     positions near the start in a cylinder-by-cylinder way; "within 1.25 m" is measured to the
@@ -60,12 +66,12 @@ def sample_scene(seed: int) -> Scene:
     if seed < 0:
         raise PacplanError(f"environment seeds must be non-negative, got {seed}")
     rng = np.random.default_rng(seed)
-    n = spec.N_OBSTACLES
+    n = int(obstacles)
     start = np.array(spec.START)
     for attempt in range(1, MAX_ATTEMPTS + 1):
         x = rng.uniform(*spec.OBST_X, size=n)
         y = rng.uniform(*spec.OBST_Y, size=n)
-        r = rng.uniform(*spec.OBST_RADIUS, size=n)
+        r = rng.uniform(*spec.OBST_RADIUS, size=n) * radius_scale
         qx = rng.normal(size=n)
         qz = rng.normal(size=n)
         q = np.stack([qx, np.zeros(n), qz, np.ones(n)], axis=1)

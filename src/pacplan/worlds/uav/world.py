@@ -63,6 +63,9 @@ class UAVWorld:
       threads: torch CPU threads while rolling out (default 1, 0 = torch's default): on a
         shared machine one thread per process is 3-4× faster than two (see batched.py); run
         several worker processes for more cores.
+      obstacles, radius_scale: a shifted obstacle distribution (more cylinders; radii times
+        radius_scale), batched simulator only, to test a deployed planner off its certified
+        world (docs/monitor.md). The defaults (20, 1.0) are the certified world.
     """
 
     name = "uav"
@@ -78,8 +81,16 @@ class UAVWorld:
         compile: bool = True,
         threads: int = 1,
         policy_chunk: int = 256,
+        obstacles: int = spec.N_OBSTACLES,
+        radius_scale: float = 1.0,
     ) -> None:
         check_choice("UAV simulator", simulator, SIMULATORS)
+        if isinstance(obstacles, bool) or not isinstance(obstacles, int) or obstacles < 1:
+            raise PacplanError(f"obstacles must be a whole number ≥ 1, got {obstacles!r}")
+        if not np.isfinite(radius_scale) or radius_scale <= 0:
+            raise PacplanError(f"radius_scale must be a finite number > 0, got {radius_scale}")
+        if simulator != "batched" and (obstacles, radius_scale) != (spec.N_OBSTACLES, 1.0):
+            raise PacplanError("obstacles and radius_scale need the batched simulator")
         if device not in ("cpu", "cuda", "auto") and not str(device).startswith("cuda:"):
             raise PacplanError(f"unknown device {device!r}; use cpu, cuda or auto")
         if not np.isfinite(net_scale) or net_scale < 0:
@@ -95,6 +106,8 @@ class UAVWorld:
         self.compile = bool(compile)
         self.threads = int(threads)
         self.policy_chunk = int(policy_chunk)
+        self.obstacles = int(obstacles)
+        self.radius_scale = float(radius_scale)
         self._sim: Any = None
 
     def options(self) -> dict[str, Any]:
@@ -109,6 +122,8 @@ class UAVWorld:
             "compile": self.compile,
             "threads": self.threads,
             "policy_chunk": self.policy_chunk,
+            "obstacles": self.obstacles,
+            "radius_scale": self.radius_scale,
         }
 
     def __getstate__(self) -> dict[str, Any]:
@@ -138,6 +153,8 @@ class UAVWorld:
                     compile=self.compile,
                     threads=self.threads,
                     policy_chunk=self.policy_chunk,
+                    obstacles=self.obstacles,
+                    radius_scale=self.radius_scale,
                 )
             else:
                 from pacplan.worlds.uav.bullet import BulletSimulator
@@ -169,12 +186,16 @@ class UAVWorld:
         res = world.rollouts(th, np.array([seed]))
         seq = res.prims[0, 0]
         checks = int(res.checks[0, 0])
-        return trajectory_from_sequence(int(seed), seq, checks, float(res.costs[0, 0]))
+        scene = sample_scene(int(seed), self.obstacles, self.radius_scale)
+        return trajectory_from_sequence(int(seed), seq, checks, float(res.costs[0, 0]), scene)
 
 
-def trajectory_from_sequence(seed: int, seq: np.ndarray, checks: int, cost: float) -> Trajectory:
-    """Dense positions of a flown primitive sequence (stopping at the colliding check)."""
+def trajectory_from_sequence(seed: int, seq: np.ndarray, checks: int, cost: float,
+                             scene: Scene | None = None) -> Trajectory:
+    """Dense positions of a flown primitive sequence (stopping at the colliding check); `scene`
+    defaults to the certified world's scene of `seed`."""
     seq = np.asarray(seq)
     seq = seq[seq >= 0].astype(np.int64)
     decisions, points = dyn.flight(seq, checks)
-    return Trajectory(seed, sample_scene(seed), points, decisions, seq, checks, cost)
+    scene = sample_scene(seed) if scene is None else scene
+    return Trajectory(seed, scene, points, decisions, seq, checks, cost)
