@@ -114,7 +114,7 @@ def read_file_bytes(path: str | Path, name: str | None = None) -> bytes:
     label = name or str(path)
     try:  # non-blocking open: a FIFO must be refused, not waited on
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        with open(fd, "rb") as fh:
+        with os.fdopen(fd, "rb") as fh:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 raise PacplanError(f"{label}: not a regular file")
             return fh.read()

@@ -58,7 +58,7 @@ def read_bytes(path: Path) -> bytes:
         fd = os.open(path, flags)
     except OSError as exc:
         raise _fail(f"{path}: cannot read ({exc.strerror or exc})") from None
-    with open(fd, "rb") as fh:
+    with os.fdopen(fd, "rb") as fh:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise _fail(f"{path}: not a regular file")
         try:
