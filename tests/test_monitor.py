@@ -1,0 +1,228 @@
+"""`CertificateMonitor` and `pacplan monitor`: false alarms ≤ alpha in the worst case (Monte
+Carlo), the 12 % → 20 % goals, the statistic against an independent formula, the lower bound
+against brute force, bad costs refused with their line, the planner's own monitor."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pacplan.runtime import CertificateMonitor, Planner, PlannerError
+from pacplan.runtime.monitor import bet_fractions, log_evidence
+
+ROOT = Path(__file__).resolve().parents[1]
+C = 0.12
+
+
+def bernoulli(mean: float, shape: tuple[int, int], rng: np.random.Generator) -> np.ndarray:
+    return (rng.random(shape) < mean).astype(np.float64)
+
+
+def uav_like(mean: float, shape: tuple[int, int], rng: np.random.Generator) -> np.ndarray:
+    """0 with probability 1 − 2·mean, else uniform on [0, 1] (the UAV planner's costs are 0 in
+    82 % of episodes, spread over (0, 1) otherwise)."""
+    return np.where(rng.random(shape) < 2 * mean, rng.random(shape), 0.0)
+
+
+def alarm_rate(x: np.ndarray, alpha: float) -> float:
+    return float((log_evidence(x, C) >= math.log(1 / alpha)).any(axis=1).mean())
+
+
+def _false_alarms(family, streams: int, episodes: int, seed: int) -> None:
+    """At mean exactly c, the fraction of streams that ever alarm is ≤ alpha + 3 MC s.e."""
+    x = family(C, (streams, episodes), np.random.default_rng(seed))
+    assert abs(x.mean() - C) < 0.01
+    for alpha in (0.01, 0.05, 0.2):
+        se = math.sqrt(alpha * (1 - alpha) / streams)
+        rate = alarm_rate(x, alpha)
+        assert rate <= alpha + 3 * se, (family.__name__, alpha, rate)
+
+
+@pytest.mark.parametrize("family", [bernoulli, uav_like])
+def test_false_alarms_at_most_alpha_in_the_worst_case(family) -> None:
+    _false_alarms(family, 1000, 1000, seed=1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", [bernoulli, uav_like])
+def test_false_alarms_at_most_alpha_over_1000_streams_of_5000_episodes(family) -> None:
+    _false_alarms(family, 1000, 5000, seed=2)
+
+
+def test_a_test_that_ignored_its_looks_would_fail_the_same_check() -> None:
+    """The check above can fail: a naive CLT z-test (mean above c by 2.33 s.e., valid for one
+    look) checked after every episode alarms far more often than alpha = 0.01 at mean c."""
+    x = bernoulli(C, (1000, 1000), np.random.default_rng(3))
+    n = np.arange(1, x.shape[1] + 1)
+    z = (np.cumsum(x, axis=1) / n - C) / np.sqrt(C * (1 - C) / n)
+    rate = float((z[:, 20:] > 2.326).any(axis=1).mean())
+    assert rate > 0.01 + 3 * math.sqrt(0.01 * 0.99 / 1000)
+
+
+@pytest.mark.parametrize(("family", "goal"), [(bernoulli, 200), (uav_like, 130)])
+def test_a_12_to_20_percent_shift_is_flagged_within_the_goal(family, goal: int) -> None:
+    """Median alarm episode at alpha = 0.01 (benchmarks/monitor_detection.py: 175 and 105 on
+    2000 streams); every stream alarms within 1500 episodes."""
+    x = family(0.20, (600, 1500), np.random.default_rng(4))
+    hit = log_evidence(x, C) >= math.log(100)
+    assert hit.any(axis=1).all()
+    assert np.median(hit.argmax(axis=1) + 1) <= goal
+
+
+def test_a_benign_shift_raises_no_alarm() -> None:
+    x = bernoulli(0.08, (300, 3000), np.random.default_rng(5))
+    assert alarm_rate(x, 0.01) == 0.0
+
+
+def test_statistic_is_the_mixture_of_bets_computed_independently() -> None:
+    """log Σ_k w_k Π_i (1 + (u_k / c)(x_i − c)) in plain Python floats."""
+    x = [0.0, 0.3, 1.0, 0.0, 0.0, 0.55, 1.0, 0.0]
+    u, logw = bet_fractions()
+    assert math.isclose(float(np.exp(logw).sum()), 1.0, rel_tol=1e-12)
+    direct = math.log(sum(math.exp(lw) * math.prod(1 + (uk / C) * (xi - C) for xi in x)
+                          for uk, lw in zip(u.tolist(), logw.tolist())))
+    monitor = CertificateMonitor(C, 0.05)
+    for xi in x:
+        monitor.update(xi)
+    assert math.isclose(monitor.log_e_value, direct, rel_tol=1e-12, abs_tol=1e-12)
+    assert math.isclose(float(log_evidence(np.array(x), C)[-1]), direct, rel_tol=1e-12,
+                        abs_tol=1e-12)
+
+
+def test_monitor_alarms_on_the_episode_of_the_statistic_and_the_alarm_stays() -> None:
+    rng = np.random.default_rng(6)
+    x = np.concatenate([bernoulli(0.3, (1, 200), rng)[0], np.zeros(300)])
+    first = int(np.argmax(log_evidence(x, C) >= math.log(100))) + 1
+    monitor = CertificateMonitor(C, 0.01)
+    raised = [monitor.update(v) for v in x]
+    assert raised.index(True) + 1 == first == monitor.alarm_episode
+    assert all(raised[first - 1:]) and monitor.alarm  # zeros afterwards do not lower it
+    assert monitor.episodes == 500
+    assert log_evidence(x, C)[-1] < math.log(100)  # the statistic itself has fallen back
+    state = monitor.state()
+    assert json.loads(json.dumps(state)) == state
+    assert state["alarm_episode"] == first and state["episodes"] == 500
+
+
+def test_lower_bound_is_the_running_max_of_the_rejected_means_by_brute_force() -> None:
+    """L_t = max over s ≤ t of the largest grid mean m whose own e-process (log_evidence at
+    m) has reached 1/alpha by s, rejected means forming a prefix of the grid."""
+    x = bernoulli(0.25, (1, 150), np.random.default_rng(7))[0]
+    monitor = CertificateMonitor(C, 0.1, resolution=0.01)
+    lowers = []
+    for v in x:
+        monitor.update(v)
+        lowers.append(monitor.lower)
+    grid = np.unique(np.append(np.arange(1, 100) / 100, C))
+    ev = np.stack([log_evidence(x, m) for m in grid])  # (means, episodes)
+    rejected = ev >= math.log(10)
+    expected = []
+    best = 0.0
+    for t in range(len(x)):
+        col = rejected[:, t]
+        n = len(col) if col.all() else int(np.argmin(col))
+        if n:
+            best = max(best, float(grid[n - 1]))
+        expected.append(best)
+    assert lowers == expected
+    assert 0.1 < lowers[-1] < 0.25 + 0.1
+    assert np.all(np.diff(lowers) >= 0)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), -0.01, 1.01, float("inf"), "0.3", None, True,
+                                 [0.1]])
+def test_bad_costs_are_refused_not_clipped(bad) -> None:
+    monitor = CertificateMonitor(C, 0.01)
+    monitor.update(0.5)
+    with pytest.raises(PlannerError, match="episode 2"):
+        monitor.update(bad)
+    assert monitor.episodes == 1  # nothing was counted
+    with pytest.raises(PlannerError, match="costs must lie"):
+        log_evidence(np.array([0.1, 1.2]), C)
+
+
+@pytest.mark.parametrize(("certified", "alpha"), [(0.0, 0.01), (1.2, 0.01), (0.1, 0.0),
+                                                  (0.1, 1.0), (float("nan"), 0.1), ("0.1", 0.1)])
+def test_bad_certificate_or_alpha_is_refused(certified, alpha) -> None:
+    with pytest.raises(PlannerError):
+        CertificateMonitor(certified, alpha)
+
+
+@pytest.fixture(scope="module")
+def uav_planner(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from pacplan.export import export_planner
+
+    return export_planner(ROOT / "results" / "uav", tmp_path_factory.mktemp("planner") / "uav")
+
+
+def test_planner_end_episode_feeds_its_own_monitor(uav_planner: Path) -> None:
+    planner = Planner.load(uav_planner)
+    assert planner.monitor.certified == planner.certified_cost
+    rng = np.random.default_rng(8)
+    with pytest.raises(PlannerError, match="no episode open"):
+        planner.end_episode(cost=0.1)
+    alarms = []
+    for _ in range(400):
+        planner.start_episode(rng)
+        alarms.append(planner.end_episode(cost=1.0 if rng.random() < 0.3 else 0.0))
+    assert planner.monitor.episodes == 400 and planner.monitor.alarm
+    assert alarms.index(True) + 1 == planner.monitor.alarm_episode
+    planner.start_episode(rng)
+    with pytest.raises(PlannerError, match="not a cost"):
+        planner.end_episode(cost=1.5)
+    assert planner.end_episode() is True  # no cost: closes the episode, alarm unchanged
+    assert planner.monitor.episodes == 400
+
+
+def _pacplan(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pacplan.cli", *args], capture_output=True,
+                          text=True, cwd=ROOT)
+
+
+def test_cli_monitor_verdicts_and_plot(uav_planner: Path, tmp_path: Path) -> None:
+    rng = np.random.default_rng(9)
+    holding = tmp_path / "holding.csv"
+    holding.write_text("episode,cost\n" + "".join(f"{i},{v:g}\n" for i, v in enumerate(
+        uav_like(0.08, (1, 600), rng)[0])))
+    res = _pacplan("monitor", str(uav_planner), str(holding))
+    assert res.returncode == 0, res.stderr
+    assert "holding: no alarm in 600 episodes" in res.stdout
+    shifted = uav_like(0.3, (1, 400), rng)[0]
+    alarm = tmp_path / "costs.jsonl"
+    alarm.write_text("".join(json.dumps({"cost": float(v)} if i % 2 else float(v)) + "\n"
+                             for i, v in enumerate(shifted)))
+    plot = tmp_path / "monitor.png"
+    res = _pacplan("monitor", str(uav_planner), str(alarm), "--alpha", "0.05", "--plot",
+                   str(plot))
+    certified = Planner.load(uav_planner).certified_cost
+    first = int(np.argmax(log_evidence(shifted, certified) >= math.log(20))) + 1
+    assert res.returncode == 1, res.stderr
+    assert f"ALARM at episode {first}:" in res.stdout
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize(("name", "text", "line", "what"), [
+    ("c.csv", "0.1\n0.2\n1.3\n", 3, "not a cost in [0, 1]"),
+    ("c.csv", "0.1\nnan\n", 2, "NaN"),
+    ("c.csv", "0.1\n\nabc\n", 3, "not a number"),
+    ("c.csv", "0.1\n0.2,0.3\n", 2, "2 fields"),
+    ("c.csv", "-0.5\n", 1, "not a cost"),
+    ("c.jsonl", "0.1\n{\"x\": 1}\n", 2, "without a \"cost\""),
+    ("c.jsonl", "0.1\n\"0.2\"\n", 2, "not a number"),
+    ("c.jsonl", "0.1\nNaN\n", 2, "NaN"),
+    ("c.jsonl", "true\n", 1, "not a number"),
+])
+def test_cli_monitor_bad_costs_one_line_exit_2(uav_planner: Path, tmp_path: Path, name: str,
+                                               text: str, line: int, what: str) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    res = _pacplan("monitor", str(uav_planner), str(path))
+    assert res.returncode == 2
+    assert f"line {line}: " in res.stderr and what in res.stderr, res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr
