@@ -114,3 +114,17 @@ def test_the_interrupted_line_says_what_is_kept(argv: list[str], words: str) -> 
     assert words in line
     if argv[1] != "run":
         assert "run directory" not in line
+
+
+@pytest.mark.parametrize("section, key", [("es", "pairs_per_env"), ("es", "envs_per_iter"),
+                                          ("policies", "m"), ("es", "iterations")])
+def test_overflowing_counts_in_a_config_are_refused(tmp_path: Path, section: str, key: str,
+                                                    capsys) -> None:  # type: ignore[no-untyped-def]
+    import yaml
+
+    config = json.loads(json.dumps(SMALL_TOY_RUN))
+    config[section][key] = 10**23
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(config))
+    code, _, err = cli(["run", str(tmp_path / "c.yaml"), "--out", str(tmp_path / "r")], capsys)
+    assert code == 2 and key in err and "Traceback" not in err
+    assert not (tmp_path / "r").exists()

@@ -43,6 +43,9 @@ class _Strict(BaseModel):
 SeedRange = Annotated[tuple[StrictInt, StrictInt], Strict(False)]
 """[start, stop): a YAML list of two integers (lax only in list-to-tuple, never in the ints)."""
 RngSeed = Annotated[int, Field(ge=0, le=INT64_MAX)]
+MAX_BATCH = 10_000_000
+"""At most this many policies, ES pairs or environments per iteration: each is an array row
+(a larger count overflows an allocation, never a useful run)."""
 
 
 def seed_range_size(r: SeedRange) -> int:
@@ -93,9 +96,11 @@ class SeedsConfig(_Strict):
 class ESConfig(_Strict):
     """Evolution Strategies on N(mu, diag exp(logvar)); see `pacplan.es.algorithm`."""
 
-    iterations: int = Field(200, ge=1)
-    envs_per_iter: int = Field(16, ge=1, description="environments drawn per iteration")
-    pairs_per_env: int = Field(8, ge=1, description="antithetic pairs per environment (m-hat)")
+    iterations: int = Field(200, ge=1, le=INT64_MAX)
+    envs_per_iter: int = Field(16, ge=1, le=MAX_BATCH,
+                               description="environments drawn per iteration")
+    pairs_per_env: int = Field(8, ge=1, le=MAX_BATCH,
+                               description="antithetic pairs per environment (m-hat)")
     lr_mu: float = Field(0.05, gt=0)
     lr_logvar: float = Field(0.05, gt=0)
     init_mean: float | list[float] | str = Field(
@@ -149,7 +154,7 @@ class ExecutorConfig(_Strict):
 class PoliciesConfig(_Strict):
     """The finite policy set drawn once from the prior."""
 
-    m: int = Field(50, ge=1)
+    m: int = Field(50, ge=1, le=MAX_BATCH)
     seed: RngSeed = 0
 
 
