@@ -128,3 +128,12 @@ def test_overflowing_counts_in_a_config_are_refused(tmp_path: Path, section: str
     code, _, err = cli(["run", str(tmp_path / "c.yaml"), "--out", str(tmp_path / "r")], capsys)
     assert code == 2 and key in err and "Traceback" not in err
     assert not (tmp_path / "r").exists()
+
+
+def test_file_names_are_shown_not_interpreted(matrices, capsys) -> None:  # type: ignore[no-untyped-def]
+    cert, _ = matrices
+    name = cert.parent / "[/bold]x\x1b[31m.json"
+    code, out, err = cli(["certify-matrix", str(cert), "--out", str(name)], capsys)
+    assert code == 0 and "[/bold]x\\x1b[31m.json" in out, err
+    code, out, err = cli(["verify", str(name)], capsys)
+    assert code == 0 and "\x1b" not in out and "[/bold]x" in out, err

@@ -31,6 +31,7 @@ from pacplan.cli_output import (
     os_error_line,
     print_json,
     show_flags_as_flags,
+    shown,
     stdout_to_stderr,
     usage_line,
 )
@@ -136,7 +137,7 @@ def certify_matrix(
     else:
         console.print(certificate_table(c))
         if out is not None:
-            console.print(f"certificate written to {out}")
+            console.print(f"certificate written to {shown(out)}")
 
 
 @app.command("bound")
@@ -176,13 +177,13 @@ def verify_cmd(
 
     if is_planner_dir(file):
         c = verify_planner(file)
-        console.print(f"[green]OK[/] planner {file}: every file matches manifest.json; its "
+        console.print(f"[green]OK[/] planner {shown(file)}: every file matches manifest.json; its "
                       f"certificate verifies (certified cost ≤ {100 * c.certified:.2f} %, "
                       f"δ = {c.delta:g}, N = {c.n}); support, probabilities and weights are "
                       "the certified ones")
         return
     c = verify_certificate(file)
-    console.print(f"[green]OK[/] {file}: certified cost ≤ {100 * c.certified:.2f} % "
+    console.print(f"[green]OK[/] {shown(file)}: certified cost ≤ {100 * c.certified:.2f} % "
                   f"({c.certified_by}, δ = {c.delta:g}, N = {c.n}, m = {c.m}); inputs match "
                   "their sha256 and every number recomputes")
 
@@ -200,7 +201,7 @@ def export_cmd(
 
     export_planner(run_dir, out, n)
     c = verify_planner(out)
-    console.print(f"[green]Exported[/] {out}: certified cost ≤ {100 * c.certified:.2f} % "
+    console.print(f"[green]Exported[/] {shown(out)}: certified cost ≤ {100 * c.certified:.2f} % "
                   f"(δ = {c.delta:g}, N = {c.n}); draw one policy per episode "
                   "(docs/deploy.md)")
 
@@ -236,7 +237,7 @@ def run_cmd(
                      log=lambda msg: console.print(f"[dim]{msg}[/]"))
         report = write_report(run_dir)
     console.print(certificate_table(result.certificates[max(result.certificates)]))
-    console.print(f"run directory {run_dir}; report {report}")
+    console.print(f"run directory {shown(run_dir)}; report {shown(report)}")
 
 
 @app.command("report")
@@ -246,7 +247,7 @@ def report_cmd(
     """Write report.md and figures/ for a run directory (Table 1 form, one row per N)."""
     from pacplan.run.report import write_report
 
-    console.print(f"wrote {write_report(run_dir)}")
+    console.print(f"wrote {shown(write_report(run_dir))}")
 
 
 def _apply_executor_options(cfg, executor: str | None, workers: int | None,
@@ -286,7 +287,7 @@ def render(
         raise PacplanError(f"world {world!r} has no renderer")
     check_world_options(world, options)  # a misspelt option is named before anything runs
     path = render_figure(seed=seed, out=out, theta_path=theta, world_options=options or None)
-    console.print(f"wrote {path}")
+    console.print(f"wrote {shown(path)}")
 
 
 _CHECK_STYLES = {"passed": "green", "failed": "bold red", "warning": "yellow", "skipped": "dim"}
@@ -352,7 +353,8 @@ def train_prior_cmd(
         soft_wrap=True,
     )
     rd = RunDir(out)
-    console.print(f"wrote {rd / RunDir.PRIOR} and {rd / RunDir.TRAINING_CURVE}", soft_wrap=True)
+    console.print(f"wrote {shown(rd / RunDir.PRIOR)} and {shown(rd / RunDir.TRAINING_CURVE)}",
+                  soft_wrap=True)
 
 
 @app.command("presets")

@@ -149,6 +149,12 @@ def safe_text(text: str) -> str:
                    for ch in str(text))
 
 
+def shown(path: object) -> str:
+    """A path for a Rich line: control characters escaped and brackets not read as markup (a
+    file named "[/bold]x.json" is a file name, not a style)."""
+    return escape(safe_text(str(path)))
+
+
 def fail(line: str, code: int = 2) -> NoReturn:
     err_console.print(f"[bold red]error:[/] {escape(safe_text(line))}", highlight=False,
                       soft_wrap=True)
