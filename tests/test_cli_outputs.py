@@ -134,6 +134,6 @@ def test_file_names_are_shown_not_interpreted(matrices, capsys) -> None:  # type
     cert, _ = matrices
     name = cert.parent / "[/bold]x\x1b[31m.json"
     code, out, err = cli(["certify-matrix", str(cert), "--out", str(name)], capsys)
-    assert code == 0 and "[/bold]x\\x1b[31m.json" in out, err
+    assert code == 0 and "[/bold]x\\x1b[31m.json" in out.replace("\n", ""), err
     code, out, err = cli(["verify", str(name)], capsys)
-    assert code == 0 and "\x1b" not in out and "[/bold]x" in out, err
+    assert code == 0 and "\x1b" not in out and "[/bold]x" in out.replace("\n", ""), err
