@@ -415,3 +415,10 @@ def test_the_run_manifest_holds_only_the_shipped_evidence(planner: Path) -> None
     rehash(planner)
     with pytest.raises(PacplanError, match="not shipped"):
         verify_planner(planner)
+
+
+@pytest.mark.parametrize("path", [None, 123, b"/tmp", "", "/etc/passwd", "/nonexistent"])
+def test_load_of_something_that_is_not_a_planner_is_one_line(path: object) -> None:
+    with pytest.raises(PlannerError) as info:
+        Planner.load(path)  # type: ignore[arg-type]
+    assert "\n" not in str(info.value)

@@ -145,6 +145,9 @@ def tree_files(root: Path) -> set[str]:
 
 def planner_root(path: str | Path) -> Path:
     """The planner directory, resolved (a symlink to the directory itself is fine)."""
+    if not isinstance(path, (str, os.PathLike)) or isinstance(os.fspath(path), bytes):
+        raise _fail(f"a planner directory is a path (str or os.PathLike), got "
+                    f"{type(path).__name__}")
     try:
         root = Path(path).resolve(strict=True)
     except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python < 3.13)
