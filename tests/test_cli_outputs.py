@@ -137,3 +137,12 @@ def test_file_names_are_shown_not_interpreted(matrices, capsys) -> None:  # type
     assert code == 0 and "[/bold]x\\x1b[31m.json" in out.replace("\n", ""), err
     code, out, err = cli(["verify", str(name)], capsys)
     assert code == 0 and "\x1b" not in out and "[/bold]x" in out.replace("\n", ""), err
+
+
+def test_render_never_writes_over_its_weights(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    theta = tmp_path / "theta.npy"
+    np.save(theta, np.zeros(3, np.float32))
+    before = theta.read_bytes()
+    code, _, err = cli(["render", "toy", "--seed", "1", "--theta", str(theta), "--out",
+                        str(theta)], capsys)
+    assert code == 2 and "--theta" in err and theta.read_bytes() == before

@@ -281,6 +281,7 @@ def render(
     from pacplan.worlds.check_report import parse_world_options
 
     check_whole_number(seed, "--seed", minimum=0, maximum=INT64_MAX)
+    refuse_overwriting(out, "--out", {"--theta": theta})  # a PNG over the weights loses them
     options = parse_world_options(option)
     render_figure = world_renderer(world)
     if render_figure is None:
