@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from helpers import cli
 from pacplan.runtime import CertificateMonitor, Planner, PlannerError
 from pacplan.runtime.monitor import bet_fractions, log_evidence
 
@@ -180,30 +179,26 @@ def test_planner_end_episode_feeds_its_own_monitor(uav_planner: Path) -> None:
     assert planner.monitor.episodes == 400
 
 
-def _pacplan(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pacplan.cli", *args], capture_output=True,
-                          text=True, cwd=ROOT)
-
-
-def test_cli_monitor_verdicts_and_plot(uav_planner: Path, tmp_path: Path) -> None:
+def test_cli_monitor_verdicts_and_plot(uav_planner: Path, tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
     rng = np.random.default_rng(9)
     holding = tmp_path / "holding.csv"
     holding.write_text("episode,cost\n" + "".join(f"{i},{v:g}\n" for i, v in enumerate(
         uav_like(0.08, (1, 600), rng)[0])))
-    res = _pacplan("monitor", str(uav_planner), str(holding))
-    assert res.returncode == 0, res.stderr
-    assert "holding: no alarm in 600 episodes" in res.stdout
+    code, out, err = cli(["monitor", str(uav_planner), str(holding)], capsys)
+    assert code == 0, err
+    assert "holding: no alarm in 600 episodes" in out
     shifted = uav_like(0.3, (1, 400), rng)[0]
     alarm = tmp_path / "costs.jsonl"
     alarm.write_text("".join(json.dumps({"cost": float(v)} if i % 2 else float(v)) + "\n"
                              for i, v in enumerate(shifted)))
     plot = tmp_path / "monitor.png"
-    res = _pacplan("monitor", str(uav_planner), str(alarm), "--alpha", "0.05", "--plot",
-                   str(plot))
+    code, out, err = cli(["monitor", str(uav_planner), str(alarm), "--alpha", "0.05", "--plot",
+                          str(plot)], capsys)
     certified = Planner.load(uav_planner).certified_cost
     first = int(np.argmax(log_evidence(shifted, certified) >= math.log(20))) + 1
-    assert res.returncode == 1, res.stderr
-    assert f"ALARM at episode {first}:" in res.stdout
+    assert code == 1, err
+    assert f"ALARM at episode {first}:" in out
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -219,10 +214,11 @@ def test_cli_monitor_verdicts_and_plot(uav_planner: Path, tmp_path: Path) -> Non
     ("c.jsonl", "true\n", 1, "not a number"),
 ])
 def test_cli_monitor_bad_costs_one_line_exit_2(uav_planner: Path, tmp_path: Path, name: str,
-                                               text: str, line: int, what: str) -> None:
+                                               text: str, line: int, what: str,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / name
     path.write_text(text)
-    res = _pacplan("monitor", str(uav_planner), str(path))
-    assert res.returncode == 2
-    assert f"line {line}: " in res.stderr and what in res.stderr, res.stderr
-    assert len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr
+    code, out, err = cli(["monitor", str(uav_planner), str(path)], capsys)
+    assert code == 2
+    assert f"{path} line {line}: " in err and what in err, err
+    assert len(err.strip().splitlines()) == 1 and out == ""
