@@ -11,7 +11,7 @@ variables by betting", JRSS-B 2023; Ramdas et al., "Game-theoretic statistics an
 anytime-valid inference", Statistical Science 2023). For a bet λ ∈ [0, 1/m) the wealth
 K_t(m) = ∏ (1 + λ (X_i − m)) stays ≥ 0 (X_i ≥ 0), and under mean ≤ m it is a nonnegative
 supermartingale with K_0 = 1, so Ville's inequality gives P(∃t: K_t(m) ≥ 1/alpha) ≤ alpha.
-An average of such wealths with fixed weights is one too (their "diversified" bets). Here the
+An average of such wealths with weights fixed in advance is one too (a mixture of bets). Here the
 bets are λ = u/m over a fixed grid of fractions u ∈ (0, 1): 90 % of the weight on u ≤ 0.2
 (where the Kelly bets against the shifts that matter lie: 12 % → 20 % is u ≈ 0.09), 10 % on
 u up to 0.98 (fast alarms for large shifts). Nothing is tuned on the data, so the guarantee

@@ -31,7 +31,8 @@ def test_more_and_wider_obstacles() -> None:
         [sc.radii.mean() for sc in base])
     many = sample_scene(3, obstacles=30)
     assert many.centres.shape == (30, 3) and many.radii.shape == (30,)
-    assert UAVWorld(obstacles=30, compile=False).sim.scene_options == {"obstacles": 30, "radius_scale": 1.0}
+    sim = UAVWorld(obstacles=30, compile=False).sim
+    assert sim.scene_options == {"obstacles": 30, "radius_scale": 1.0}
 
 
 @pytest.mark.parametrize("options", [{"obstacles": 0}, {"obstacles": 2.5},
