@@ -134,6 +134,15 @@ def test_lower_bound_is_the_running_max_of_the_rejected_means_by_brute_force() -
     assert np.all(np.diff(lowers) >= 0)
 
 
+def test_numpy_costs_are_costs() -> None:
+    monitor = CertificateMonitor(C, 0.01)
+    for x in (np.float32(0.25), np.float64(0.5), np.int64(1), np.array(0.0), np.uint8(0)):
+        monitor.update(x)
+    assert monitor.episodes == 5
+    with pytest.raises(PlannerError, match="not a number"):
+        monitor.update(np.array([0.1]))
+
+
 @pytest.mark.parametrize("bad", [float("nan"), -0.01, 1.01, float("inf"), "0.3", None, True,
                                  [0.1]])
 def test_bad_costs_are_refused_not_clipped(bad) -> None:

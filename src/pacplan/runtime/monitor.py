@@ -72,6 +72,8 @@ def check_certified(certified: Any, alpha: Any) -> tuple[float, float]:
 def check_cost(cost: Any, where: str = "cost") -> float:
     """One episode's cost as a float in [0, 1], or a PlannerError naming `where` (never
     clipped: a cost outside [0, 1] means the logging, not the robot, is wrong)."""
+    if isinstance(cost, np.ndarray) and cost.ndim == 0 and cost.dtype.kind in "fiu":
+        cost = cost.item()  # a 0-d array, as numpy reductions of arrays can return
     if isinstance(cost, bool) or not isinstance(cost, numbers.Real):
         raise PlannerError(f"{where}: {cost!r} is not a number")
     x = float(cost)
