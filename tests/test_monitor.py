@@ -66,7 +66,7 @@ def test_a_test_that_ignored_its_looks_would_fail_the_same_check() -> None:
 
 @pytest.mark.parametrize(("family", "goal"), [(bernoulli, 200), (uav_like, 130)])
 def test_a_12_to_20_percent_shift_is_flagged_within_the_goal(family, goal: int) -> None:
-    """Median alarm episode at alpha = 0.01 (benchmarks/monitor_detection.py: 175 and 105 on
+    """Median alarm episode at alpha = 0.01 (benchmarks/monitor_detection.py: 171 and 101 on
     2000 streams); every stream alarms within 1500 episodes."""
     x = family(0.20, (600, 1500), np.random.default_rng(4))
     hit = log_evidence(x, C) >= math.log(100)
