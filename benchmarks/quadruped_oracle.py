@@ -22,6 +22,10 @@ steps) where pacplan re-evaluates the gait at every physics step; pybullet_envs 
 robot at motor angles π/2 for 0.2 s and then 0.05 s at the gait's neutral pose, pacplan 0.25 s
 at the neutral pose.
 
+`--paper-timing` also walks pacplan's robot with those two differences removed (a benchmark-only
+simulator: the same settling as pybullet_envs, each gait target held for 5 physics steps), which
+measures what they account for and what remains.
+
 Prints ONE JSON object. Exit status 2 (with a one-line reason on stderr) when the oracle venv
 cannot be built (e.g. no network).
 """
@@ -29,7 +33,10 @@ cannot be built (e.g. no network).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import json
+import math
 import os
 import subprocess
 import sys
@@ -38,10 +45,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pybullet
 
-from pacplan.worlds.quadruped.gait import REFERENCE_GAIT
+import pacplan.worlds.quadruped.sim as sim_module
+from pacplan.worlds.quadruped.gait import NEUTRAL_MOTOR_ANGLES, REFERENCE_GAIT, gait_motor_angles
 from pacplan.worlds.quadruped.rollout import fixed_gait_controller, rollout
-from pacplan.worlds.quadruped.terrain import GRID_DY_M, grid_axes, heights_on_grid
+from pacplan.worlds.quadruped.sim import MinitaurSim
+from pacplan.worlds.quadruped.terrain import GRID_DY_M, Terrain, grid_axes, heights_on_grid
 from pacplan.worlds.quadruped.world import QuadrupedWorld
 
 FIRST_SEED = 9_000_000  # far from every preset's and test's seeds
@@ -119,15 +129,67 @@ def run_oracle(seeds: list[int], python: Path | None = None) -> list[dict[str, A
     return json.loads(done.stdout)
 
 
-def run_pacplan(seeds: list[int], **options: Any) -> list[dict[str, Any]]:
-    """pacplan's Bullet outcomes of the reference gait on terrains `seeds`."""
+ACTION_REPEAT = 5  # pybullet_envs' physics steps per control step with PD control
+SETTLE_HALF_PI_STEPS = 100  # pybullet_envs' Minitaur.Reset: motors held at π/2
+SETTLE_ZERO_ACTIONS = 5  # the paper's execute_policy: five zero leg-model actions
+
+
+class PaperTimingSim(MinitaurSim):
+    """pacplan's Bullet simulator with pybullet_envs' timing (benchmark only, never a world
+    option): its settling, and each gait target held for `ACTION_REPEAT` physics steps."""
+
+    def reset(self, terrain: Terrain) -> None:
+        physics = self.physics
+        self.physics = dataclasses.replace(physics, settle_s=0.0)
+        try:
+            super().reset(terrain)
+        finally:
+            self.physics = physics
+        half_pi = [math.pi / 2] * 8
+        for target in [half_pi] * SETTLE_HALF_PI_STEPS + \
+                [NEUTRAL_MOTOR_ANGLES] * (SETTLE_ZERO_ACTIONS * ACTION_REPEAT):
+            self._apply_pd(np.asarray(target))
+            pybullet.stepSimulation(physicsClientId=self.cid)
+
+    def run_primitive(self, params: Any, duration_s: float, finish_x: float | None = None,
+                      record_path: bool = False) -> Any:
+        dt = self.physics.time_step
+
+        def held(p: Any, phases: np.ndarray) -> np.ndarray:
+            # pacplan evaluates the gait at the end of each physics step (φ0 + ω·dt·j); this
+            # evaluates it at the start of each control step and holds it
+            j = np.arange(1, phases.size + 1)
+            start = phases[0] - p.omega * dt
+            return gait_motor_angles(p, start + p.omega * dt * ACTION_REPEAT
+                                     * ((j - 1) // ACTION_REPEAT))
+
+        with _patched(sim_module, "gait_motor_angles", held):
+            return super().run_primitive(params, duration_s, finish_x, record_path)
+
+
+@contextlib.contextmanager
+def _patched(module: Any, name: str, value: Any) -> Any:
+    old = getattr(module, name)
+    setattr(module, name, value)
+    try:
+        yield
+    finally:
+        setattr(module, name, old)
+
+
+def run_pacplan(seeds: list[int], paper_timing: bool = False,
+                **options: Any) -> list[dict[str, Any]]:
+    """pacplan's Bullet outcomes of the reference gait on terrains `seeds` (with
+    `paper_timing`, through `PaperTimingSim`)."""
     world = QuadrupedWorld(**options)
+    sim = PaperTimingSim(world.physics, world.camera) if paper_timing else world.sim
     gait = fixed_gait_controller(REFERENCE_GAIT)
     out = []
     for s in seeds:
-        r = rollout(world.sim, world.terrain(s), gait, world.rollout_config, needs_depth=False)
+        r = rollout(sim, world.terrain(s), gait, world.rollout_config, needs_depth=False)
         out.append({"seed": int(s), "dx": r.dx, "fell": r.fell, "finished": r.finished,
                     "cost": r.cost, "sim_s": r.sim_time})
+    sim.close()
     world.close()
     return out
 
@@ -163,24 +225,51 @@ def compare(oracle: list[dict[str, Any]], ours: list[dict[str, Any]]) -> dict[st
     }
 
 
+def _oracle_from(path: str, seeds: list[int]) -> list[dict[str, Any]]:
+    """The oracle's outcomes on `seeds` as recorded in an earlier output's rows."""
+    with open(path, encoding="utf-8") as fh:
+        rows = {r["seed"]: r for r in json.load(fh)["rows"]}
+    missing = [s for s in seeds if s not in rows]
+    if missing:
+        raise SystemExit(f"--reuse-oracle {path}: no oracle row for seeds {missing[:3]}...")
+    return [{"seed": s, "dx": rows[s]["oracle_dx"], "fell": rows[s]["oracle_fell"],
+             "finished": rows[s]["oracle_dx"] >= 6.0,
+             "cost": min(1.0, max(0.0, 1.0 - rows[s]["oracle_dx"] / 6.0)),
+             "min_up_dot": rows[s].get("oracle_min_up_dot", float("nan"))} for s in seeds]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--terrains", type=int, default=80)
     ap.add_argument("--first-seed", type=int, default=FIRST_SEED)
     ap.add_argument("--robot", default="derpy", help="pacplan's robot (minitaur: the old one)")
+    ap.add_argument("--paper-timing", action="store_true",
+                    help="also walk pacplan's robot with pybullet_envs' settling and action repeat")
+    ap.add_argument("--reuse-oracle", metavar="JSON",
+                    help="take the oracle's outcomes from an earlier output of this script")
     args = ap.parse_args(argv)
     seeds = list(range(args.first_seed, args.first_seed + args.terrains))
     t0 = time.perf_counter()
-    try:
-        python = ensure_oracle_python()
-    except OracleUnavailable as exc:
-        print(str(exc), file=sys.stderr)
-        return 2
-    t1 = time.perf_counter()
-    oracle = run_oracle(seeds, python)
-    t2 = time.perf_counter()
+    if args.reuse_oracle:
+        oracle = _oracle_from(args.reuse_oracle, seeds)
+        t1 = t2 = time.perf_counter()
+    else:
+        try:
+            python = ensure_oracle_python()
+        except OracleUnavailable as exc:
+            print(str(exc), file=sys.stderr)
+            return 2
+        t1 = time.perf_counter()
+        oracle = run_oracle(seeds, python)
+        t2 = time.perf_counter()
     ours = run_pacplan(seeds, robot=args.robot)
     t3 = time.perf_counter()
+    extra = {}
+    if args.paper_timing:
+        timed = run_pacplan(seeds, paper_timing=True, robot=args.robot)
+        extra["pacplan_with_paper_timing"] = {
+            **{k: v for k, v in compare(oracle, timed).items() if k != "oracle"},
+            "dx_m": [round(r["dx"], 3) for r in timed]}
     result = {
         "benchmark": "quadruped_oracle",
         "terrains": len(seeds),
@@ -188,9 +277,10 @@ def main(argv: list[str] | None = None) -> int:
         "gait": "reference (a1 = a2 = 0.5, a_st = 0, omega = 30 rad/s)",
         "pacplan_robot": args.robot,
         **compare(oracle, ours),
+        **extra,
         "rows": [{"seed": o["seed"], "oracle_dx": round(o["dx"], 3),
                   "pacplan_dx": round(p["dx"], 3), "oracle_fell": o["fell"],
-                  "pacplan_fell": p["fell"]}
+                  "pacplan_fell": p["fell"], "oracle_min_up_dot": round(o["min_up_dot"], 4)}
                  for o, p in zip(oracle, ours, strict=True)],
         "wall_s": {"venv": round(t1 - t0, 1), "oracle": round(t2 - t1, 1),
                    "pacplan": round(t3 - t2, 1)},
