@@ -71,6 +71,8 @@ def test_a_bad_rational_file_is_one_line(tensors: dict, meta: dict, words: str) 
     assert words in str(info.value) and "\n" not in str(info.value)
     with pytest.raises(PacplanError, match=r"neither a \.npy array nor a rational"):
         matrix_from_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{not json}      ", "m.safetensors")
+    with pytest.raises(PacplanError, match=r"not a \.npy file \(it is empty\)"):
+        matrix_from_bytes(b"", "m.npy")
 
 
 def _tiny_uav(tmp_path: Path, denominator: int | None) -> Path:
@@ -209,3 +211,19 @@ def test_plan_n_without_a_matrix(tmp_path: Path, capsys: pytest.CaptureFixture[s
     (tmp_path / "config.yaml").write_text(preset_path("toy").read_text())
     rc, _, err = cli(["plan-n", str(tmp_path), "--target-n", "10"], capsys)
     assert rc == 2 and "no finished certification matrix" in err
+
+
+# ----------------------------------------------------------------------- the shipped result
+
+UAV_TIGHT = Path(__file__).resolve().parents[2] / "results" / "uav-tight"
+
+
+def test_the_shipped_tight_result_verifies_and_was_predicted() -> None:
+    """results/uav-tight: stored exactly and small, verifies, and plan-n from its first 4000
+    rows predicted its N = 100,000 certificate within 0.3 points (issue 23)."""
+    sizes = sum(p.stat().st_size for p in UAV_TIGHT.rglob("*") if p.is_file())
+    assert sizes < 15e6
+    c = verify_certificate(UAV_TIGHT / "certificate.json")
+    assert c.n == 100_000 and c.m == 50 and c.cert_matrix.path.endswith(".safetensors")
+    plan = plan_n(UAV_TIGHT, 100_000, rows=4000)
+    assert abs(plan.predicted_certified - c.certified) <= 0.003

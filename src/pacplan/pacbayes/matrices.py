@@ -76,9 +76,9 @@ _UNSIGNED = {np.dtype(np.uint8), np.dtype(np.uint16), np.dtype(np.uint32)}
 def matrix_from_bytes(data: bytes, label: str) -> np.ndarray:
     """A cost matrix parsed from bytes already read (and hashed) by the caller: a plain .npy,
     or a rational safetensors file decoded to float64 k / d. Not yet checked to lie in [0, 1]."""
-    if data[:6] == b"\x93NUMPY":
-        return npy_from_bytes(data, label)
-    return _decode_rational(data, label)
+    if len(data) > 8 and data[8:9] == b"{":  # safetensors: 8-byte header length, JSON header
+        return _decode_rational(data, label)
+    return npy_from_bytes(data, label)  # names what is wrong with anything else as a .npy
 
 
 def rational_bytes(values: np.ndarray, denominator: int, label: str) -> bytes:
