@@ -246,7 +246,8 @@ def test_paired_comparison_against_exact_cases():
     rng = np.random.default_rng(0)
     test = rng.uniform(0, 1, (50, 3))
     p = np.array([0.2, 0.3, 0.5])
-    same = paired_comparison(p, test, {"same": (test @ p)[:, None]})
+    # the posterior's own per-environment costs, summed in the same fixed order (not BLAS)
+    same = paired_comparison(p, test, {"same": (test * p).sum(axis=1)[:, None]})
     assert "| same | " in same and "+0.00 pts [+0.00, +0.00] | 0 / 0 / 50 |" in same
     worst = paired_comparison(p, np.zeros((50, 3)), {"ones": np.ones((50, 1))})
     assert "-100.00 pts [-100.00, -100.00] | 50 / 0 / 0 |" in worst
