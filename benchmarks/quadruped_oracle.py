@@ -210,8 +210,9 @@ def compare(oracle: list[dict[str, Any]], ours: list[dict[str, Any]]) -> dict[st
         "oracle": {"mean_cost": round(float(o_cost.mean()), 4),
                    "fall_rate": round(float(o_fell.mean()), 4),
                    "finish_rate": round(float(np.mean([r["finished"] for r in oracle])), 4),
-                   "up_dot_below_0_5_rate": round(float(np.mean(
-                       [r["min_up_dot"] < 0.5 for r in oracle])), 4)},
+                   "up_dot_below_0_5_rate": None if any(
+                       math.isnan(r["min_up_dot"]) for r in oracle) else round(float(np.mean(
+                           [r["min_up_dot"] < 0.5 for r in oracle])), 4)},
         "pacplan": {"mean_cost": round(float(p_cost.mean()), 4),
                     "fall_rate": round(float(p_fell.mean()), 4),
                     "finish_rate": round(float(np.mean([r["finished"] for r in ours])), 4)},

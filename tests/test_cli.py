@@ -358,7 +358,7 @@ def test_presets_name_prints_its_file(capsys):
         (["run", "nosuch"], "no config file or preset named 'nosuch'; presets: "),
         (["train-prior", "nosuch", "--out", "x"], "no config file or preset named 'nosuch'"),
         (["run", "configs/toy.yaml"], "the shipped preset of that name runs with `pacplan run"),
-        (["run", "toy", "--prior", "nope"], "shipped priors: quadruped-mujoco, quadruped, uav"),
+        (["run", "toy", "--prior", "nope"], "shipped priors: quadruped, uav"),
         (["run", "toy", "--prior", "nope.safetensors"], "prior file not found: nope.safetensors"),
     ],
 )
@@ -396,10 +396,10 @@ def test_help_shows_choices_as_choices_and_flags_as_flags():
 @pytest.mark.parametrize(
     ("words", "expected"),
     [
-        ("pacplan run uav", {"uav-quick", "uav-paper", "uav-prior"}),
+        ("pacplan run uav", {"uav-quick", "uav-paper", "uav-tight", "uav-prior"}),
         ("pacplan train-prior quadruped-p", {"quadruped-paper", "quadruped-prior"}),
         ("pacplan run toy --executor p", {"processes"}),
-        ("pacplan run toy --prior ", {"uav", "quadruped", "quadruped-mujoco"}),
+        ("pacplan run toy --prior ", {"uav", "quadruped"}),
         ("pacplan certify-matrix c.npy --bound q", {"quadratic"}),
     ],
 )

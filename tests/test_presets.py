@@ -27,8 +27,9 @@ from pacplan.presets import (
 REPO = Path(__file__).resolve().parents[1]
 
 RUN_PRESETS = {"toy", "gym-cartpole", "gym-inverted-pendulum", "uav-quick", "uav-paper",
+               "uav-tight",
                "quadruped-quick", "quadruped-hard", "quadruped-hour", "quadruped-paper",
-               "quadruped-mujoco-paper"}
+               "quadruped-mujoco-paper", "quadruped-mujoco-quick"}
 
 
 def test_presets_live_inside_the_package() -> None:
@@ -36,7 +37,7 @@ def test_presets_live_inside_the_package() -> None:
     assert not (REPO / "configs").exists() and not (REPO / "priors").exists()  # one home
     assert {p.name for p in list_presets() if p.kind == "run"} == RUN_PRESETS
     assert {p.name for p in list_presets() if p.kind == "prior"} == {
-        "uav-prior", "quadruped-prior", "quadruped-mujoco-prior"}
+        "uav-prior", "quadruped-prior"}
     assert len(set(preset_names())) == len(preset_names())  # a name means one file
 
 
@@ -67,7 +68,7 @@ def test_relative_paths_of_a_preset_resolve_inside_the_package() -> None:
 
 def test_shipped_priors_and_how_they_were_made() -> None:
     priors = shipped_priors()
-    assert set(priors) == {"uav", "quadruped", "quadruped-mujoco"}
+    assert set(priors) == {"uav", "quadruped"}
     for name, path in priors.items():
         mu, logvar = load_prior(path)
         assert mu.shape == logvar.shape and mu.size > 0
@@ -143,7 +144,7 @@ def test_priors_by_file_or_shipped_name(tmp_path: Path, monkeypatch: pytest.Monk
     Path("uav").write_bytes(b"mine")
     assert resolve_prior("uav") == Path("uav")  # a file wins
     with pytest.raises(PacplanError, match=r"no prior file or shipped prior named 'nope'; "
-                                           r"shipped priors: quadruped-mujoco, quadruped, uav"):
+                                           r"shipped priors: quadruped, uav"):
         resolve_prior("nope")
     with pytest.raises(PacplanError, match=r"prior file not found: nope\.safetensors"):
         resolve_prior("nope.safetensors")

@@ -51,7 +51,7 @@ _PRIOR_MU = shipped_priors()["quadruped"]
     ("ending", "options", "policy", "seed"),
     [
         ("truncated", {"horizon_s": 1.5}, "random", 12),
-        ("fell", {"horizon_s": 1.5}, "random", 5),
+        ("fell", {"horizon_s": 1.5, "max_slope_deg": 35.0}, "wild", 4),
         ("finished", {"finish_dx": 0.5, "horizon_s": 2.0}, "prior", 0),
     ],
 )
@@ -62,8 +62,9 @@ def test_gym_episode_is_the_world_rollout(
     certifies: the same gaits, the same end, its final cost is the world's cost bit for bit and
     its return is 1 − that cost. One case for each way an episode ends."""
     theta = (
-        np.random.default_rng(3).normal(0, 0.2, POLICY_DIM).astype(np.float32)
-        if policy == "random"
+        np.random.default_rng(3).normal(0, {"random": 0.2, "wild": 1.0}[policy], POLICY_DIM)
+        .astype(np.float32)
+        if policy in ("random", "wild")
         else load_theta(_PRIOR_MU, POLICY_DIM, "quadruped")
     )
     world = QuadrupedWorld(**options)
