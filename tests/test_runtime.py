@@ -134,7 +134,7 @@ def test_quadruped_decisions_and_costs(planners: dict[str, Path]) -> None:
 @pytest.mark.slow
 def test_quadruped_decisions_and_costs_at_scale(planners: dict[str, Path]) -> None:
     _quadruped_decisions(planners["quadruped"], range(300_000, 300_500))
-    _quadruped_closed_loop(planners["quadruped"], range(200_000, 200_030))
+    _quadruped_closed_loop(planners["quadruped"], range(200_000, 200_020))  # all 20 rows
 
 
 def test_certified_use_and_its_warnings(planners: dict[str, Path]) -> None:

