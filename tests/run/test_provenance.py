@@ -43,15 +43,21 @@ def _fails(path: Path, *words: str) -> str:
 
 SHIPPED = sorted((REPO / "results").glob("*/certificate.json")) + sorted(
     (REPO / "results").glob("*/certificates/N*.json"))
+# the earlier robot's quadruped run, moved out of results/ (issue 20): its certificates were
+# written before content_sha256 existed, so only its run directory's manifest vouches for them
+LEGACY_RUN = REPO / "benchmarks" / "data" / "quadruped-minitaur-v1" / "results" / "quadruped"
+LEGACY = [LEGACY_RUN / "certificate.json", *sorted(LEGACY_RUN.glob("certificates/N*.json"))]
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: str(p.relative_to(REPO)))
 def test_shipped_certificates_verify(path: Path):
-    world = path.relative_to(REPO / "results").parts[0]
-    if world == "quadruped":  # written before the field existed
-        assert "content_sha256" not in read(path)
-    else:
-        assert "content_sha256" in read(path)
+    assert "content_sha256" in read(path)
+    assert 0.0 < verify(path).certified < 1.0
+
+
+@pytest.mark.parametrize("path", LEGACY, ids=lambda p: str(p.relative_to(REPO)))
+def test_legacy_certificates_verify_in_their_run(path: Path):
+    assert "content_sha256" not in read(path)
     assert 0.0 < verify(path).certified < 1.0
 
 
@@ -126,8 +132,8 @@ def test_manifest_that_is_not_a_mapping_is_one_line(rundir: Path):
 
 def test_legacy_certificate_moved_out_of_its_run_is_refused(tmp_path: Path):
     folder = tmp_path / "moved"
-    shutil.copytree(REPO / "results" / "quadruped" / "costs", folder / "costs")
-    shutil.copy(REPO / "results" / "quadruped" / "certificate.json", folder / "certificate.json")
+    shutil.copytree(LEGACY_RUN / "costs", folder / "costs")
+    shutil.copy(LEGACY_RUN / "certificate.json", folder / "certificate.json")
     _fails(folder / "certificate.json", "content_sha256")
 
 
