@@ -53,10 +53,17 @@ def test_a_trickling_server_fails_within_the_timeout(trickle: str, tmp_path: Pat
     assert list(tmp_path.iterdir()) == []
 
 
+def _default_sigint() -> None:
+    """A suite started in the background by a shell inherits SIGINT ignored, and Python then
+    installs no KeyboardInterrupt handler in the child: give the child the default back."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start_download(url: str, cache: Path) -> subprocess.Popen[str]:
     proc = subprocess.Popen([sys.executable, "-m", "pacplan.cli", "data", "paper", "--url", url,
                              "--cache", str(cache), "--timeout", "30"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_default_sigint)
     deadline = time.monotonic() + 30
     while not list(cache.glob("*.part")):
         assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
