@@ -18,7 +18,6 @@ import numpy as np
 
 from pacplan.config import load_config
 from pacplan.errors import PacplanError
-from pacplan.files import read_file_bytes, sha256_bytes
 from pacplan.pacbayes import bounds
 from pacplan.pacbayes.matrices import matrix_from_bytes
 from pacplan.pacbayes.posterior import column_means, optimize_gibbs_means
@@ -86,14 +85,10 @@ def plan_n(run_dir: str | Path, target_n: int, rows: int | None = None) -> NPlan
 def _certification_matrix(rd: RunDir, rational: bool) -> np.ndarray:
     """costs/cert of the run, read once and used only if its sha256 is the manifest's."""
     name = RunDir.costs("cert", rational)
-    manifest = Manifest(rd.path)
-    recorded = manifest.sha(name)
-    if recorded is None or not (rd / name).is_file():
+    data = Manifest(rd.path).read_finished(name)  # read once, checked against its sha256
+    if data is None:
         raise PacplanError(f"{rd.path} has no finished certification matrix ({name}); run "
                            "`pacplan run` first")
-    data = read_file_bytes(rd / name, f"{name} in {rd.path}")
-    if sha256_bytes(data) != recorded:
-        raise PacplanError(f"{name} in {rd.path} does not match its sha256 in manifest.json")
     values, _ = check_unit_costs(matrix_from_bytes(data, f"{name} in {rd.path}"),
                                  f"{name} in {rd.path}", False)
     if values.ndim != 2:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pacplan.config import load_config
 from pacplan.errors import PacplanError
+from pacplan.pacbayes.matrices import RATIONAL_SUFFIX
 from pacplan.pacbayes.record import Certificate, Loaded, MatrixRef
 from pacplan.pacbayes.schema import ProvenanceRecord
 from pacplan.pacbayes.verify import verify
@@ -88,7 +89,7 @@ def _check_matrix_inputs(run: Path, manifest: Manifest, role: str, ref: MatrixRe
                          prov: ProvenanceRecord) -> list[str]:
     """The run's matrix is the one referenced, made for these policies, world and seeds."""
     # the run's matrix, stored as .npy or as rational .safetensors (storage.cost_denominator)
-    name = RunDir.costs(role, rational=Path(ref.path).suffix == ".safetensors")
+    name = RunDir.costs(role, rational=Path(ref.path).suffix == RATIONAL_SUFFIX)
     key = f"{role}_matrix"
     problems = []
     if Path(ref.path) != (run / name).resolve():

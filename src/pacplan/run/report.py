@@ -24,8 +24,6 @@ from pacplan.errors import PacplanError
 from pacplan.files import (
     atomic_save_npy,
     atomic_write_text,
-    read_file_bytes,
-    sha256_bytes,
 )
 from pacplan.pacbayes.matrices import matrix_from_bytes
 from pacplan.pacbayes.record import Certificate
@@ -64,14 +62,8 @@ def _certificates(rd: RunDir) -> dict[int, Certificate]:
 def _checked_matrix(rd: RunDir, manifest: Manifest, name: str) -> np.ndarray | None:
     """A finished array of the run, read only once its sha256 matches manifest.json (None if
     the run has none); a rational cost matrix decoded to float64."""
-    path = manifest.checked_path(name)
-    if path is None:
-        return None
-    data = read_file_bytes(path, f"{name} in {rd.path}")
-    if sha256_bytes(data) != manifest.sha(name):  # the bytes used are the bytes checked
-        raise PacplanError(f"{name} in {rd.path} changed while it was read; its sha256 is not "
-                           "the one manifest.json records")
-    return matrix_from_bytes(data, f"{name} in {rd.path}")
+    data = manifest.read_finished(name)
+    return None if data is None else matrix_from_bytes(data, f"{name} in {rd.path}")
 
 
 def _costs(cfg: RunConfig, role: str) -> str:

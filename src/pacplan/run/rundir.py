@@ -37,8 +37,11 @@ from pacplan.es.checkpoint import CheckpointFiles
 from pacplan.files import (
     atomic_write_json,
     atomic_write_text,
+    read_file_bytes,
+    sha256_bytes,
     sha256_file,
 )
+from pacplan.pacbayes.matrices import RATIONAL_SUFFIX
 
 Grid = Sequence[tuple[slice, slice]]
 """A cost matrix's chunk grid (`pacplan.run.executors.chunk_grid`): (seed slice, policy slice)."""
@@ -77,7 +80,7 @@ class RunDir:
     def costs(role: str, rational: bool = False) -> str:
         """The manifest name of a finished cost matrix: role cert, test or baseline-<name>;
         `rational` (config `storage.cost_denominator`) stores numerators and a denominator."""
-        return f"costs/{role}{'.safetensors' if rational else '.npy'}"
+        return f"costs/{role}{RATIONAL_SUFFIX if rational else '.npy'}"
 
     def chunks(self, role: str) -> Path:
         return self.path / "costs" / f"{role}.chunks"
@@ -161,13 +164,16 @@ class Manifest:
     def checked_path(self, name: str) -> Path | None:
         """The path of finished artifact `name` once its sha256 matches (None if the run has
         none); a file present but never recorded is refused: its content is unchecked."""
-        path = self.run_dir / name
-        if not path.is_file() and self.sha(name) is None:
-            return None
-        if not self.check(name):  # raises if changed or missing
+        return None if self.read_finished(name) is None else self.run_dir / name
+
+    def read_finished(self, name: str) -> bytes | None:
+        """`checked_path`'s contract, returning the bytes that were hashed, so what is checked is
+        exactly what is used (a file swapped after the check is never read unhashed)."""
+        data = self.read_checked(name)
+        if data is None and (self.run_dir / name).is_file():
             raise PacplanError(f"{name} in {self.run_dir} is not recorded in {RunDir.MANIFEST}, "
                                "so its content is unchecked; rerun `pacplan run` to finish the run")
-        return path
+        return data
 
     def check(self, name: str, **inputs: Any) -> bool:
         """True if `name` exists, matches its recorded hash and was made from `inputs`.
@@ -175,16 +181,21 @@ class Manifest:
         False if it does not exist yet (or was never finished). Raises, naming the artifact,
         if it was changed or corrupted, or if it was made from different inputs.
         """
+        return self.read_checked(name, **inputs) is not None
+
+    def read_checked(self, name: str, **inputs: Any) -> bytes | None:
+        """`check`, returning the bytes it hashed (read once) instead of True, None for False."""
         path = self.run_dir / name
         entry = self.entries.get(name)
         if not path.is_file():
             if entry is not None:
                 raise PacplanError(f"{name} is recorded in {RunDir.MANIFEST} but missing from "
                                    f"{self.run_dir}; delete the run directory to start over")
-            return False
+            return None
         if entry is None:
-            return False
-        actual = sha256_file(path)
+            return None
+        data = read_file_bytes(path, f"{name} in {self.run_dir}")
+        actual = sha256_bytes(data)
         if actual != entry["sha256"]:
             raise PacplanError(f"{name} in {self.run_dir} has changed or is corrupted (sha256 "
                                f"{actual[:12]}… ≠ recorded {entry['sha256'][:12]}…)")
@@ -192,7 +203,7 @@ class Manifest:
             if identity(entry["inputs"].get(key)) != identity(value):
                 raise PacplanError(f"{name} in {self.run_dir} was made from a different {key} "
                                    f"than this run uses; use a new --out directory")
-        return True
+        return data
 
 
 SHA256_PATTERN = re.compile(r"[0-9a-f]{64}")

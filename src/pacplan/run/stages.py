@@ -24,7 +24,6 @@ from pacplan.es.checkpoint import load_prior, load_prior_seeds, read_prior
 from pacplan.files import (
     atomic_save_npy,
     atomic_write_bytes,
-    read_file_bytes,
     sha256_file,
 )
 from pacplan.pacbayes.certificate import build_certificate
@@ -151,8 +150,9 @@ def ensure_costs(role: str, spec: WorldSpec, thetas: np.ndarray, seeds: np.ndarr
     """costs/<role>.npy (or, with a `denominator`, the exact rational costs/<role>.safetensors):
     every policy on every seed, resumable chunk by chunk."""
     name = RunDir.costs(role, rational=denominator is not None)
-    if manifest.check(name, **inputs):
-        return matrix_from_bytes(read_file_bytes(rd / name), f"{name} in {rd.path}")
+    finished = manifest.read_checked(name, **inputs)  # the bytes hashed are the bytes used
+    if finished is not None:
+        return matrix_from_bytes(finished, f"{name} in {rd.path}")
     store = ChunkStore(rd.chunks(role), inputs)
     grid = chunk_grid(len(seeds), len(thetas), executor.chunk_seeds, executor.chunk_policies)
     done = store.done(grid)
