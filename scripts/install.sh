@@ -11,11 +11,14 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 stamp=.venv/.pacplan-installed
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ runtime/pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q --upgrade pip
   if ! .venv/bin/python -c "import torch" 2>/dev/null; then
     .venv/bin/python -m pip install -q "torch==2.13.0"
   fi
+  # pacplan depends on pacplan_runtime, which is not on a package index: it is runtime/ here,
+  # installed first (editable, so an edit there is live) so that pip finds it satisfied.
+  .venv/bin/python -m pip install -q -e ./runtime
   .venv/bin/python -m pip install -q -e ".[dev]"
   touch "$stamp"
 fi

@@ -7,6 +7,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "src" / "pacplan"
+RUNTIME = REPO / "runtime" / "src" / "pacplan_runtime"  # the robot's wheel, `pacplan.runtime`
 
 
 def _layout_block(markdown: Path) -> str:
@@ -17,7 +18,7 @@ def _layout_block(markdown: Path) -> str:
 
 
 def _modules() -> set[str]:
-    return {p.stem for p in SRC.rglob("*.py") if p.stem != "__init__"}
+    return {p.stem for src in (SRC, RUNTIME) for p in src.rglob("*.py") if p.stem != "__init__"}
 
 
 def _packages() -> set[str]:

@@ -2,7 +2,7 @@
 
 write.py builds the planner directory (refusing a certificate that does not verify), check.py
 verifies one, onnx_nets.py writes the networks as ONNX, fixed.py the policies' fixed parts. The
-planner is run by `pacplan.runtime` (numpy + onnxruntime only).
+planner is run by `pacplan_runtime` (runtime/: numpy + onnxruntime only).
 """
 
 from pacplan.export.check import is_planner_dir, verify_planner

@@ -17,15 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from pacplan.errors import PacplanError
-from pacplan.export.fixed import fixed_parts
-from pacplan.export.write import EVIDENCE, NETS, planner_spec, split_weights
-from pacplan.files import npy_from_bytes
-from pacplan.pacbayes.record import Certificate
-from pacplan.run.provenance import verify_certificate
-from pacplan.run.rundir import Manifest, RunDir
-from pacplan.runtime.bundle import (
+from pacplan_runtime.bundle import (
     MANIFEST,
     MANIFEST_FORMAT,
     PLANNER,
@@ -37,7 +29,15 @@ from pacplan.runtime.bundle import (
     read_checked,
     read_json,
 )
-from pacplan.runtime.spec import check_spec
+from pacplan_runtime.spec import check_spec
+
+from pacplan.errors import PacplanError
+from pacplan.export.fixed import fixed_parts
+from pacplan.export.write import EVIDENCE, NETS, planner_spec, split_weights
+from pacplan.files import npy_from_bytes
+from pacplan.pacbayes.record import Certificate
+from pacplan.run.provenance import verify_certificate
+from pacplan.run.rundir import Manifest, RunDir
 
 
 def is_planner_dir(path: Path) -> bool:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pacplan_runtime.bundle import MANIFEST, MANIFEST_FORMAT, PLANNER, PLANNER_FORMAT
 
 from pacplan import __version__
 from pacplan.errors import PacplanError
@@ -39,7 +40,6 @@ from pacplan.files import (
 from pacplan.pacbayes.record import Certificate
 from pacplan.run.provenance import verify_certificate
 from pacplan.run.rundir import Manifest, RunDir
-from pacplan.runtime.bundle import MANIFEST, MANIFEST_FORMAT, PLANNER, PLANNER_FORMAT
 
 EVIDENCE = "run"
 NETS = {"uav": (uav_net_onnx, UAV_WEIGHTS, "float32"),

@@ -1,19 +1,32 @@
-"""Run an exported, certified planner with numpy and onnxruntime only (no torch, no PyBullet).
+"""`pacplan.runtime` is `pacplan_runtime` (runtime/ in this repository, its own small wheel).
 
-    planner = Planner.load("planner/")          # every file's sha256 checked
-    planner.start_episode(np.random.default_rng())   # draw ONE policy from p: the certified use
-    decision = planner.act(observation)          # UAV: a primitive; quadruped: gait parameters
-    planner.end_episode(cost=c)                  # c in [0, 1] feeds planner.monitor, which
-                                                 # alarms if the certificate stops holding
-
-Nothing here imports another pacplan module, so a robot needs only this package, numpy and
-onnxruntime (docs/deploy.md).
+The robot's code lives in a distribution of its own so that a robot installs numpy,
+onnxruntime and that wheel, not pacplan's torch and PyBullet (docs/deploy.md). This alias keeps
+`from pacplan.runtime import Planner` and `pacplan.runtime.monitor` working: the submodules are
+the same module objects, so `PlannerError` and the rest are one class under either name.
 """
 
-from pacplan.runtime.bundle import PlannerError, UncertifiedUseWarning
-from pacplan.runtime.decide import GaitDecision, PrimitiveDecision
-from pacplan.runtime.monitor import CertificateMonitor
-from pacplan.runtime.planner import Planner
+import sys
 
+import pacplan_runtime
+from pacplan_runtime import (
+    CertificateMonitor,
+    GaitDecision,
+    Planner,
+    PlannerError,
+    PrimitiveDecision,
+    UncertifiedUseWarning,
+    bundle,
+    decide,
+    load,
+    monitor,
+    planner,
+    spec,
+)
+
+for _module in (bundle, decide, load, monitor, planner, spec):
+    sys.modules[f"{__name__}.{_module.__name__.rsplit('.', 1)[1]}"] = _module
+
+__version__ = pacplan_runtime.__version__
 __all__ = ["CertificateMonitor", "GaitDecision", "Planner", "PlannerError", "PrimitiveDecision",
            "UncertifiedUseWarning"]

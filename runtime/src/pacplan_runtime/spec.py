@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from pacplan.runtime.bundle import PLANNER_FORMAT, PlannerError
+from pacplan_runtime.bundle import PLANNER_FORMAT, PlannerError
 
 NET_SHA256 = {
     "uav": {"446b9abe799934ec0dc983aed54f9a85dc5a2779754567da8adf01ed58d7eb73"},

@@ -3,7 +3,7 @@
 The order matters: the tree and every hash first (`checked_files`), then planner.json, net.onnx
 and weights.safetensors are each read once more and their bytes hashed again and used (a file
 swapped in between is refused, never used), then the cheap checks that make a re-hashed planner
-safe to fly (`pacplan.runtime.spec`). onnxruntime gets the net's bytes, never its path.
+safe to fly (`pacplan_runtime.spec`). onnxruntime gets the net's bytes, never its path.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from pacplan.runtime.bundle import (
+from pacplan_runtime.bundle import (
     PLANNER,
     PlannerError,
     checked_files,
@@ -24,7 +24,7 @@ from pacplan.runtime.bundle import (
     planner_root,
     read_checked,
 )
-from pacplan.runtime.spec import check_net, check_spec, check_weights
+from pacplan_runtime.spec import check_net, check_spec, check_weights
 
 
 def open_planner(path: str | Path, threads: int

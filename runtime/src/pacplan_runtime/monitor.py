@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from pacplan.runtime.bundle import PlannerError
+from pacplan_runtime.bundle import PlannerError
 
 _LOW_CAP = 0.2  # bet fractions u ≤ this carry _LOW_WEIGHT of the mixture
 _LOW_WEIGHT = 0.9

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from pacplan.runtime.bundle import PlannerError
+from pacplan_runtime.bundle import PlannerError
 
 
 @dataclass(frozen=True)

@@ -15,15 +15,15 @@ from typing import Any
 
 import numpy as np
 
-from pacplan.runtime.bundle import PlannerError, UncertifiedUseWarning
-from pacplan.runtime.decide import (
+from pacplan_runtime.bundle import PlannerError, UncertifiedUseWarning
+from pacplan_runtime.decide import (
     GaitDecision,
     PrimitiveDecision,
     QuadrupedDecider,
     UAVDecider,
     run_net,
 )
-from pacplan.runtime.monitor import CertificateMonitor
+from pacplan_runtime.monitor import CertificateMonitor
 
 _DECIDERS = {"uav": UAVDecider, "quadruped": QuadrupedDecider}
 
@@ -51,7 +51,7 @@ class Planner:
     def load(cls, path: str | Path, threads: int = 1) -> Planner:
         """Load a planner directory after checking every file's sha256 against manifest.json;
         `threads`: onnxruntime intra-op threads (1: one small net, no thread-pool waits)."""
-        from pacplan.runtime.load import open_planner  # checks: docs/verify.md
+        from pacplan_runtime.load import open_planner  # checks: docs/verify.md
 
         return cls(*open_planner(path, threads))
 
