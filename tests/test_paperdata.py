@@ -1,10 +1,16 @@
 """`pacplan data paper` against a local HTTP server on 127.0.0.1 (never the internet): pinned
 hashes accepted, wrong bytes refused with no partial file, one-line network errors, and the order
-in which `paper_data_dir` looks for the matrices."""
+in which `paper_data_dir` looks for the matrices.
+
+The prior's published `.pt` files are not here (no network): the server serves stand-ins holding
+the real values (from the converted `.npy`), saved with torch.save, whose own sha256 is pinned
+in place of the real one; the `.npy` they become must still hash to the real pinned value."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import io
 import shlex
 import shutil
 import socket
@@ -13,7 +19,9 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import numpy as np
 import pytest
+import torch
 import typer
 from typer.testing import CliRunner
 
@@ -21,9 +29,12 @@ from pacplan import paperdata
 from pacplan.cli import app as pacplan_app
 from pacplan.cli_data import data_app
 from pacplan.errors import PacplanError
-from pacplan.paperdata import PAPER_FILES, fetch_paper_data, paper_data_dir
+from pacplan.paperdata import PAPER_FILES, PRIOR_FILES, fetch_paper_data, paper_data_dir
 
 NAMES = {f.name for f in PAPER_FILES}
+STORED = NAMES | {t.stored.name for t in PRIOR_FILES}
+"""What a complete cache holds: the matrices and the prior as .npy (no .pt is kept)."""
+FETCHED = NAMES | {t.source.name for t in PRIOR_FILES}
 
 
 class _QuietServer(ThreadingHTTPServer):
@@ -72,9 +83,33 @@ def paper_bytes(paper_dir: Path) -> dict[str, bytes]:
     return {f.name: (paper_dir / f.name).read_bytes() for f in PAPER_FILES}
 
 
+def torch_file(array: np.ndarray) -> bytes:
+    """`{'0': tensor}` as torch.save writes it."""
+    buf = io.BytesIO()
+    torch.save({"0": torch.from_numpy(array)}, buf)
+    return buf.getvalue()
+
+
+@pytest.fixture(scope="session")
+def prior_pt(paper_dir: Path) -> dict[str, bytes]:
+    """Stand-ins for the published .pt files, holding the real values."""
+    return {t.source.name: torch_file(np.load(paper_dir / t.stored.name, allow_pickle=False))
+            for t in PRIOR_FILES}
+
+
 @pytest.fixture
-def server(paper_bytes: dict[str, bytes]) -> Iterator[FileServer]:
-    srv = FileServer(paper_bytes)
+def stand_in_pins(prior_pt: dict[str, bytes], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pin the stand-ins' sha256 for the .pt; the .npy pins stay the real ones."""
+    pinned = tuple(dataclasses.replace(t, source=dataclasses.replace(
+        t.source, sha256=hashlib.sha256(prior_pt[t.source.name]).hexdigest()))
+        for t in PRIOR_FILES)
+    monkeypatch.setattr(paperdata, "PRIOR_FILES", pinned)
+
+
+@pytest.fixture
+def server(paper_bytes: dict[str, bytes], prior_pt: dict[str, bytes],
+           stand_in_pins: None) -> Iterator[FileServer]:
+    srv = FileServer({**paper_bytes, **prior_pt})
     thread = threading.Thread(target=srv.httpd.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     yield srv
@@ -112,24 +147,32 @@ def test_pinned_hashes_are_those_of_the_real_files(paper_bytes: dict[str, bytes]
         assert len(paper_bytes[f.name]) == f.size
 
 
+def test_pinned_prior_hashes_are_those_of_the_converted_files(paper_dir: Path) -> None:
+    for t in PRIOR_FILES:
+        assert _sha(paper_dir / t.stored.name) == t.stored.sha256
+        assert (paper_dir / t.stored.name).stat().st_size == t.stored.size
+
+
 def test_right_hash_accepted_and_cached(server: FileServer, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     report = fetch_paper_data(server.url, cache)
-    assert set(report.downloaded) == NAMES and report.cached == ()
-    assert {p.name for p in cache.iterdir()} == NAMES  # no temporary file left behind
+    assert set(report.downloaded) == FETCHED and report.cached == ()
+    assert {p.name for p in cache.iterdir()} == STORED  # no temporary file or .pt left behind
     for f in PAPER_FILES:
         assert _sha(cache / f.name) == f.sha256
-    assert sorted(server.requests) == sorted(f"/Weights/{n}" for n in NAMES)
+    for t in PRIOR_FILES:  # the values read from the .pt, saved as the real .npy byte for byte
+        assert _sha(cache / t.stored.name) == t.stored.sha256
+    assert sorted(server.requests) == sorted(f"/Weights/{n}" for n in FETCHED)
 
 
 def test_second_run_downloads_nothing(server: FileServer, tmp_path: Path) -> None:
     fetch_paper_data(server.url, tmp_path)
     first = len(server.requests)
     report = fetch_paper_data(server.url, tmp_path)
-    assert report.downloaded == () and set(report.cached) == NAMES
+    assert report.downloaded == () and set(report.cached) == STORED
     assert len(server.requests) == first
     forced = fetch_paper_data(server.url, tmp_path, force=True)
-    assert set(forced.downloaded) == NAMES and len(server.requests) == 2 * first
+    assert set(forced.downloaded) == FETCHED and len(server.requests) == 2 * first
 
 
 def test_wrong_bytes_refused_without_partial_file(server: FileServer, tmp_path: Path) -> None:
@@ -150,7 +193,7 @@ def test_wrong_bytes_leave_an_earlier_good_file_intact(server: FileServer, tmp_p
     server.files[spec.name] = _corrupt(paper_bytes[spec.name])
     with pytest.raises(PacplanError, match="sha256 mismatch"):
         fetch_paper_data(server.url, tmp_path, force=True)
-    assert {p.name for p in tmp_path.iterdir()} == NAMES
+    assert {p.name for p in tmp_path.iterdir()} == STORED
     assert (tmp_path / spec.name).read_bytes() == paper_bytes[spec.name]
 
 
@@ -223,9 +266,15 @@ def test_other_url_schemes_refused(url: str, tmp_path: Path) -> None:
     assert not (tmp_path / "cache").exists()
 
 
-def test_file_url_mirror(paper_dir: Path, tmp_path: Path) -> None:
-    report = fetch_paper_data(paper_dir.resolve().as_uri() + "/", tmp_path)
-    assert set(report.downloaded) == NAMES
+def test_file_url_mirror(paper_bytes: dict[str, bytes], prior_pt: dict[str, bytes],
+                         stand_in_pins: None, tmp_path: Path) -> None:
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    for name, data in {**paper_bytes, **prior_pt}.items():
+        (mirror / name).write_bytes(data)
+    report = fetch_paper_data(mirror.as_uri() + "/", tmp_path / "cache")
+    assert set(report.downloaded) == FETCHED
+    assert paperdata.is_complete(tmp_path / "cache")
 
 
 def test_default_cache_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ import typer
 from pacplan import paperdata
 
 data_app = typer.Typer(
-    help="Download data sets (the paper's published cost matrices).",
+    help="Download data sets (the paper's published cost matrices and UAV prior).",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -71,15 +71,18 @@ def paper_cmd(
     timeout: float = typer.Option(paperdata.DEFAULT_TIMEOUT, "--timeout", metavar="SECONDS",
                                   help="Give up on a server silent this long."),
 ) -> None:
-    """Download the paper's published UAV cost matrices, each checked against a pinned sha256."""
+    """Download the paper's published UAV cost matrices and UAV prior, each checked against a
+    pinned sha256 (the prior's torch files before they are read; stored as .npy)."""
     with _terminate_cleanly():
         report = paperdata.fetch_paper_data(url, cache, force=force, timeout=timeout)
+    stored = {t.source.name: t.stored.name for t in paperdata.PRIOR_FILES}
     for name in report.downloaded:
-        typer.echo(f"downloaded {name} (sha256 ok)")
+        also = f", stored as {stored[name]}" if name in stored else ""
+        typer.echo(f"downloaded {name} (sha256 ok{also})")
     for name in report.cached:
         typer.echo(f"already cached {name} (sha256 ok)")
     directory = report.directory.resolve()
-    typer.echo(f"the paper's matrices are in {directory}")
+    typer.echo(f"the paper's files are in {directory}")
     if directory != paperdata.default_cache_dir().resolve():
         env = shlex.quote(str(directory))
         typer.echo(f"for the tests and examples: export PACPLAN_PAPER_DATA={env}")

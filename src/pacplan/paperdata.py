@@ -1,8 +1,11 @@
-"""The paper's published UAV cost matrices: where to find them and how to fetch them safely.
+"""The paper's published UAV cost matrices and UAV prior: where to find them, how to fetch them.
 
 The files come from the paper's public repository at one pinned commit and are accepted only
 when their sha256 matches the value pinned here, so a moved branch, a proxy or a tampered mirror
-can never feed other numbers into a certificate. A download lands in a temporary file inside the
+can never feed other numbers into a certificate. The prior comes as torch files holding
+`{'0': tensor}`: each is hash-checked before it is read, read with `torch.load(weights_only=True)`
+(the restricted loader, never a plain unpickle), checked for shape and dtype, and stored as
+`.npy`; the `.pt` itself is not kept. A download lands in a temporary file inside the
 cache folder and is renamed over the target only after its hash matched: an interrupted or
 refused download leaves the cache as it was, with no partial file.
 """
@@ -23,6 +26,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from pacplan.errors import PacplanError
 from pacplan.files import sha256_file
 
@@ -34,11 +39,22 @@ _CHUNK = 1 << 16
 
 @dataclass(frozen=True)
 class PaperFile:
-    """One published file: its name in `Weights/`, pinned sha256 and size in bytes."""
+    """One published file: its name in `Weights/`, pinned sha256 and size in bytes (with
+    `exact_size` False, only the most it may have: its exact size is not recorded)."""
 
     name: str
     sha256: str
     size: int
+    exact_size: bool = True
+
+
+@dataclass(frozen=True)
+class PaperTensor:
+    """A published torch file `{'0': tensor}` and the `.npy` it is stored as."""
+
+    source: PaperFile
+    stored: PaperFile
+    shape: tuple[int, ...]
 
 
 PAPER_FILES: tuple[PaperFile, ...] = (
@@ -49,6 +65,27 @@ PAPER_FILES: tuple[PaperFile, ...] = (
     PaperFile("p_quadrotor.npy",
               "0fcd57cb6620bff651ad10c3feb014d60320f9333892590a485679c779b4c273", 528),
 )
+
+_PT_CAP = 1 << 20
+"""The most bytes a prior's .pt may have: 13,943 float32 values are 55,772 bytes plus a header."""
+
+PRIOR_FILES: tuple[PaperTensor, ...] = (
+    PaperTensor(
+        PaperFile("mu_quadrotor_best.pt",
+                  "e2513324510a2034a8f943445b411c0f231679d5fc736201ec49d5c95ab5cb10", _PT_CAP,
+                  exact_size=False),
+        PaperFile("mu_quadrotor_best.npy",
+                  "5941e26e561b7896c457a51d7b07f1f19fc33f71fb58770ce5b3866256d79f64", 55_900),
+        (13_943,)),
+    PaperTensor(
+        PaperFile("logvar_quadrotor_best.pt",
+                  "cc0cb7165fe68b359a214cf01cd731a221061063a069fe4f42dd32bae4126998", _PT_CAP,
+                  exact_size=False),
+        PaperFile("logvar_quadrotor_best.npy",
+                  "f95f887f3bd0f8bf7ea4bf7c287f6c8e50e644d4e78f1298c698b6b3e1ca763b", 55_900),
+        (13_943,)),
+)
+"""The paper's UAV prior N(μ, diag exp(logvar)), its ES result (`Weights/*_best.pt`)."""
 
 
 @dataclass(frozen=True)
@@ -97,8 +134,9 @@ def _has_pinned_copy(path: Path, spec: PaperFile) -> bool:
 
 
 def is_complete(directory: Path) -> bool:
-    """True when every published file is in `directory` with its pinned hash."""
-    return all(_has_pinned_copy(directory / f.name, f) for f in PAPER_FILES)
+    """True when every published file (the prior as its `.npy`) is in `directory`, pinned."""
+    files = (*PAPER_FILES, *(t.stored for t in PRIOR_FILES))
+    return all(_has_pinned_copy(directory / f.name, f) for f in files)
 
 
 def paper_data_dir() -> Path | None:
@@ -159,7 +197,8 @@ def _chunks(url: str, spec: PaperFile, timeout: float) -> Iterator[bytes]:
                     window_start, window_bytes = time.monotonic(), 0
                 total += len(chunk)
                 if total > spec.size:  # never fill a disk from a wrong or hostile server
-                    raise PacplanError(f"{spec.name}: {url} sent more than the expected "
+                    what = "the expected" if spec.exact_size else "the allowed"
+                    raise PacplanError(f"{spec.name}: {url} sent more than {what} "
                                        f"{spec.size} bytes; nothing was written")
                 yield chunk
     except (OSError, http.client.HTTPException) as exc:  # URLError, HTTPError, timeouts
@@ -180,7 +219,7 @@ def _download(url: str, target: Path, spec: PaperFile, timeout: float) -> None:
             out.flush()
             os.fsync(out.fileno())
             received = out.tell()
-        if received < spec.size:  # the server closed the connection early
+        if spec.exact_size and received < spec.size:  # the server closed the connection early
             raise PacplanError(f"cannot download {url}: the connection ended after {received} "
                                f"of {spec.size} bytes; the file was not saved")
         actual = digest.hexdigest()
@@ -200,12 +239,14 @@ def fetch_paper_data(base_url: str = BASE_URL, cache: Path | None = None, *, for
                      timeout: float = DEFAULT_TIMEOUT) -> FetchReport:
     """Download every published file missing from `cache` (or all with `force`), hash-checked.
 
-    A file already there with its pinned hash is not fetched again. On the first failure a
-    `PacplanError` is raised; files fetched before it are kept (each one is complete and right).
+    A file already there with its pinned hash is not fetched again (for the prior: its `.npy`).
+    On the first failure a `PacplanError` is raised; files fetched before it are kept (each one
+    is complete and right). `downloaded` names the prior by its `.pt`, `cached` by its `.npy`.
     """
     if not timeout > 0:
         raise PacplanError(f"--timeout must be > 0 seconds, got {timeout:g}")
-    urls = {spec.name: _file_url(base_url, spec.name) for spec in PAPER_FILES}
+    sources = (*PAPER_FILES, *(t.source for t in PRIOR_FILES))
+    urls = {spec.name: _file_url(base_url, spec.name) for spec in sources}
     directory = Path(cache) if cache is not None else default_cache_dir()
     directory.mkdir(parents=True, exist_ok=True)
     downloaded: list[str] = []
@@ -217,4 +258,64 @@ def fetch_paper_data(base_url: str = BASE_URL, cache: Path | None = None, *, for
             continue
         _download(urls[spec.name], target, spec, timeout)
         downloaded.append(spec.name)
+    for tensor in PRIOR_FILES:
+        if not force and _has_pinned_copy(directory / tensor.stored.name, tensor.stored):
+            cached.append(tensor.stored.name)
+            continue
+        pt = directory / tensor.source.name
+        _download(urls[tensor.source.name], pt, tensor.source, timeout)  # hash checked here
+        try:
+            store_tensor(pt, tensor, directory / tensor.stored.name)
+        finally:
+            with contextlib.suppress(OSError):
+                pt.unlink()
+        downloaded.append(tensor.source.name)
     return FetchReport(directory, tuple(downloaded), tuple(cached))
+
+
+def read_tensor(pt: Path, tensor: PaperTensor) -> np.ndarray:
+    """The array in a hash-checked `.pt` holding `{'0': tensor}`, read with the restricted
+    loader; anything else, or another shape or dtype, is a `PacplanError` naming the file."""
+    import torch  # only here: the matrices need no torch
+
+    name = tensor.source.name
+    try:
+        obj = torch.load(pt, map_location="cpu", weights_only=True)
+    except Exception as exc:  # the restricted unpickler refuses all but tensors and containers
+        why = " ".join(str(exc).split())[:200] or type(exc).__name__
+        raise PacplanError(f"{name}: not a tensor file torch.load(weights_only=True) accepts "
+                           f"({why})") from None
+    value = obj.get("0") if isinstance(obj, dict) else None
+    if not isinstance(value, torch.Tensor) or len(obj) != 1:
+        raise PacplanError(f"{name}: expected {{'0': tensor}}, got {type(obj).__name__}"
+                           + (f" with keys {sorted(map(str, obj))}" if isinstance(obj, dict)
+                              else ""))
+    if tuple(value.shape) != tensor.shape or value.dtype != torch.float32:
+        raise PacplanError(f"{name}: expected a float32 tensor of shape {tensor.shape}, got "
+                           f"{str(value.dtype).removeprefix('torch.')} {tuple(value.shape)}")
+    array = value.detach().cpu().numpy().astype(np.float32, copy=True)
+    if not np.isfinite(array).all():
+        raise PacplanError(f"{name}: holds values that are not finite")
+    return array
+
+
+def store_tensor(pt: Path, tensor: PaperTensor, target: Path) -> None:
+    """Read `pt` (`read_tensor`) and write it as `target` `.npy`, renamed into place only when
+    its bytes hash to the pinned sha256 of the stored file."""
+    array = read_tensor(pt, tensor)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            np.save(out, array, allow_pickle=False)
+            out.flush()
+            os.fsync(out.fileno())
+        actual = sha256_file(tmp)
+        if actual != tensor.stored.sha256:
+            raise PacplanError(f"{target.name}: converted from {tensor.source.name}, sha256 "
+                               f"{actual} is not the pinned {tensor.stored.sha256}; not saved")
+        tmp.chmod(0o644)
+        os.replace(tmp, target)
+    finally:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
