@@ -397,7 +397,8 @@ def test_help_shows_choices_as_choices_and_flags_as_flags():
     ("words", "expected"),
     [
         ("pacplan run uav", {"uav-quick", "uav-paper", "uav-tight", "uav-prior"}),
-        ("pacplan train-prior quadruped-p", {"quadruped-paper", "quadruped-prior"}),
+        ("pacplan train-prior quadruped-p", {"quadruped-paper", "quadruped-paper-bullet",
+                                             "quadruped-prior"}),
         ("pacplan run toy --executor p", {"processes"}),
         ("pacplan run toy --prior ", {"uav", "quadruped"}),
         ("pacplan certify-matrix c.npy --bound q", {"quadratic"}),

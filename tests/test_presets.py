@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parents[1]
 RUN_PRESETS = {"toy", "gym-cartpole", "gym-inverted-pendulum", "uav-quick", "uav-paper",
                "uav-tight",
                "quadruped-quick", "quadruped-hard", "quadruped-hour", "quadruped-paper",
-               "quadruped-mujoco-paper", "quadruped-mujoco-quick"}
+               "quadruped-paper-bullet", "quadruped-mujoco-quick"}
 
 
 def test_presets_live_inside_the_package() -> None:

@@ -1,0 +1,91 @@
+"""A certified quadruped result replayed in the other engine; prints ONE JSON object.
+
+    nice python benchmarks/quadruped_result_crossval.py RUN_DIR [--terrains 200] [--engine bullet]
+
+Why: a quadruped certificate computed in MuJoCo is a statement about MuJoCo. Here the posterior's
+support is replayed in PyBullet (the paper's engine) on the run's first `--terrains` test
+terrains, one draw from the posterior per terrain (numpy seed 0), and compared with the run's own
+MuJoCo test cost and its 99 % interval. The MuJoCo cost of the *same* draw on the *same* terrain
+is read from the run's stored test matrix (checked against the certificate's sha256), so the
+engine difference is also given paired, with a normal 99 % interval of its mean. Met when the
+replayed mean lies inside the MuJoCo test cost's interval; the report quotes this JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pacplan.pacbayes.matrices import matrix_from_bytes
+from pacplan.worlds.quadruped import QuadrupedWorld
+
+Z99 = 2.5758293035489004  # standard normal 0.995 quantile
+
+
+def _costs(args: tuple[dict[str, Any], np.ndarray, np.ndarray]) -> np.ndarray:
+    options, thetas, seeds = args
+    world = QuadrupedWorld(**options)
+    return np.array([world.costs(t[None], s[None])[0, 0] for t, s in zip(thetas, seeds,
+                                                                           strict=True)])
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("run_dir")
+    ap.add_argument("--terrains", type=int, default=200)
+    ap.add_argument("--engine", default="bullet", choices=["bullet", "mujoco"])
+    ap.add_argument("--workers", type=int, default=2)
+    args = ap.parse_args(argv)
+    run = Path(args.run_dir)
+    cert = json.loads((run / "certificate.json").read_text())
+    data = (run / cert["test_matrix"]["path"]).read_bytes()
+    if hashlib.sha256(data).hexdigest() != cert["test_matrix"]["sha256"]:
+        raise SystemExit(f"{run / cert['test_matrix']['path']}: sha256 differs from the "
+                         "certificate's; run `pacplan verify` first")
+    test = matrix_from_bytes(data, "test matrix")
+    thetas = np.load(run / "policies.npy", allow_pickle=False).astype(np.float64)
+    p = np.asarray(cert["p"], dtype=np.float64)
+    world = cert["provenance"]["world"]
+    first_test = int(cert["provenance"]["seeds"]["test"][0])
+    k = min(args.terrains, test.shape[0])
+    seeds = np.arange(first_test, first_test + k, dtype=np.int64)
+    pick = np.random.default_rng(0).choice(len(p), size=k, p=p / p.sum())
+    options = dict(world["options"]) | {"physics": args.engine}
+    t0 = time.perf_counter()
+    with ProcessPoolExecutor(args.workers) as pool:
+        parts = [(options, thetas[pick[w::args.workers]], seeds[w::args.workers])
+                 for w in range(args.workers)]
+        replay = np.empty(k)
+        for w, res in enumerate(pool.map(_costs, parts)):
+            replay[w::args.workers] = res
+    stored = test[np.arange(k), pick]
+    diff = replay - stored
+    lo, hi = cert["test_ci"]
+    half = Z99 * diff.std(ddof=1) / np.sqrt(k) if k > 1 else float("nan")
+    print(json.dumps({
+        "benchmark": "quadruped_result_crossval",
+        "run": str(run), "engine": args.engine, "run_engine": world["options"].get("physics",
+                                                                                   "bullet"),
+        "terrains": [int(seeds[0]), int(seeds[-1]) + 1], "draws": "one per terrain from p, "
+        "numpy default_rng(0)",
+        "replayed_mean_cost": round(float(replay.mean()), 4),
+        "stored_same_draws_mean_cost": round(float(stored.mean()), 4),
+        "paired_diff": round(float(diff.mean()), 4),
+        "paired_diff_ci99": [round(float(diff.mean() - half), 4),
+                             round(float(diff.mean() + half), 4)],
+        "run_test_cost": round(float(cert["test_cost"]), 4),
+        "run_test_ci99": [round(float(lo), 4), round(float(hi), 4)],
+        "within_test_ci": bool(lo <= replay.mean() <= hi),
+        "wall_s": round(time.perf_counter() - t0, 1),
+    }))
+
+
+if __name__ == "__main__":
+    main()
