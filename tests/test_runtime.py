@@ -4,9 +4,12 @@ certified decisions and earns the certified costs; it is used as certified or wa
 from __future__ import annotations
 
 import ast
+import shlex
+import shutil
 import subprocess
 import sys
 import warnings
+import zipfile
 from pathlib import Path
 
 import gymnasium as gym
@@ -167,8 +170,6 @@ def test_certified_use_and_its_warnings(planners: dict[str, Path]) -> None:
 
 
 def test_load_refuses_a_changed_file(planners: dict[str, Path], tmp_path: Path) -> None:
-    import shutil
-
     planner = Path(shutil.copytree(planners["uav"], tmp_path / "p"))
     spec = (planner / "planner.json").read_text().replace('"net_scale": 5.0', '"net_scale": 50.0')
     (planner / "planner.json").write_text(spec)
@@ -176,28 +177,80 @@ def test_load_refuses_a_changed_file(planners: dict[str, Path], tmp_path: Path) 
         Planner.load(planner)
 
 
+def _deploy_commands() -> list[str]:
+    """The shell lines of docs/deploy.md's 'Install on the robot' block, comments dropped."""
+    text = (ROOT / "docs" / "deploy.md").read_text()
+    section = text.split("## Install on the robot", 1)[1]
+    block = section.split("```bash\n", 1)[1].split("```", 1)[0]
+    return [line for line in block.splitlines() if line.strip() and not line.startswith("#")]
+
+
+def test_deploy_install_commands_name_the_runtime_wheel_this_repo_builds() -> None:
+    """The wheel file docs/deploy.md installs is the one `pip wheel ./runtime` names."""
+    import pacplan_runtime
+
+    build, install = _deploy_commands()
+    assert build == "pip wheel --no-deps --wheel-dir dist ./runtime"
+    assert install == f"pip install pacplan_runtime-{pacplan_runtime.__version__}-py3-none-any.whl"
+
+
 @pytest.mark.slow
-def test_runtime_in_a_fresh_venv(planners: dict[str, Path], tmp_path: Path) -> None:
-    """numpy + onnxruntime + pacplan (--no-deps) in a new venv: load a planner and plan."""
+def test_runtime_wheel_in_a_bare_venv(planners: dict[str, Path], tmp_path: Path) -> None:
+    """docs/deploy.md's install commands, verbatim: the wheel built from a copy of runtime/ is
+    under 200 kB and needs only numpy and onnxruntime; installed into a bare venv (they come
+    from the index, no torch, no errors) it loads both shipped planners and decides."""
+    build, install = _deploy_commands()
+    clone = tmp_path / "clone"
+    shutil.copytree(ROOT / "runtime", clone / "runtime",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "build"))
+    run = subprocess.run([sys.executable, "-m", *shlex.split(build)], cwd=clone,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+    (wheel,) = (clone / "dist").glob("pacplan_runtime-*.whl")
+    assert wheel.stat().st_size < 200_000, wheel.stat().st_size
+    meta = next(n for n in zipfile.ZipFile(wheel).namelist() if n.endswith(".dist-info/METADATA"))
+    requires = [line.split(":", 1)[1].strip()
+                for line in zipfile.ZipFile(wheel).read(meta).decode().splitlines()
+                if line.startswith("Requires-Dist:")]
+    assert sorted(r.split(">")[0].split("=")[0] for r in requires) == ["numpy", "onnxruntime"]
+
+    robot = tmp_path / "robot"
+    robot.mkdir()
+    shutil.copy2(wheel, robot / wheel.name)
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q"]
-    subprocess.run([*pip, "numpy", "onnxruntime"], check=True)
-    subprocess.run([*pip, "--no-deps", str(ROOT)], check=True)
+    python = str(venv / "bin" / "python")
+    run = subprocess.run([python, "-m", *shlex.split(install)], cwd=robot, capture_output=True,
+                         text=True, timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "torch" not in run.stdout + run.stderr and "ERROR" not in run.stderr, run.stderr
     code = (
-        "import sys, numpy as np\n"
-        "from pacplan.runtime import Planner\n"
+        "import importlib.util, sys, numpy as np\n"
+        "from pacplan_runtime import Planner\n"
         "for w in ('uav', 'quadruped'):\n"
         "    p = Planner.load(sys.argv[1] + '/' + w)\n"
         "    p.start_episode(np.random.default_rng(0))\n"
         "    obs = np.full((50, 50), 5.0, np.float32)\n"
         "    if w == 'quadruped': obs = {'depth': obs, 'proprio': np.zeros(22, np.float32)}\n"
         "    print(w, p.act(obs))\n"
-        "bad = {'torch', 'pybullet', 'gymnasium', 'safetensors', 'pydantic'} & set(sys.modules)\n"
-        "assert not bad, bad\n"
+        "absent = ('torch', 'pybullet', 'gymnasium', 'safetensors', 'pydantic', 'pacplan')\n"
+        "assert not [m for m in absent if importlib.util.find_spec(m)], 'installed'\n"
     )
-    out = subprocess.run([str(venv / "bin" / "python"), "-c", code,
-                          str(planners["uav"].parent)], capture_output=True, text=True,
-                         cwd=tmp_path)
+    out = subprocess.run([python, "-c", code, str(planners["uav"].parent)],
+                         capture_output=True, text=True, cwd=robot)
     assert out.returncode == 0, out.stderr
     assert "PrimitiveDecision(primitive=" in out.stdout and "GaitDecision(eta=" in out.stdout
+
+
+def test_pacplan_runtime_is_an_alias_of_pacplan_runtime() -> None:
+    """One module under two names: an error raised by pacplan_runtime is pacplan.runtime's."""
+    import pacplan.runtime.monitor
+    import pacplan_runtime
+    import pacplan_runtime.monitor
+
+    import pacplan.runtime
+
+    assert pacplan.runtime.Planner is pacplan_runtime.Planner
+    assert pacplan.runtime.monitor is pacplan_runtime.monitor
+    with pytest.raises(pacplan.runtime.PlannerError, match="not a planner directory"):
+        pacplan_runtime.Planner.load(ROOT / "docs")

@@ -50,7 +50,18 @@ def dists(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
                project], cwd=tmp)
     (sdist,) = (tmp / "dist").glob("pacplan-*.tar.gz")
     (built,) = (tmp / "dist").glob("pacplan-*.whl")
+    # pacplan depends on pacplan_runtime (runtime/, not on an index): a wheel user installs both
+    shutil.copytree(REPO / "runtime", tmp / "runtime",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "build"))
+    _sh([sys.executable, "-m", "build", "--no-isolation", "--wheel", "--outdir",
+         tmp / "runtime-dist", tmp / "runtime"], cwd=tmp)
     return sdist, built, log
+
+
+@pytest.fixture(scope="module")
+def runtime_wheel(dists: tuple[Path, Path, str]) -> Path:
+    (built,) = (dists[1].parent.parent / "runtime-dist").glob("pacplan_runtime-*.whl")
+    return built
 
 
 @pytest.fixture(scope="module")
@@ -59,8 +70,10 @@ def wheel(dists: tuple[Path, Path, str]) -> tuple[Path, str]:
 
 
 @pytest.fixture(scope="module")
-def fresh_venv(wheel: tuple[Path, str], tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A new venv with only the wheel installed in it; the dependencies come from this venv."""
+def fresh_venv(wheel: tuple[Path, str], runtime_wheel: Path,
+               tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A new venv with only the two wheels installed in it; the other dependencies come from
+    this venv."""
     root = tmp_path_factory.mktemp("venv") / "fresh"
     venv.EnvBuilder(with_pip=False).create(root)
     python = root / "bin" / "python"
@@ -68,7 +81,7 @@ def fresh_venv(wheel: tuple[Path, str], tmp_path_factory: pytest.TempPathFactory
                     cwd=root).strip())
     (site / "pacplan-test-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     _sh([sys.executable, "-m", "pip", "--python", python, "install", "--no-deps", "--no-index",
-         "--disable-pip-version-check", "--quiet", wheel[0]], cwd=root)
+         "--disable-pip-version-check", "--quiet", runtime_wheel, wheel[0]], cwd=root)
     return root
 
 
@@ -94,6 +107,10 @@ def test_wheel_holds_the_presets_priors_and_license(wheel: tuple[Path, str]) -> 
     metadata = zipfile.ZipFile(built).read(f"{dist_info}/METADATA").decode()
     assert "License-Expression: MIT" in metadata
     assert "Requires-Dist: setuptools" not in metadata  # no runtime pin of the user's setuptools
+    from pacplan_runtime import __version__ as runtime_version
+
+    assert f"Requires-Dist: pacplan_runtime=={runtime_version}" in metadata
+    assert "pacplan_runtime/" not in " ".join(names)  # one owner per file: the runtime's wheel
     assert "Project-URL: Repository" in metadata and "Classifier: " in metadata
     # the deprecated license table printed a ~40-line warning box on every build
     assert "deprecat" not in log.lower() and "project.license" not in log, log
@@ -115,7 +132,9 @@ def test_fresh_venv_runs_a_preset_from_an_empty_folder(fresh_venv: Path, tmp_pat
     empty.mkdir()
     env = _user_env()
     where = _sh([bin_dir / "python", "-c", "import pacplan, pacplan.presets as p; "
-                 "print(pacplan.__file__); print(p.presets_dir())"], cwd=empty, env=env)
+                 "print(pacplan.__file__); print(p.presets_dir()); "
+                 "import pacplan.runtime as r; print(r.bundle.__file__)"],
+                cwd=empty, env=env)
     for line in where.split():
         assert Path(line).resolve().is_relative_to(fresh_venv.resolve()), where
         assert not Path(line).resolve().is_relative_to(REPO), where
