@@ -79,10 +79,15 @@ def split_theta(thetas: torch.Tensor) -> dict[str, torch.Tensor]:
 
 
 class FilterCells:
-    """Gathers the 25 Depth Filter cells; built once per device."""
+    """Gathers the 25 Depth Filter cells; built once per device.
 
-    def __init__(self, device: torch.device | str = "cpu") -> None:
-        tl = spec.filter_cells()
+    top_left (25, 2): other cells than `spec.filter_cells()` (the paper's grid, to fly its
+    prior as it was flown: `paper_prior.paper_filter_cells`).
+    """
+
+    def __init__(self, device: torch.device | str = "cpu",
+                 top_left: np.ndarray | None = None) -> None:
+        tl = spec.filter_cells() if top_left is None else np.asarray(top_left, dtype=np.int64)
         r = tl[:, 0:1] + np.arange(spec.CELL)[None, :]  # (25, 5)
         c = tl[:, 1:2] + np.arange(spec.CELL)[None, :]
         flat = (r[:, :, None] * spec.IMG + c[:, None, :]).reshape(25, -1)  # (25, 25 pixels)
