@@ -272,3 +272,26 @@ def test_prior_given_as_a_file(finished_run: Path, tmp_path: Path):
     (shipped / "toy.safetensors").write_bytes(b"changed")
     md, _ = _md_html(out)
     assert "not found with this sha256" in md and "ES training curve" not in md
+
+
+def test_gym_report_turns_costs_back_into_returns(tmp_path: Path):
+    """results/gym-cartpole (return_bounds [0, 500]): every certificate's bound in returns is
+    500 − 500·C, and the test mean return is recomputed from the test matrix itself."""
+    from pacplan.pacbayes.record import load_record
+
+    run_dir = Path(shutil.copytree(Path(__file__).resolve().parents[2] / "results" /
+                                   "gym-cartpole", tmp_path / "run",
+                                   ignore=shutil.ignore_patterns("figures", "report*")))
+    text = write_report(run_dir).read_text()
+    section = text.split("## In returns", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ") and "---" not in line]
+    test = np.load(run_dir / "costs" / "test.npy")
+    certs = sorted((run_dir / "certificates").glob("*.json"))
+    assert len(rows) == 1 + len(certs) >= 2
+    for row in rows[1:]:
+        cells = [c.strip(" *") for c in row.strip("|").split("|")]
+        n = int(cells[0])
+        cert = load_record(run_dir / "certificates" / f"N{n}.json").certificate
+        assert float(cells[1]) == pytest.approx(500 - 500 * cert.certified, rel=1e-5)
+        mean_return = float(np.mean((500 - 500 * test) @ np.asarray(cert.p)))
+        assert float(cells[2].split(" [")[0]) == pytest.approx(mean_return, rel=1e-5)

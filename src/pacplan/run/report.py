@@ -36,6 +36,7 @@ from pacplan.run.report_tables import (
     PAPER_TABLE1,
     paired_comparison,
     paper_figures,
+    returns_table,
     table1,
     timing_table,
 )
@@ -166,6 +167,27 @@ def _world(cfg: RunConfig, last: Certificate) -> dict:
                                             "options": dict(cfg.world.options)}
 
 
+def _returns_section(cfg: RunConfig, last: Certificate,
+                     certs: dict[int, Certificate]) -> list[str]:
+    """## In returns: a Gymnasium world's certificates turned back into returns (its users
+    think in returns, not in costs); nothing for another world or cost rule."""
+    world = _world(cfg, last)
+    if world["name"] != "gym" or world["options"].get("cost", "return") != "return":
+        return []
+    from pacplan.worlds.base import make_world
+
+    try:  # the bounds as the world derives them (return_bounds, or reward_bounds × horizon)
+        gym_world = make_world("gym", **world["options"])
+    except PacplanError as exc:
+        return ["## In returns", "", f"Not shown: the world cannot be rebuilt here ({exc}).", ""]
+    lo, hi = gym_world.r_min, gym_world.r_max
+    return ["## In returns", "",
+            f"The cost of return R is (R_max − R)/(R_max − R_min) with [R_min, R_max] = "
+            f"[{lo:g}, {hi:g}], so each certified cost gives a lower bound on the posterior's "
+            f"expected return in `{world['options']['env_id']}`, with the same probability:", "",
+            returns_table(certs, lo, hi), ""]
+
+
 # ------------------------------------------------------------------------------ timings
 def _timings_section(rd: RunDir) -> list[str]:
     """## Wall time, from timings.json (for people: not hash-checked; unreadable is said)."""
@@ -237,6 +259,7 @@ def _write_report(rd: RunDir) -> Path:
     prior = prior_section(rd, manifest, cfg)
     trajectories = _trajectories(rd, manifest, cfg, last, test)
     lines = [*_header(cfg, last), table1(certs, baselines, paper), ""]
+    lines += _returns_section(cfg, last, certs)
     if paper:
         lines += [PAPER_NOTE, ""]
     lines += ["This report is also one page with its figures embedded: "

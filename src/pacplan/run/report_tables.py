@@ -159,3 +159,23 @@ def timing_table(history: list[Any]) -> list[str]:
               + ". A resumed step counts only the work it had left; an invocation killed "
               "before its end records no time."]
     return lines
+
+
+def returns_table(certs: dict[int, Certificate], r_min: float, r_max: float) -> str:
+    """Markdown table: each certificate in a Gymnasium env's own units. The cost is
+    (R_max − R)/(R_max − R_min), linear in R, so a bound C on the expected cost is the bound
+    R_max − C·(R_max − R_min) on the expected return (holding on the same event), and the test
+    cost and its interval map the same way, ends swapped."""
+    span = r_max - r_min
+
+    def ret(c: float) -> str:
+        return f"{r_max - c * span:.6g}"
+
+    lines = ["| N | **certified expected return ≥** | test mean return [99 % CI] |",
+             "|---:|---:|---:|"]
+    for n, c in certs.items():
+        test = "—" if c.test_cost is None else ret(c.test_cost)
+        if c.test_ci:
+            test += f" [{ret(c.test_ci[1])}, {ret(c.test_ci[0])}]"
+        lines.append(f"| {n} | **{ret(c.certified)}** | {test} |")
+    return "\n".join(lines)

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from pacplan.errors import PacplanError
+from pacplan.errors import CostRangeError, PacplanError
 from pacplan.validation import check_int, check_policies, check_seeds
 from pacplan.worlds.base import World, make_world
 from pacplan.worlds.check_report import (
@@ -62,6 +62,7 @@ class _Context:
     probe: np.ndarray | None = None
     timeout_s: float | None = DEFAULT_CALL_TIMEOUT_S
     hung: bool = False
+    range_error: str | None = None
 
     def call(self, thetas: np.ndarray, seeds: np.ndarray) -> tuple[np.ndarray, float]:
         """The world's costs as an array, and the seconds the call took."""
@@ -126,9 +127,13 @@ def _check_policy_dim(ctx: _Context) -> str:
     return f"d = {ctx.dim}"
 
 
-def _check_shape(ctx: _Context) -> str:
+def _check_shape(ctx: _Context) -> str | tuple[str, str]:
     """(n, k) floats for (k, d) float32 policies and (n,) int64 seeds."""
-    out, ctx.first_s = ctx.call(ctx.thetas, ctx.seeds)
+    try:
+        out, ctx.first_s = ctx.call(ctx.thetas, ctx.seeds)
+    except CostRangeError as exc:  # not a shape problem: in_declared_range reports it
+        ctx.range_error = str(exc)
+        return SKIPPED, "no costs: an outcome is outside the world's declared range"
     want = (ctx.seeds.size, ctx.thetas.shape[0])
     if out.shape != want:
         raise _Failed(f"costs of {want[1]} policies on {want[0]} seeds have shape {out.shape}, "
@@ -137,6 +142,16 @@ def _check_shape(ctx: _Context) -> str:
         raise _Failed(f"costs have dtype {out.dtype}, expected a float dtype (float64)")
     ctx.costs = out
     return f"{out.shape} {out.dtype}"
+
+
+def _check_declared_range(ctx: _Context) -> str | tuple[str, str]:
+    """No raw outcome outside the range the world's options declare (a Gymnasium env's return
+    outside `return_bounds`: its cost would leave [0, 1]); the world raises CostRangeError."""
+    if ctx.range_error is not None:
+        raise _Failed(ctx.range_error)
+    if ctx.costs.size == 0:
+        return SKIPPED, "needs the costs of shape_dtype"
+    return "no outcome outside a range the world declares"
 
 
 def _check_finite(ctx: _Context) -> str:
@@ -284,6 +299,7 @@ CHECKS: tuple[tuple[str, _Check, tuple[str, ...]], ...] = (
     ("interface", _check_interface, ()),
     ("policy_dim", _check_policy_dim, ("interface",)),
     ("shape_dtype", _check_shape, ("policy_dim",)),
+    ("in_declared_range", _check_declared_range, ("policy_dim",)),
     ("finite", _check_finite, ("shape_dtype",)),
     ("in_unit_interval", _check_unit_interval, ("shape_dtype",)),
     ("deterministic", _check_deterministic, ("shape_dtype",)),

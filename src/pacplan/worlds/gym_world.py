@@ -11,6 +11,8 @@ The cost is declared, not guessed (`cost`):
 - "return" (default): with `return_bounds = [R_min, R_max]` the cost of return R is
   (R_max − R)/(R_max − R_min) ∈ [0, 1]. A return outside the declared bounds is an error naming
   the seed and the value, never clipped: a clipped cost would silently void the certificate.
+  Instead of `return_bounds`, `reward_bounds = [r_min, r_max]` per step (or the env's own
+  finite `reward_range`) gives them over the horizon (`pacplan.worlds.gym_bounds`).
 - "terminated": 1 if the episode terminated (the environment's failure: fell, crashed) before
   the horizon, else 0 — the probability of failure is what is certified.
 - "success": 0 if the last step's info says `is_success`, else 1 (the goal-reaching tasks'
@@ -29,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from pacplan.errors import PacplanError
+from pacplan.errors import CostRangeError, PacplanError
 from pacplan.validation import (
     check_choice,
     check_int,
@@ -38,6 +40,7 @@ from pacplan.validation import (
     check_seeds,
     check_unit_costs,
 )
+from pacplan.worlds.gym_bounds import declared_reward_range, return_bounds_from_rewards
 from pacplan.worlds.gym_policies import PolicyFamily, make_policy
 
 COST_RULES: tuple[str, ...] = ("return", "terminated", "success")
@@ -57,13 +60,10 @@ class Episodes:
     success: np.ndarray
 
 
-def _bounds(return_bounds: Sequence[float] | None, cost: str,
+def _bounds(return_bounds: Sequence[float] | None,
             opt: str) -> tuple[float | None, float | None]:
-    """(R_min, R_max): required and checked for the "return" cost, unused otherwise."""
+    """(R_min, R_max) as declared and checked, or (None, None) where none are given."""
     if return_bounds is None:
-        if cost == "return":
-            raise PacplanError(f"{opt} return_bounds [R_min, R_max] is needed for cost 'return' "
-                               "(or choose cost 'terminated' or 'success')")
         return None, None
     if isinstance(return_bounds, str) or len(return_bounds) != 2:
         raise PacplanError(f"{opt} return_bounds must be [R_min, R_max], got {return_bounds!r}")
@@ -88,6 +88,7 @@ class GymWorld:
         horizon: int | None = None,
         randomize: str | None = None,
         cost: str = "return",
+        reward_bounds: Sequence[float] | None = None,
     ) -> None:
         opt = "gym world: option"
         self.cost = check_choice(f"{opt} cost", cost, COST_RULES)
@@ -95,7 +96,12 @@ class GymWorld:
         self.env_kwargs = dict(env_kwargs or {})
         self.policy = policy
         self.hidden = check_int(hidden, f"{opt} hidden", minimum=1)
-        self.r_min, self.r_max = _bounds(return_bounds, self.cost, opt)
+        if return_bounds is not None and reward_bounds is not None:
+            raise PacplanError(f"{opt}s return_bounds and reward_bounds: give one (reward_bounds "
+                               "per step gives return_bounds over the horizon)")
+        self.reward_bounds = reward_bounds
+        self.r_min, self.r_max = _bounds(return_bounds, opt)
+        self.bounds_from = "declared" if return_bounds is not None else None
         self.randomize = randomize
         self._envs: list[Any] = []
         self._policy: PolicyFamily | None = None
@@ -106,6 +112,21 @@ class GymWorld:
         self.horizon = check_int(horizon if horizon is not None else spec_steps,
                                  f"{opt} horizon", minimum=1)
         self._family()  # build one env and the policy now, so bad options fail at once
+        if self.cost == "return" and self.r_min is None:
+            self._derive_bounds(opt)
+
+    def _derive_bounds(self, opt: str) -> None:
+        """return_bounds from per-step reward bounds: the user's, else the env's own."""
+        per_step, self.bounds_from = self.reward_bounds, "reward_bounds"
+        if per_step is None:
+            per_step, self.bounds_from = declared_reward_range(self._pool(1)[0]), "reward_range"
+        if per_step is None:
+            raise PacplanError(f"{opt} return_bounds [R_min, R_max] is needed for cost 'return' "
+                               f"({self.env_id} declares no finite reward_range): give them, or "
+                               "reward_bounds [r_min, r_max] per step (or choose cost "
+                               "'terminated' or 'success')")
+        self.r_min, self.r_max = return_bounds_from_rewards(per_step, self.horizon,
+                                                            f"{opt} {self.bounds_from}")
 
     def _spec_steps(self) -> int | None:
         import gymnasium as gym
@@ -179,10 +200,12 @@ class GymWorld:
         assert self.r_min is not None and self.r_max is not None
         for r in episodes.returns:
             if not self.r_min <= r <= self.r_max:
-                raise PacplanError(
+                how = ("" if self.bounds_from == "declared" else
+                       f" (from {self.bounds_from} over {self.horizon} steps)")
+                raise CostRangeError(
                     f"gym world: {self.env_id} seed {seed} gave return {float(r)!r}, "
-                    f"outside the declared return_bounds [{self.r_min}, {self.r_max}]; "
-                    "widen the bounds (costs are never clipped: that would void the "
+                    f"outside the return_bounds [{self.r_min}, {self.r_max}]{how}: the bounds "
+                    "are too narrow; widen them (costs are never clipped: that would void the "
                     "certificate)")
         return (self.r_max - episodes.returns) / (self.r_max - self.r_min)
 
