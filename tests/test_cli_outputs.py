@@ -113,7 +113,18 @@ def test_the_interrupted_line_says_what_is_kept(argv: list[str], words: str) -> 
     line = interrupted_line(argv)
     assert words in line
     if argv[1] != "run":
-        assert "run directory" not in line
+        assert "run directory" not in line and "resume" not in line
+
+
+def test_the_interrupted_line_gives_the_command_that_resumes() -> None:
+    """The command after 'resume with:' splits back (as a shell would) into the same argv."""
+    import shlex
+
+    from pacplan.cli_output import interrupted_line
+
+    argv = ["/x/bin/pacplan", "run", "my config.yaml", "--out", "runs/[a] b", "--workers", "2"]
+    line = interrupted_line(argv)
+    assert shlex.split(line.split("resume with: ", 1)[1]) == ["pacplan", *argv[1:]]
 
 
 @pytest.mark.parametrize("section, key", [("es", "pairs_per_env"), ("es", "envs_per_iter"),

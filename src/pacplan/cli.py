@@ -347,7 +347,8 @@ def train_prior_cmd(
     check_worlds(cfg)  # the whole config is checked, baselines included
     _apply_executor_options(cfg, executor, workers, address)
     with discard_if_refused(out):
-        state = train_prior(cfg, out, progress=not quiet)
+        state = train_prior(cfg, out, progress=not quiet,
+                            log=lambda msg: console.print(f"[dim]{escape(msg)}[/]"))
     console.print(
         f"ES: {state.iteration} iterations, best training cost {state.best_cost:.4f} "
         f"(iteration {state.best_iteration}), mean σ {float(state.sigma.mean()):.4f}",
@@ -394,7 +395,7 @@ def main() -> None:
     except OSError as exc:  # a read-only folder, a full disk, --out naming a file
         fail(os_error_line(exc))
     except KeyboardInterrupt:
-        err_console.print(interrupted_line(sys.argv), highlight=False)
+        err_console.print(interrupted_line(sys.argv), highlight=False, markup=False)
         sys.exit(130)
     except usage_errors as exc:
         fail(usage_line(exc))
@@ -404,7 +405,7 @@ def main() -> None:
         sys.exit(1)
     if isinstance(rc, int) and rc:  # Typer returns 130 for Ctrl-C in non-standalone mode
         if rc == 130:
-            err_console.print(interrupted_line(sys.argv), highlight=False)
+            err_console.print(interrupted_line(sys.argv), highlight=False, markup=False)
         sys.exit(rc)
 
 

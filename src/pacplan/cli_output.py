@@ -12,6 +12,7 @@ import importlib
 import json
 import math
 import os
+import shlex
 import sys
 import unicodedata
 from collections.abc import Iterator
@@ -168,8 +169,9 @@ def interrupted_line(argv: list[str]) -> str:
     """What Ctrl-C leaves behind: a run keeps its finished work in its run directory; other
     commands have none (a download keeps only complete, hash-checked files)."""
     command = next((a for a in argv[1:] if not a.startswith("-")), "")
-    if command in _RUN_COMMANDS:
-        return "interrupted; finished work is kept in the run directory"
+    if command in _RUN_COMMANDS:  # the same command resumes it, bit-identically
+        return ("interrupted; finished work is kept in the run directory; resume with: "
+                + shlex.join(["pacplan", *argv[1:]]))
     if command == "data":
         return "interrupted; files downloaded before it are kept (complete and hash-checked), " \
                "no partial file is left"

@@ -161,7 +161,8 @@ def _run(cfg: RunConfig, rd: RunDir, prior_file: str | Path | None, progress: bo
                       "seeds": [int(seeds[0]), int(seeds[-1]) + 1]}
             matrices[role] = step(f"{role} costs", lambda role=role, seeds=seeds, inputs=inputs:
                                   ensure_costs(role, spec, thetas, seeds, rd, manifest, ex,
-                                               inputs, progress, cfg.storage.cost_denominator))
+                                               inputs, progress, cfg.storage.cost_denominator,
+                                               log=say))
         _baselines(cfg, rd, manifest, ex, thetas.shape[1], roles["test"], step, progress)
         certificates = step("certificates", lambda: certify(cfg, rd, manifest,
                                                             matrices["cert"], matrices["test"]))

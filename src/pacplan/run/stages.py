@@ -61,7 +61,7 @@ def ensure_prior(cfg: RunConfig, rd: RunDir, manifest: Manifest, executor: Execu
     elif source is not None:
         held, seeds = _copy_prior(cfg, rd, manifest, Path(source))
     else:
-        train_prior(cfg, rd.path, executor=executor, progress=progress)
+        train_prior(cfg, rd.path, executor=executor, progress=progress, log=log)
         seeds = load_prior_seeds(rd / RunDir.PRIOR)
         check_prior_seeds(cfg, seeds, str(rd / RunDir.PRIOR))
         held = manifest.record(RunDir.PRIOR, source="es", seeds=_listed(seeds))
@@ -146,9 +146,10 @@ def ensure_policies(cfg: RunConfig, rd: RunDir, manifest: Manifest, prior_sha: s
 
 def ensure_costs(role: str, spec: WorldSpec, thetas: np.ndarray, seeds: np.ndarray,
                  rd: RunDir, manifest: Manifest, executor: Executor, inputs: dict[str, Any],
-                 progress: bool, denominator: int | None = None) -> np.ndarray:
+                 progress: bool, denominator: int | None = None,
+                 log: Callable[[str], None] | None = None) -> np.ndarray:
     """costs/<role>.npy (or, with a `denominator`, the exact rational costs/<role>.safetensors):
-    every policy on every seed, resumable chunk by chunk."""
+    every policy on every seed, resumable chunk by chunk (`log` hears how many were kept)."""
     name = RunDir.costs(role, rational=denominator is not None)
     finished = manifest.read_checked(name, **inputs)  # the bytes hashed are the bytes used
     if finished is not None:
@@ -156,6 +157,8 @@ def ensure_costs(role: str, spec: WorldSpec, thetas: np.ndarray, seeds: np.ndarr
     store = ChunkStore(rd.chunks(role), inputs)
     grid = chunk_grid(len(seeds), len(thetas), executor.chunk_seeds, executor.chunk_policies)
     done = store.done(grid)
+    if done and log is not None:
+        log(f"resumed: {role} costs, {len(done)} of {len(grid)} chunks kept")
     with progress_bar(progress, f"{role} costs", len(grid), len(done)) as bar:
         for chunk in executor.iter_chunks(spec, thetas, seeds, skip=done):
             block, _ = check_unit_costs(chunk.block, f"{role} costs of seeds "

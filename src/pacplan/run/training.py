@@ -108,19 +108,24 @@ def run_es(
     stop_after: int | None = None,
     on_iteration: Callable[[ESState, dict[str, Any]], None] | None = None,
     evaluate: Callable[[np.ndarray], float] | None = None,
+    log: Callable[[str], None] | None = None,
 ) -> ESState:
     """Run ES for `cfg.iterations` iterations (resuming from `run_dir` when it has a checkpoint).
 
     `fingerprint` identifies everything the iterates depend on; resuming with another one is
     refused. `stop_after` ends this call after that many iterations (a deterministic interrupt).
     `evaluate(mu)` (the held-out cost of the prior's mean) is logged every `cfg.eval_every`
-    iterations as `eval_cost`; it never changes the iterates.
+    iterations as `eval_cost`; it never changes the iterates. `log` hears where a resumed
+    run picks up.
     """
     rd = RunDir(run_dir) if run_dir is not None else None
     if rd is not None:
         rd.path.mkdir(parents=True, exist_ok=True)
     state = _start(cfg, dim, rd, fingerprint, seed_range)
     todo = max(0, cfg.iterations - state.iteration)
+    if state.iteration > 0 and log is not None:
+        log(f"resumed: ES at iteration {state.iteration} of {cfg.iterations}"
+            + ("" if todo else " (done)"))
     if stop_after is not None:
         todo = min(todo, stop_after)
     with progress_bar(progress, "ES", cfg.iterations, state.iteration) as bar:
@@ -153,8 +158,9 @@ def train_prior(
     executor: Executor | None = None,
     progress: bool = True,
     stop_after: int | None = None,
+    log: Callable[[str], None] | None = None,
 ) -> ESState:
-    """Train (or resume) the prior of `cfg` into `run_dir`.
+    """Train (or resume) the prior of `cfg` into `run_dir`; `log` hears where a resume starts.
 
     Uses `executor` if given (left open), otherwise builds one from `cfg.executor` and closes it.
     The result does not depend on the executor kind or worker count. The run directory is
@@ -166,11 +172,12 @@ def train_prior(
     dim = int(make_world(spec.name, **spec.options).policy_dim())  # options checked first
     rd = RunDir(run_dir)
     with rd.locked():
-        return _train_prior(cfg, rd, spec, dim, executor, progress, stop_after)
+        return _train_prior(cfg, rd, spec, dim, executor, progress, stop_after, log)
 
 
 def _train_prior(cfg: RunConfig, rd: RunDir, spec: WorldSpec, dim: int,
-                 executor: Executor | None, progress: bool, stop_after: int | None) -> ESState:
+                 executor: Executor | None, progress: bool, stop_after: int | None,
+                 log: Callable[[str], None] | None = None) -> ESState:
     fp = es_fingerprint(cfg)
     existing = ckpt.load_checkpoint(rd.checkpoint_files())
     if existing is not None:
@@ -195,7 +202,7 @@ def _train_prior(cfg: RunConfig, rd: RunDir, spec: WorldSpec, dim: int,
                 return float(ex.cost_matrix(spec, theta, eval_seeds).mean())
 
         return run_es(cfg.es, dim, cost_fn, tuple(cfg.seeds.prior), rd.path, fingerprint=fp,
-                      progress=progress, stop_after=stop_after, evaluate=evaluate)
+                      progress=progress, stop_after=stop_after, evaluate=evaluate, log=log)
     finally:
         if own:
             ex.close()
