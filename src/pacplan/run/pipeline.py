@@ -24,7 +24,7 @@ from pacplan.run.executors import Executor, executor_from_config
 from pacplan.run.rundir import Manifest, RunDir, identity
 from pacplan.run.stages import certify, ensure_costs, ensure_policies, ensure_prior, world_spec
 from pacplan.weights import load_theta
-from pacplan.worlds.base import check_world_options
+from pacplan.worlds.base import check_world_options, warmup_note
 from pacplan.yamlio import read_yaml
 
 
@@ -146,6 +146,10 @@ def _run(cfg: RunConfig, rd: RunDir, prior_file: str | Path | None, progress: bo
         say(f"{name}: {seconds[name]:.1f} s")
         return result
 
+    note = warmup_note(cfg.world.name, dict(cfg.world.options))
+    if note and not all((rd / RunDir.costs(role, cfg.storage.cost_denominator is not None))
+                        .is_file() for role in ("cert", "test")):
+        say(note)
     try:
         prior_sha = step("prior", lambda: ensure_prior(cfg, rd, manifest, ex, prior_file,
                                                       progress, say))

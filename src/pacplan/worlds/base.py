@@ -102,6 +102,14 @@ def check_world_options(name: str, options: dict[str, Any]) -> None:
     check_keyword_options(f"world {name!r}", factory, options)
 
 
+def warmup_note(name: str, options: dict[str, Any]) -> str | None:
+    """What a world's first call costs beyond its work (the UAV's torch.compile), said before
+    a run computes costs: the factory's optional `warmup_note(**options)`, else None."""
+    factory = resolve_target(world_entry(name).factory, f"world {name!r}")
+    note = getattr(factory, "warmup_note", None)
+    return note(**options) if callable(note) else None
+
+
 def make_world(name: str, **options: Any) -> World:
     """Build the world called `name` with keyword options from a config.
 

@@ -70,6 +70,15 @@ class UAVWorld:
 
     name = "uav"
 
+    @staticmethod
+    def warmup_note(simulator: str = "batched", compile: bool = True, **_: Any) -> str | None:
+        """Said before a run's first rollouts: compiling is silent and lands in a stage's time."""
+        if simulator != "batched" or not compile:
+            return None
+        return ("uav world: the first rollouts in each process compile the batched kernels "
+                "with torch.compile (≈ 20-40 s on a fresh cache, counted in that stage's time; "
+                "later processes reuse torch's on-disk cache)")
+
     def __init__(
         self,
         simulator: str = "batched",

@@ -1,5 +1,6 @@
-"""A resumed run says where it picks up: the ES iteration it continues from and how many cost
-chunks it keeps (counted here from the chunk grid, independently of the message's code)."""
+"""A run says what it is doing when it would otherwise be silent: where a resumed run picks up
+(the ES iteration, how many cost chunks it keeps, counted here from the chunk grid) and a
+world's first-call warm-up (the UAV's torch.compile)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,9 @@ from pacplan.config import parse_config
 from pacplan.run.executors import Chunk, SerialExecutor
 from pacplan.run.pipeline import run
 from pacplan.run.training import train_prior
+from pacplan.worlds import base
+from pacplan.worlds.toy import ToyWorld
+from pacplan.worlds.uav import UAVWorld
 
 
 class _StopAfter(SerialExecutor):
@@ -57,3 +61,27 @@ def test_resume_says_how_many_cost_chunks_it_keeps(tmp_path: Path) -> None:
     run(cfg, out, progress=False, log=said.append)
     assert f"resumed: cert costs, 3 of {total} chunks kept" in said
     assert not any(s.startswith("resumed: ES") for s in said)  # the prior was finished: kept
+
+
+class WarmToy(ToyWorld):
+    """The toy world with a first-call note, as the UAV world has for torch.compile."""
+
+    @staticmethod
+    def warmup_note(**_: Any) -> str:
+        return "warm-toy: the first call compiles"
+
+
+def test_a_worlds_warmup_note_is_said_until_its_matrices_are_finished(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(base._REGISTRY, "warm-toy", base.WorldEntry(f"{__name__}:WarmToy"))
+    data = {**SMALL_TOY_RUN, "world": {**SMALL_TOY_RUN["world"], "name": "warm-toy"}}
+    cfg = parse_config(data)
+    said: list[str] = []
+    run(cfg, tmp_path / "run", progress=False, log=said.append)
+    again: list[str] = []
+    run(cfg, tmp_path / "run", progress=False, log=again.append)
+    assert said.count("warm-toy: the first call compiles") == 1
+    assert "warm-toy: the first call compiles" not in again  # nothing left to compute
+    assert UAVWorld.warmup_note() is not None and "torch.compile" in UAVWorld.warmup_note()
+    assert UAVWorld.warmup_note(compile=False) is None
+    assert UAVWorld.warmup_note(simulator="bullet") is None
