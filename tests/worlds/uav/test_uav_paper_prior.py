@@ -177,3 +177,22 @@ def test_load_refuses_wrong_files(tmp_path: Path) -> None:
         pp.load_paper_prior(tmp_path)
     with pytest.raises(PacplanError, match="13943 values"):
         pp.to_pacplan(np.zeros((2, 10)))
+
+
+def test_docs_quote_the_committed_measurement() -> None:
+    """README, docs/worlds.md and the report's note state what the benchmark measured."""
+    import json
+
+    from pacplan.run.report_tables import PAPER_NOTE
+
+    repo = Path(__file__).resolve().parents[3]
+    data = json.loads((repo / "benchmarks" / "data" / "uav-paper-prior.json").read_text())
+    assert data["envs"] >= 2000 and data["draws"] == 50
+    mean = f"{100 * data['paper_prior_pacplan_cells']['mean_policy_cost']:.2f} %"
+    draws = f"{100 * data['paper_prior_pacplan_cells']['draws_mean_cost']:.2f} %"
+    ours = f"{100 * data['pacplan_prior_uav']['mean_policy_cost']:.2f} %"
+    worlds = (repo / "docs" / "worlds.md").read_text()
+    readme = (repo / "README.md").read_text()
+    for text in (worlds, readme, PAPER_NOTE):
+        assert mean in text and draws in text
+    assert ours in worlds and ours in readme
