@@ -157,3 +157,41 @@ def test_render_never_writes_over_its_weights(tmp_path: Path, capsys) -> None:  
     code, _, err = cli(["render", "toy", "--seed", "1", "--theta", str(theta), "--out",
                         str(theta)], capsys)
     assert code == 2 and "--theta" in err and theta.read_bytes() == before
+
+
+def test_a_mistyped_preset_gets_the_closest_name(capsys) -> None:  # type: ignore[no-untyped-def]
+    code, _, err = cli(["run", "uav-quik"], capsys)
+    assert code == 2 and "did you mean 'uav-quick'?" in err and err.count("\n") == 1
+    code, _, err = cli(["presets", "gym-cartpol"], capsys)
+    assert code == 2 and "did you mean 'gym-cartpole'?" in err
+    code, _, err = cli(["run", "qqqqqqqq"], capsys)  # nothing close: no guess, the list only
+    assert code == 2 and "did you mean" not in err and "uav-quick" in err
+
+
+def test_counts_take_the_right_number() -> None:
+    from pacplan.validation import count
+
+    assert [count(n, "policy") for n in (0, 1, 2)] == ["0 policies", "1 policy", "2 policies"]
+    assert [count(n, "seed") for n in (1, 8)] == ["1 seed", "8 seeds"]
+    assert count(2, "day") == "2 days" and count(3, "matrix", "matrices") == "3 matrices"
+
+
+def test_every_usage_line_names_its_values_one_way(capsys) -> None:  # type: ignore[no-untyped-def]
+    """Arguments and option values in capitals (argparse's and click's way), never typer's
+    `<path>` / `<int>` or a lower-case name; typer's own {required} / [optional] marks."""
+    import re
+
+    from pacplan.cli import app
+
+    commands = [c.name or c.callback.__name__.replace("_", "-") for c in app.registered_commands]
+    assert "run" in commands and "report" in commands
+    for group in app.registered_groups:
+        commands += [f"{group.name} {c.name}" for c in group.typer_instance.registered_commands]
+    for command in commands:
+        code, out, _ = cli([*command.split(), "--help"], capsys)
+        assert code == 0, command
+        usage = next(line for line in out.splitlines() if "Usage:" in line).split("[OPTIONS]")[1]
+        assert re.fullmatch(r"(\s+(\{[A-Z_]+\}|\[[A-Z_]+\]))*\s*", usage), (command, usage)
+        options = [line for line in out.splitlines() if re.match(r"\W*--", line)]
+        assert options and not any(re.search(r"<(path|int|str|float)>", line)
+                                   for line in options), (command, options)

@@ -43,7 +43,7 @@ from pacplan.pacbayes.certificate import build_certificate
 from pacplan.pacbayes.matrices import load_cost_matrix
 from pacplan.presets import list_presets, preset_path, resolve_config, resolve_prior, shipped_priors
 from pacplan.run.provenance import verify_certificate
-from pacplan.validation import INT64_MAX, check_choice, check_delta, check_whole_number
+from pacplan.validation import INT64_MAX, check_choice, check_delta, check_whole_number, count
 
 app = typer.Typer(
     name="pacplan",
@@ -316,7 +316,7 @@ def check_world_cmd(
         print_json(report.to_dict())
     else:
         table = Table(title=f"check-world {escape(world)} (d = {report.policy_dim}, "
-                      f"{len(report.seeds)} seeds × {report.n_policies} policies)")
+                      f"{count(len(report.seeds), 'seed')} × {count(report.n_policies, 'policy')})")
         for column in ("check", "result", "detail"):
             table.add_column(column)
         for r in report.results:

@@ -25,6 +25,7 @@ from rich.table import Table
 
 from pacplan.choices import BOUNDS
 from pacplan.pacbayes.record import Certificate
+from pacplan.validation import count
 
 console = Console()
 err_console = Console(stderr=True)
@@ -100,7 +101,8 @@ def certificate_table(c: Certificate) -> Table:
         lo, hi = c.test_ci
         table.add_row(f"test cost ({c.test_n} envs)",
                       f"{percent(c.test_cost)} [{percent(lo)[:-2]}, {percent(hi)[:-2]}] (99 %)")
-    table.add_row("posterior", f"{c.solver}, {sum(v > 1e-3 for v in c.p)} policies with p > 0.001")
+    table.add_row("posterior", f"{c.solver}, {count(sum(v > 1e-3 for v in c.p), 'policy')} "
+                  "with p > 0.001")
     if c.clip:
         table.add_row("clipped entries", str(c.cert_matrix.clipped +
                                               (c.test_matrix.clipped if c.test_matrix else 0)))
@@ -181,10 +183,18 @@ def interrupted_line(argv: list[str]) -> str:
 def show_flags_as_flags(command: Any) -> None:
     """Let --help show a flag as a flag: recent typer prints every option's type, so `--quiet`
     would read `--quiet <bool>` as if it took a value. An empty metavar hides the type of every
-    flag, typer's own (--help, --install-completion) included; older typer shows none anyway."""
+    flag, typer's own (--help, --install-completion) included; older typer shows none anyway.
+
+    Every other value is named one way, in capitals as argparse and click name them
+    (`--out OUT`, `CONFIG`, `RUN_DIR`), not typer's mix of `<path>`, `<int>` and bare names;
+    typer itself marks an argument required `{X}` or optional `[X]` in the usage line."""
     for param in getattr(command, "params", []):
         if getattr(param, "is_flag", False) and param.metavar is None:
             param.metavar = ""
+        elif param.metavar is None and param.name:
+            param.metavar = param.name.upper()
+        elif param.param_type_name == "argument" and param.metavar.startswith("["):
+            param.metavar = param.metavar.strip("[]")  # typer adds the brackets itself
     try:  # --help is made on demand (and cached by click); make it now to reach it
         help_option = command.get_help_option(command.context_class(command))
     except Exception:  # pragma: no cover - a click without this API: cosmetic only

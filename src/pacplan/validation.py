@@ -7,6 +7,7 @@ naming that thing and the rule it broke. Nothing else in pacplan re-implements t
 
 from __future__ import annotations
 
+import difflib
 import functools
 import inspect
 import math
@@ -28,10 +29,25 @@ SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 """A name that is also a file or folder name: no path separator, no leading dot or dash."""
 
 
+def did_you_mean(value: Any, choices: Iterable[str]) -> str:
+    """" did you mean 'x'?" for the closest choice to a mistyped name (difflib's ratio ≥ 0.6,
+    as Gymnasium and argparse suggest), or "" when none is close."""
+    close = difflib.get_close_matches(str(value), list(choices), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """"1 policy", "2 policies": a number with its noun in the right number."""
+    word = noun if n == 1 else plural or (noun[:-1] + "ies" if noun.endswith("y")
+                                            and noun[-2:-1] not in "aeiou" else noun + "s")
+    return f"{n} {word}"
+
+
 def check_choice(name: str, value: Any, choices: Sequence[str]) -> str:
     """`value` must be one of `choices` (e.g. a bound, solver or executor name)."""
     if value not in choices:
-        raise PacplanError(f"unknown {name} {value!r}; choose one of {', '.join(choices)}")
+        hint = did_you_mean(value, choices) or ";"
+        raise PacplanError(f"unknown {name} {value!r}{hint} choose one of {', '.join(choices)}")
     return str(value)
 
 

@@ -22,6 +22,7 @@ from importlib import resources
 from pathlib import Path
 
 from pacplan.errors import PacplanError
+from pacplan.validation import did_you_mean
 
 PRIORS = "priors"
 """The sub-folder with the shipped priors and the configs that trained them."""
@@ -81,7 +82,8 @@ def preset_path(name: str) -> Path:
     for preset in list_presets():
         if preset.name == name:
             return preset.path
-    raise PacplanError(f"unknown preset {name!r}; presets: {', '.join(preset_names())} "
+    hint = did_you_mean(name, preset_names()) or ";"
+    raise PacplanError(f"unknown preset {name!r}{hint} presets: {', '.join(preset_names())} "
                        "(`pacplan presets` describes them)")
 
 
@@ -112,7 +114,8 @@ def resolve_config(config: str | Path) -> Path:
     if _is_bare_name(text):
         if text in preset_names():
             return preset_path(text)
-        raise PacplanError(f"no config file or preset named {text!r}; presets: "
+        raise PacplanError(f"no config file or preset named {text!r}"
+                           f"{did_you_mean(text, preset_names()) or ';'} presets: "
                            f"{', '.join(preset_names())} (`pacplan presets` describes them)")
     hint = ""
     if path.suffix in _CONFIG_SUFFIXES and path.stem in preset_names():
@@ -130,6 +133,7 @@ def resolve_prior(prior: str | Path) -> Path:
     if _is_bare_name(str(prior)) and str(prior) in priors:
         return priors[str(prior)]
     if _is_bare_name(str(prior)) and not path.suffix:
-        raise PacplanError(f"no prior file or shipped prior named {str(prior)!r}; shipped "
-                           f"priors: {', '.join(priors)}")
+        raise PacplanError(f"no prior file or shipped prior named {str(prior)!r}"
+                           f"{did_you_mean(prior, priors) or ';'} shipped priors: "
+                           f"{', '.join(priors)}")
     raise PacplanError(f"prior file not found: {path}")

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from pacplan.errors import CostRangeError, PacplanError
-from pacplan.validation import check_int, check_policies, check_seeds
+from pacplan.validation import check_int, check_policies, check_seeds, count
 from pacplan.worlds.base import World, make_world
 from pacplan.worlds.check_report import (
     DEFAULT_SEEDS,
@@ -136,7 +136,8 @@ def _check_shape(ctx: _Context) -> str | tuple[str, str]:
         return SKIPPED, "no costs: an outcome is outside the world's declared range"
     want = (ctx.seeds.size, ctx.thetas.shape[0])
     if out.shape != want:
-        raise _Failed(f"costs of {want[1]} policies on {want[0]} seeds have shape {out.shape}, "
+        raise _Failed(f"costs of {count(want[1], 'policy')} on {count(want[0], 'seed')} have "
+                      f"shape {out.shape}, "
                       f"expected (n, k) = {want}")
     if out.dtype.kind != "f":
         raise _Failed(f"costs have dtype {out.dtype}, expected a float dtype (float64)")
@@ -210,7 +211,8 @@ def _check_batch_independent(ctx: _Context) -> str | tuple[str, str]:
         got, _ = ctx.call(ctx.thetas[c], ctx.seeds[r])
         want = ctx.costs[np.ix_(r, c)]
         if got.shape != want.shape:
-            raise _Failed(f"{len(c)} policies on {len(r)} seeds gave shape {got.shape}")
+            raise _Failed(f"{count(len(c), 'policy')} on {count(len(r), 'seed')} gave shape "
+                          f"{got.shape}")
         if not np.array_equal(got, want, equal_nan=True):
             diff = _largest_difference(got, want)
             if not diff <= LAST_BITS:
@@ -230,8 +232,8 @@ def _check_seeds_differ(ctx: _Context) -> str:
         return SKIPPED, "needs at least 2 seeds"
     same = [np.array_equal(ctx.costs[0], row, equal_nan=True) for row in ctx.costs[1:]]
     if all(same):
-        raise _Failed(f"all {n} seeds give the same costs for each of {k} policies: the seed "
-                      "does not change the environment (or every cost is saturated)")
+        raise _Failed(f"all {n} seeds give the same costs for each of {count(k, 'policy')}: "
+                      "the seed does not change the environment (or every cost is saturated)")
     distinct = len({row.tobytes() for row in ctx.costs})
     return f"{distinct} distinct cost rows over {n} seeds"
 
