@@ -237,17 +237,23 @@ def run_cmd(
                      log=lambda msg: console.print(f"[dim]{msg}[/]"))
         report = write_report(run_dir)
     console.print(certificate_table(result.certificates[max(result.certificates)]))
-    console.print(f"run directory {shown(run_dir)}; report {shown(report)}")
+    console.print(f"run directory {shown(run_dir)}; report {shown(report)} and "
+                  f"{RunDir.REPORT_HTML}", soft_wrap=True)
 
 
 @app.command("report")
 def report_cmd(
     run_dir: Path = typer.Argument(..., help="A run directory made by `pacplan run`."),
 ) -> None:
-    """Write report.md and figures/ for a run directory (Table 1 form, one row per N)."""
+    """Write report.md, report.html and figures/ for a run directory (Table 1 form, one row
+    per N)."""
     from pacplan.run.report import write_report
+    from pacplan.run.rundir import RunDir
 
-    console.print(f"wrote {shown(write_report(run_dir))}")
+    report = write_report(run_dir)
+    console.print(f"wrote {shown(report)}, {shown(report.parent / RunDir.REPORT_HTML)} (one "
+                  f"page, figures embedded) and {shown(report.parent / RunDir.FIGURES)}/",
+                  soft_wrap=True)
 
 
 def _apply_executor_options(cfg, executor: str | None, workers: int | None,

@@ -295,3 +295,31 @@ def test_gym_report_turns_costs_back_into_returns(tmp_path: Path):
         assert float(cells[1]) == pytest.approx(500 - 500 * cert.certified, rel=1e-5)
         mean_return = float(np.mean((500 - 500 * test) @ np.asarray(cert.p)))
         assert float(cells[2].split(" [")[0]) == pytest.approx(mean_return, rel=1e-5)
+
+
+def test_a_shipped_prior_is_named_not_shown_as_a_source_tree_path(
+        finished_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]):
+    """A prior from inside the package reads as the shipped prior, not `../../src/pacplan/…`;
+    `pacplan report` names every file it writes."""
+    import pacplan
+    from helpers import cli
+
+    package = tmp_path / "site" / "pacplan"
+    (package / "presets" / "priors").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    prior = package / "presets" / "priors" / "toy.safetensors"
+    shutil.copy(finished_run / "prior.safetensors", prior)
+    out = tmp_path / "runs" / "given"
+    run(parse_config(json.loads(json.dumps(CONFIG))), out, prior_file=prior, progress=False)
+    recorded = json.loads((out / "manifest.json").read_text())
+    assert "../" in json.dumps(recorded)  # the manifest keeps the relative path it copied from
+    monkeypatch.setattr(pacplan, "__file__", str(package / "__init__.py"))
+    code, said, _ = cli(["report", str(out)], capsys)
+    assert code == 0
+    md = (out / "report.md").read_text()
+    line = next(x for x in md.splitlines() if x.startswith("Given as a file"))
+    assert "the shipped prior `toy` (`pacplan/presets/priors/toy.safetensors` in the package)" \
+        in line and "../" not in line
+    flat = " ".join(said.split())
+    assert all(name in flat for name in ("report.md", "report.html", "figures"))

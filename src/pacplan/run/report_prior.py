@@ -71,6 +71,16 @@ def _find_source(rd: RunDir, source: str, sha: str) -> Path | None:
     return None
 
 
+def _shipped(found: Path | None) -> str | None:
+    """A prior shipped inside the pacplan package, named as such: not a path into one
+    checkout's source tree (`../../src/pacplan/presets/…`) that means nothing to a reader."""
+    package = Path(pacplan.__file__).resolve().parent
+    if found is None or not found.resolve().is_relative_to(package):
+        return None
+    inside = found.resolve().relative_to(package).as_posix()
+    return f"the shipped prior `{found.stem}` (`pacplan/{inside}` in the package)"
+
+
 def _siblings(found: Path, *names: str) -> Path | None:
     """The first of `names` that exists beside `found` ({stem} is the prior file's stem)."""
     for name in names:
@@ -116,9 +126,11 @@ def prior_section(rd: RunDir, manifest: Manifest, cfg: RunConfig) -> list[str]:
         lines += [f"From `{RunDir.METRICS}`: {_es_record_summary(records, meta)}" if records
                   else f"No training record: {problem}.", ""]
     else:
-        lines += [f"Given as a file (`--prior` or `prior:` in the config): source `{source}`, "
-                  f"copied into the run as `{RunDir.PRIOR}` ({what}); {seeds}.", ""]
         found = None if source is None else _find_source(rd, str(source), sha)
+        shipped_name = _shipped(found)
+        shown = f"`{source}`" if shipped_name is None else shipped_name
+        lines += [f"Given as a file (`--prior` or `prior:` in the config): source {shown}, "
+                  f"copied into the run as `{RunDir.PRIOR}` ({what}); {seeds}.", ""]
         if found is None:
             lines += ["The source file is not found with this sha256 (at its recorded path, "
                       "or shipped with pacplan), so no training record is shown.", ""]
@@ -133,7 +145,7 @@ def prior_section(rd: RunDir, manifest: Manifest, cfg: RunConfig) -> list[str]:
             problem = "none lies beside it"
             if metrics is not None:
                 records, problem = _read_training_metrics(metrics)
-            found_at = "" if where == source else f" (found at `{where}`)"
+            found_at = "" if where == source or shipped_name else f" (found at `{where}`)"
             how = f"; how it was trained: `{config.name}`" if config is not None else ""
             if records:
                 lines += [f"Its training record beside the source{found_at}, `{metrics.name}` "
