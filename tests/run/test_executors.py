@@ -194,6 +194,50 @@ def test_ray_agrees_with_serial_to_the_bit(ray_executor, data: tuple, tmp_path: 
     assert np.array_equal(a.mu, b.mu) and np.array_equal(a.logvar, b.logvar)
 
 
+def test_ray_counts_its_tasks_per_node(ray_executor, data: tuple) -> None:
+    """Each finished task is counted on the node it ran on: one local node here, and as many
+    tasks as the chunk grid has cells (ceil(n / chunk_seeds) × ceil(k / chunk_policies))."""
+    import math
+    import re
+
+    import ray.util
+
+    thetas, seeds, _ = data
+
+    def counted() -> dict[str, int]:
+        line = ray_executor.placement() or ""
+        return {node: int(n) for node, n in re.findall(r"([\d.:a-f]+): (\d+)", line)}
+
+    before = counted()
+    ray_executor.cost_matrix(SPEC, thetas, seeds)
+    after = counted()
+    cells = math.ceil(len(seeds) / CHUNKS["chunk_seeds"]) * \
+        math.ceil(len(thetas) / CHUNKS["chunk_policies"])
+    node = ray.util.get_node_ip_address()
+    assert set(after) == {node} and after[node] - before.get(node, 0) == cells
+    assert SerialExecutor(**CHUNKS).placement() is None
+
+
+@pytest.mark.slow
+def test_cli_on_ray_prints_no_ray_info_lines_and_the_tasks_per_node(tmp_path: Path) -> None:
+    """`pacplan run toy --executor ray`: Ray's own INFO lines ('Started a local Ray instance')
+    stay out of the output; one line tells how the tasks spread over the nodes."""
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "MPLBACKEND": "Agg"}
+    proc = subprocess.run([str(Path(sys.executable).parent / "pacplan"), "run", "toy",
+                           "--executor", "ray", "--workers", "2", "--quiet", "--out",
+                           str(tmp_path / "run")], capture_output=True, text=True, env=env,
+                          timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout + proc.stderr
+    assert " INFO " not in out and "Started a local Ray instance" not in out, out
+    import re
+
+    (line,) = [x for x in out.splitlines() if x.startswith("ray: ")]
+    total, nodes = re.match(r"ray: (\d+) tasks on (\d+) nodes? \((.*)\)", line).group(1, 2)
+    per_node = [int(n) for n in re.findall(r": (\d+)", line.split("(", 1)[1])]
+    assert int(nodes) == len(per_node) == 1 and sum(per_node) == int(total) > 0
+
+
 @pytest.mark.slow
 def test_cli_toy_preset_processes_equals_serial(tmp_path: Path) -> None:
     """The full toy preset through the CLI on 2 worker processes gives the serial prior's bytes."""

@@ -123,6 +123,10 @@ class Executor:
     def close(self) -> None:
         """Release workers; the executor may not be used afterwards."""
 
+    def placement(self) -> str | None:
+        """Where the tasks so far ran, for a log line (Ray: tasks per node), or None."""
+        return None
+
     def __enter__(self) -> Executor:
         return self
 

@@ -170,6 +170,9 @@ def _run(cfg: RunConfig, rd: RunDir, prior_file: str | Path | None, progress: bo
         _baselines(cfg, rd, manifest, ex, thetas.shape[1], roles["test"], step, progress)
         certificates = step("certificates", lambda: certify(cfg, rd, manifest,
                                                             matrices["cert"], matrices["test"]))
+        placement = ex.placement()
+        if placement is not None:
+            say(placement)
     finally:
         if own:
             ex.close()
