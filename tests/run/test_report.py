@@ -121,11 +121,20 @@ def test_markdown_to_html_constructs(tmp_path: Path):
             "| 1 | 2 % |\n\n- item `c`\n\n```\n<raw> & **not bold**\n```\n\n![cap](f.png)\n")
     page = markdown_to_html(text, tmp_path, "t")
     assert "<h1>T &lt;1&gt;</h1>" in page
-    assert "<p>para <em>em</em> and <strong>b</strong> <code>x&lt;y</code> continued</p>" in page
+    assert "<p>para <em>em</em> and <strong>b</strong> <code>x&lt;y</code>\ncontinued</p>" in page
     assert '<td style="text-align:right">2 %</td>' in page and "<th" in page
     assert "<li>item <code>c</code></li>" in page
-    assert "<pre><code>&lt;raw&gt; &amp; **not bold**</code></pre>" in page
-    assert 'src="data:image/png;base64,iVBORyBmYWtl"' in page
+    assert "<pre><code>&lt;raw&gt; &amp; **not bold**\n</code></pre>" in page
+    assert ('<figure><img alt="cap" src="data:image/png;base64,iVBORyBmYWtl">'
+            "<figcaption>cap</figcaption></figure>") in page and "<p><figure>" not in page
+    # CommonMark where a hand-made converter slipped: raw HTML stays text, emphasis nests,
+    # a backslash escapes, a table cell keeps an escaped pipe
+    tricky = ("<script>x</script>\n\n***both*** and \\*not em\\*\n\n| a | b |\n|---|---|\n"
+              "| 1 \\| 2 | 3 |\n")
+    page = markdown_to_html(tricky, tmp_path, "t")
+    assert "<script>" not in page and "&lt;script&gt;x&lt;/script&gt;" in page
+    assert "<em><strong>both</strong></em>" in page and "*not em*" in page
+    assert "<td>1 | 2</td>" in page
     with pytest.raises(PacplanError, match="outside"):
         markdown_to_html("![x](../f.png)\n", tmp_path / "sub", "t")
     with pytest.raises(PacplanError, match="missing"):

@@ -4,6 +4,12 @@
 leaves a stale lock; a second process is refused at once with a line naming the holder (pid,
 host and start time, written into the lock file). The lock is re-entrant within a process, so
 `run` may train its prior through `train_prior`, which locks the directory too. POSIX only.
+
+Why not the `filelock` package: its FileLock takes the same flock, but a refused process gets a
+timeout naming the file, not who holds it. Naming the holder needs the holder's own descriptor
+to write pid, host and start time into run.lock after locking, and the refused one to read them
+from its own descriptor without truncating them; with that, what is left is ~40 lines over
+fcntl, so a dependency would not shorten this module.
 """
 
 from __future__ import annotations
