@@ -37,7 +37,7 @@ def test_presets_live_inside_the_package() -> None:
     assert not (REPO / "configs").exists() and not (REPO / "priors").exists()  # one home
     assert {p.name for p in list_presets() if p.kind == "run"} == RUN_PRESETS
     assert {p.name for p in list_presets() if p.kind == "prior"} == {
-        "uav-prior", "quadruped-prior"}
+        "uav-prior", "uav-taught-prior", "quadruped-prior"}
     assert len(set(preset_names())) == len(preset_names())  # a name means one file
 
 

@@ -106,7 +106,10 @@ class ESConfig(_Strict):
     init_mean: float | list[float] | str = Field(
         0.0, description="initial mean: one value for every weight, a list of them, or a weights "
         "file (.safetensors or .npy, relative to the config file), e.g. a policy to start from")
-    init_var: float = Field(4.0, gt=0)
+    init_var: float | str = Field(
+        4.0, description="initial variance: one value for every weight, or a file of one per "
+        "weight (.safetensors or .npy, relative to the config file), e.g. scaled to each "
+        "weight's input so that every input perturbs the output alike")
     logvar_min: float = -12.0
     logvar_max: float = 6.0
     utility_patience: int = Field(10, ge=1, description="iterations without improvement before "
@@ -138,7 +141,32 @@ class ESConfig(_Strict):
     def _bounds(self) -> ESConfig:
         if self.logvar_min >= self.logvar_max:
             raise ValueError("logvar_min must be below logvar_max")
+        if not isinstance(self.init_var, str) and not self.init_var > 0:
+            raise ValueError(f"init_var must be > 0, got {self.init_var:g}")
         return self
+
+
+class DistillConfig(_Strict):
+    """Teach the policy net from a privileged teacher before ES (`pacplan.run.distill`)."""
+
+    envs: int = Field(640, ge=1, description="prior-training environments the teacher solves "
+                      "(the first of seeds.prior)")
+    rounds: int = Field(3, ge=0, description="DAgger rounds after the first behaviour cloning")
+    free_states: int = Field(24, ge=0, description="random collision-free reachable states per "
+                             "environment added in the first round")
+    epochs: int = Field(8, ge=1)
+    lr: float = Field(3e-3, gt=0)
+    batch: int = Field(256, ge=1)
+    temperature: float = Field(1.0, gt=0, description="metres: the policy's scores over this "
+                               "are its logits")
+    target_temperature: float = Field(0.1, gt=0, description="the teacher's values "
+                                      "(−10·cost + clearance in m) over this are its logits")
+    clear_cap: float = Field(0.75, gt=0, description="clearance (m) beyond which the teacher "
+                             "does not prefer more")
+    eval_envs: int = Field(500, ge=0, description="held-out seeds.prior_eval environments the "
+                           "student is flown on after each round (logged only)")
+    workers: int = Field(2, ge=1, description="processes solving the teacher's lattices")
+    seed: RngSeed = 0
 
 
 class ExecutorConfig(_Strict):
@@ -223,6 +251,8 @@ class RunConfig(_Strict):
     world: WorldConfig
     seeds: SeedsConfig = Field(default_factory=SeedsConfig)
     es: ESConfig = Field(default_factory=ESConfig)
+    distill: DistillConfig | None = Field(None, description="teach the net from a privileged "
+                                          "teacher first; ES starts from the result")
     executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
     policies: PoliciesConfig = Field(default_factory=PoliciesConfig)
     certificate: CertificateConfig = Field(default_factory=CertificateConfig)
@@ -305,6 +335,8 @@ def load_config(path: str | Path) -> RunConfig:
         cfg.prior = str((p.parent / cfg.prior).resolve())
     if isinstance(cfg.es.init_mean, str) and not Path(cfg.es.init_mean).is_absolute():
         cfg.es.init_mean = str((p.parent / cfg.es.init_mean).resolve())
+    if isinstance(cfg.es.init_var, str) and not Path(cfg.es.init_var).is_absolute():
+        cfg.es.init_var = str((p.parent / cfg.es.init_var).resolve())
     for base in cfg.baselines:
         if base.weights is not None and not Path(base.weights).is_absolute():
             base.weights = str((p.parent / base.weights).resolve())

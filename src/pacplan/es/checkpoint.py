@@ -81,11 +81,15 @@ def _digest(arrays: dict[str, np.ndarray], es_meta: str) -> str:
 
 
 def save_prior(path: str | Path, mu: np.ndarray, logvar: np.ndarray, iteration: int,
-               seeds: SeedRange | list[int] | None = None) -> None:
-    """A prior N(mu, diag exp(logvar)) as safetensors (float64), with its training seeds."""
+               seeds: SeedRange | list[int] | None = None,
+               distill: dict[str, Any] | None = None) -> None:
+    """A prior N(mu, diag exp(logvar)) as safetensors (float64), with its training seeds (and,
+    when its ES started from a taught net, how it was taught: metadata `distill`)."""
     meta = {"iteration": str(iteration), "parametrization": "N(mu, diag exp(logvar))"}
     if seeds is not None:
         meta["prior_seeds"] = json.dumps([int(seeds[0]), int(seeds[1])])
+    if distill is not None:
+        meta["distill"] = json.dumps(distill, sort_keys=True)
     save_safetensors(path, {"mu": np.asarray(mu, np.float64),
                             "logvar": np.asarray(logvar, np.float64)}, meta)
 
@@ -97,7 +101,7 @@ def save_checkpoint(files: CheckpointFiles, state: ESState) -> None:
     arrays = {k: np.ascontiguousarray(getattr(state, k), dtype=np.float64) for k in _ARRAYS}
     save_safetensors(files.state, arrays, {"es": es_meta, "sha256": _digest(arrays, es_meta)})
     save_prior(files.prior, arrays["mu"], arrays["logvar"], state.iteration,
-               state.extra.get("prior_seeds"))
+               state.extra.get("prior_seeds"), state.extra.get("distill"))
     info = _scalars(state) | {
         "rng": {"generator": "PCG64(SeedSequence([es.seed, iteration]))",
                 "next_iteration": state.iteration},

@@ -55,6 +55,11 @@ def es_fingerprint(cfg: RunConfig) -> str:
         if not path.is_file():
             raise PacplanError(f"es.init_mean file not found: {path}")
         es["init_mean"] = {"sha256": sha256_file(path)}
+    if isinstance(cfg.es.init_var, str):
+        path = Path(cfg.es.init_var)
+        if not path.is_file():
+            raise PacplanError(f"es.init_var file not found: {path}")
+        es["init_var"] = {"sha256": sha256_file(path)}
     return identity({"world": cfg.world.model_dump(mode="json"), "prior": list(cfg.seeds.prior),
                      "es": es})
 
@@ -91,7 +96,10 @@ def _start(cfg: ESConfig, dim: int, rd: RunDir | None, fingerprint: str,
     mean = None
     if isinstance(cfg.init_mean, str):
         mean = load_theta(cfg.init_mean, dim, world="es.init_mean")
-    state = init_state(cfg, dim, mean)
+    var = None
+    if isinstance(cfg.init_var, str):
+        var = load_theta(cfg.init_var, dim, world="es.init_var")
+    state = init_state(cfg, dim, mean, var)
     state.extra["fingerprint"] = fingerprint
     state.extra["prior_seeds"] = seeds
     return state
@@ -109,6 +117,7 @@ def run_es(
     on_iteration: Callable[[ESState, dict[str, Any]], None] | None = None,
     evaluate: Callable[[np.ndarray], float] | None = None,
     log: Callable[[str], None] | None = None,
+    notes: dict[str, Any] | None = None,
 ) -> ESState:
     """Run ES for `cfg.iterations` iterations (resuming from `run_dir` when it has a checkpoint).
 
@@ -116,12 +125,14 @@ def run_es(
     refused. `stop_after` ends this call after that many iterations (a deterministic interrupt).
     `evaluate(mu)` (the held-out cost of the prior's mean) is logged every `cfg.eval_every`
     iterations as `eval_cost`; it never changes the iterates. `log` hears where a resumed
-    run picks up.
+    run picks up. `notes` (JSON values, e.g. how the start was distilled) are recorded in the
+    state and in the prior file's metadata.
     """
     rd = RunDir(run_dir) if run_dir is not None else None
     if rd is not None:
         rd.path.mkdir(parents=True, exist_ok=True)
     state = _start(cfg, dim, rd, fingerprint, seed_range)
+    state.extra.update(notes or {})
     todo = max(0, cfg.iterations - state.iteration)
     if state.iteration > 0 and log is not None:
         log(f"resumed: ES at iteration {state.iteration} of {cfg.iterations}"
@@ -178,6 +189,14 @@ def train_prior(
 def _train_prior(cfg: RunConfig, rd: RunDir, spec: WorldSpec, dim: int,
                  executor: Executor | None, progress: bool, stop_after: int | None,
                  log: Callable[[str], None] | None = None) -> ESState:
+    notes: dict[str, Any] = {}
+    given = cfg
+    if cfg.distill is not None:  # a taught net is where ES starts (`pacplan.run.distill`)
+        from pacplan.run.distill import distill, distilled_summary
+
+        cfg = cfg.model_copy(deep=True)
+        cfg.es.init_mean = str(distill(cfg, rd.path, log=log))
+        notes["distill"] = distilled_summary(cfg.es.init_mean)
     fp = es_fingerprint(cfg)
     existing = ckpt.load_checkpoint(rd.checkpoint_files())
     if existing is not None:
@@ -185,7 +204,7 @@ def _train_prior(cfg: RunConfig, rd: RunDir, spec: WorldSpec, dim: int,
     own = executor is None
     ex = executor_from_config(cfg.executor) if own else executor
     try:
-        dump_config(cfg, rd / RunDir.CONFIG)
+        dump_config(given, rd / RunDir.CONFIG)
 
         def cost_fn(thetas: np.ndarray, seeds: np.ndarray) -> np.ndarray:
             if cfg.es.shared_perturbations:  # the same policies everywhere: one full matrix
@@ -202,7 +221,8 @@ def _train_prior(cfg: RunConfig, rd: RunDir, spec: WorldSpec, dim: int,
                 return float(ex.cost_matrix(spec, theta, eval_seeds).mean())
 
         return run_es(cfg.es, dim, cost_fn, tuple(cfg.seeds.prior), rd.path, fingerprint=fp,
-                      progress=progress, stop_after=stop_after, evaluate=evaluate, log=log)
+                      progress=progress, stop_after=stop_after, evaluate=evaluate, log=log,
+                      notes=notes)
     finally:
         if own:
             ex.close()

@@ -199,10 +199,12 @@ def _cells(step: int) -> tuple[np.ndarray, np.ndarray]:
     return ix.ravel(), iz.ravel()
 
 
-def _step_sweeps(scene: Scene, keep: np.ndarray, step: int, clear_cap: float
+def _step_sweeps(scene: Scene, keep: np.ndarray, step: int, clear_cap: float,
+                 cells: tuple[np.ndarray, np.ndarray] | None = None
                  ) -> tuple[np.ndarray, np.ndarray]:
     """(first colliding check, clearance) (C, 25) of every primitive from every cell of `step`
-    (cells in `_cells` order), against the cylinders `keep` and the tunnel.
+    (cells: the product of the given ix and iz values, ix-major; default every cell `_cells`
+    lists), against the cylinders `keep` and the tunnel.
 
     The collision test is `raycast.sweep_kernel`'s, op for op in float64 (the test suite checks
     equality to the bit), laid out on the structure of the lattice: at check k every point is
@@ -212,9 +214,11 @@ def _step_sweeps(scene: Scene, keep: np.ndarray, step: int, clear_cap: float
     checks of the distance to the nearest surface minus the robot radius, capped at clear_cap.
     """
     r = spec.ROBOT_RADIUS
-    rx, rz = min(2 * step, IX_MAX), min(2 * step, IZ_MAX)
-    x0, y0, z0 = dyn.grid_coords(step, np.arange(-rx, rx + 1, dtype=np.float64),
-                                 np.arange(-rz, rz + 1, dtype=np.float64))
+    if cells is None:
+        rx, rz = min(2 * step, IX_MAX), min(2 * step, IZ_MAX)
+        cells = (np.arange(-rx, rx + 1), np.arange(-rz, rz + 1))
+    x0, y0, z0 = dyn.grid_coords(step, np.asarray(cells[0], dtype=np.float64),
+                                 np.asarray(cells[1], dtype=np.float64))
     d = dyn.CHECK_DISP  # (25, 20, 3); x offset depends on p // 5, z offset on p % 5
     xs = torch.as_tensor(x0[:, None, None] + d[None, ::5, :, 0])  # (NXc, 5, 20)
     zs = torch.as_tensor(z0[:, None, None] + d[None, :5, :, 2])  # (NZc, 5, 20)
@@ -246,7 +250,7 @@ def _step_sweeps(scene: Scene, keep: np.ndarray, step: int, clear_cap: float
         dist = torch.minimum(d2min.sqrt_(), planes)
     first = torch.where(hit.any(0), hit.to(torch.int8).argmax(0) + 1, 0)  # (X, Z)
     clear = (dist.amin(0) - r).clamp(max=clear_cap)
-    shape = (2 * rx + 1, 5, 2 * rz + 1, 5)  # (ix, dx, iz, dz) -> (ix, iz, 5·dx + dz)
+    shape = (len(cells[0]), 5, len(cells[1]), 5)  # (ix, dx, iz, dz) -> (ix, iz, 5·dx + dz)
     return tuple(v.reshape(shape).permute(0, 2, 1, 3).reshape(-1, NP).numpy()
                  for v in (first, clear))  # type: ignore[return-value]
 
@@ -269,6 +273,50 @@ def solve(seeds: Sequence[int], clear_cap: float = DEFAULT_CLEAR_CAP,
             first[e, s, ix + IX_MAX, iz + IZ_MAX] = f
             clear[e, s, ix + IX_MAX, iz + IZ_MAX] = c
     return _backward(seeds, first, clear, clear_cap)
+
+
+def plans(seeds: Sequence[int], clear_cap: float = DEFAULT_CLEAR_CAP) -> np.ndarray:
+    """An optimal primitive sequence (n, 12) of each environment, found fast and exactly.
+
+    A depth-first search from the start, most clearance first, with dead states remembered,
+    looks for a collision-free path (cost 0, the optimum); it is complete, so when it finds
+    none the environment is solved in full (`solve`, then its plan). The search usually sweeps
+    a few hundred (state, primitive) pairs instead of the ~30,000 of the whole lattice; the
+    plans' costs equal `solve(seeds).cost` at the start (tested).
+    """
+    seeds = np.asarray(seeds, dtype=np.int64).reshape(-1)
+    out = np.full((len(seeds), T), -1, np.int64)
+    for i, seed in enumerate(seeds):
+        scene = sample_scene(int(seed))
+        path = _free_path(scene, clear_cap)
+        out[i] = path if path is not None else solve([int(seed)], clear_cap, [scene]).plan()[0]
+    return out
+
+
+def _free_path(scene: Scene, clear_cap: float) -> list[int] | None:
+    """A collision-free primitive sequence of 12 from the start, or None when none exists."""
+    reach = spec.ROBOT_RADIUS + clear_cap
+    keep = [_relevant([scene], s, reach)[0] for s in range(T)]
+    dead: set[tuple[int, int, int]] = set()
+    path: list[int] = []
+
+    def search(step: int, ix: int, iz: int) -> bool:
+        if step == T:
+            return True
+        if (step, ix, iz) in dead:
+            return False
+        f, c = _step_sweeps(scene, keep[step], step, clear_cap,
+                            (np.array([ix]), np.array([iz])))
+        free = np.flatnonzero(f[0] == 0)
+        for p in free[np.argsort(-c[0, free], kind="stable")]:
+            path.append(int(p))
+            if search(step + 1, ix + int(p) // 5 - 2, iz + int(p) % 5 - 2):
+                return True
+            path.pop()
+        dead.add((step, ix, iz))
+        return False
+
+    return path if search(0, 0, 0) else None
 
 
 def _backward(seeds: np.ndarray, first: np.ndarray, clear: np.ndarray, clear_cap: float

@@ -19,6 +19,8 @@ from pacplan.worlds.uav.results import RolloutResult
 from pacplan.worlds.uav.scene import Scene, sample_scene
 from pacplan.worlds.uav.scene_sim import SIMULATORS
 
+PLANNERS = ("policy", "teacher")
+
 
 @dataclass
 class Trajectory:
@@ -66,6 +68,9 @@ class UAVWorld:
       obstacles, radius_scale: a shifted obstacle distribution (more cylinders; radii times
         radius_scale), batched simulator only, to test a deployed planner off its certified
         world (docs/monitor.md). The defaults (20, 1.0) are the certified world.
+      planner: "policy" (default) flies θ; "teacher" flies the privileged planner's optimal
+        plan (`teacher.plans`: it sees the obstacles, θ is ignored), a baseline row: the
+        world's floor.
     """
 
     name = "uav"
@@ -92,8 +97,12 @@ class UAVWorld:
         policy_chunk: int = 256,
         obstacles: int = spec.N_OBSTACLES,
         radius_scale: float = 1.0,
+        planner: str = "policy",
     ) -> None:
         check_choice("UAV simulator", simulator, SIMULATORS)
+        check_choice("UAV planner", planner, PLANNERS)
+        if planner == "teacher" and (obstacles, radius_scale) != (spec.N_OBSTACLES, 1.0):
+            raise PacplanError("planner: teacher plans only in the certified UAV world")
         if isinstance(obstacles, bool) or not isinstance(obstacles, int) or obstacles < 1:
             raise PacplanError(f"obstacles must be a whole number ≥ 1, got {obstacles!r}")
         if not np.isfinite(radius_scale) or radius_scale <= 0:
@@ -117,6 +126,7 @@ class UAVWorld:
         self.policy_chunk = int(policy_chunk)
         self.obstacles = int(obstacles)
         self.radius_scale = float(radius_scale)
+        self.planner = planner
         self._sim: Any = None
 
     def options(self) -> dict[str, Any]:
@@ -133,6 +143,7 @@ class UAVWorld:
             "policy_chunk": self.policy_chunk,
             "obstacles": self.obstacles,
             "radius_scale": self.radius_scale,
+            "planner": self.planner,
         }
 
     def __getstate__(self) -> dict[str, Any]:
@@ -174,9 +185,13 @@ class UAVWorld:
     def rollouts(self, thetas: np.ndarray, seeds: np.ndarray) -> RolloutResult:
         """Costs, first colliding checks and primitive sequences of every (seed, policy)."""
         thetas = check_policies(thetas, spec.POLICY_DIM, "UAV policy weights")
-        return self.sim.rollout(
-            thetas, check_seeds(seeds), use_net=self.use_net, net_scale=self.net_scale
-        )
+        seeds = check_seeds(seeds)
+        if self.planner == "teacher":  # the privileged planner's optimal plans, flown
+            from pacplan.worlds.uav.teacher import plans
+
+            seq = np.repeat(plans(seeds)[:, None], thetas.shape[0], 1)
+            return self.sim.rollout(thetas, seeds, use_net=False, forced=seq)
+        return self.sim.rollout(thetas, seeds, use_net=self.use_net, net_scale=self.net_scale)
 
     def costs(self, thetas: np.ndarray, seeds: np.ndarray) -> np.ndarray:
         """(n, k) costs 1 − t_c / 12 s in [0, 1]; deterministic."""

@@ -1,0 +1,163 @@
+"""Teaching the UAV policy net from the privileged teacher (`teacher`): data and one fit.
+
+The student sees only the depth image; the teacher labels any lattice state, so the data are
+(image, soft target over the 25 primitives) pairs at states the teacher, and later the student
+itself (DAgger), visit in prior-training environments. The loss is the cross-entropy between the
+teacher's target and the softmax of the policy's own scores (Depth Filter + net_scale · net, in
+metres, over a temperature): the net is trained exactly as it will fly, residual to the filter.
+
+Everything here is deterministic on CPU with one torch thread (fixed seeds, fixed batch order),
+so a resumed distillation reproduces its weights to the bit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from pacplan.worlds.uav import dynamics as dyn
+from pacplan.worlds.uav import policy as pol
+from pacplan.worlds.uav import spec
+from pacplan.worlds.uav.batched import BatchedSimulator
+from pacplan.worlds.uav.scene import sample_scene
+from pacplan.worlds.uav.teacher import IX_MAX, IZ_MAX, Lattice, T
+
+COST_WEIGHT = 10.0  # one unit of rollout cost outweighs any clearance (clearance ≤ 1.7 m)
+
+
+@dataclass(frozen=True)
+class States:
+    """Lattice states (Q,) of some environments: env seed, step, ix, iz."""
+
+    seed: np.ndarray
+    step: np.ndarray
+    ix: np.ndarray
+    iz: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.seed)
+
+    @staticmethod
+    def concat(parts: list[States]) -> States:
+        return States(*(np.concatenate([getattr(p, f) for p in parts]).astype(np.int64)
+                        for f in ("seed", "step", "ix", "iz")))
+
+    def unique(self) -> States:
+        """Each state once, in a fixed (sorted) order."""
+        key = np.stack([self.seed, self.step, self.ix, self.iz], 1)
+        u = np.unique(key, axis=0)
+        return States(u[:, 0], u[:, 1], u[:, 2], u[:, 3])
+
+
+def visited(seeds: np.ndarray, prims: np.ndarray, lattice: Lattice) -> States:
+    """The decision states of rollouts that flew `prims` (n, 12) (-1 after stopping) in
+    environments `seeds` (n,): every state at which a primitive was chosen."""
+    out = []
+    ix = np.zeros(len(seeds), np.int64)
+    iz = np.zeros(len(seeds), np.int64)
+    env = np.searchsorted(lattice.seeds, seeds)
+    alive = np.ones(len(seeds), bool)
+    for s in range(T):
+        p = prims[:, s]
+        here = alive & (p >= 0)
+        if not here.any():
+            break
+        out.append(States(seeds[here], np.full(int(here.sum()), s), ix[here], iz[here]))
+        pi = p[here]
+        hit = lattice.first[env[here], s, ix[here] + IX_MAX, iz[here] + IZ_MAX, pi] > 0
+        ix[here] += pi // 5 - 2
+        iz[here] += pi % 5 - 2
+        alive[np.flatnonzero(here)[hit]] = False
+        alive &= here
+    return States.concat(out)
+
+
+def free_states(lattice: Lattice, per_env: int, rng: np.random.Generator) -> States:
+    """Up to `per_env` random states per environment among those some collision-free
+    primitive sequence reaches (where any policy that has not crashed may stand)."""
+    e_n = len(lattice.seeds)
+    reach = np.zeros((e_n, T, 2 * IX_MAX + 1, 2 * IZ_MAX + 1), bool)
+    reach[:, 0, IX_MAX, IZ_MAX] = True
+    for s in range(T - 1):
+        free = (lattice.first[:, s] == 0) & reach[:, s][..., None]  # (E, NX, NZ, 25)
+        e, i, k, p = np.nonzero(free)
+        reach[e, s + 1, i + p // 5 - 2, k + p % 5 - 2] = True
+    out = []
+    for e in range(e_n):
+        s, i, k = np.nonzero(reach[e])
+        take = rng.permutation(len(s))[:per_env]
+        take.sort()
+        out.append(States(np.full(len(take), lattice.seeds[e]), s[take], i[take] - IX_MAX,
+                          k[take] - IZ_MAX))
+    return States.concat(out)
+
+
+def targets(lattice: Lattice, states: States, temperature: float) -> np.ndarray:
+    """Soft targets (Q, 25) float32: softmax of the teacher's values (−10·cost + clearance)."""
+    env = np.searchsorted(lattice.seeds, states.seed)
+    qc, ql = lattice.q(env, states.step, states.ix, states.iz)
+    u = (-COST_WEIGHT * qc + ql) / temperature
+    u -= u.max(-1, keepdims=True)
+    p = np.exp(u)
+    return (p / p.sum(-1, keepdims=True)).astype(np.float32)
+
+
+def render(sim: BatchedSimulator, states: States, chunk: int = 32) -> np.ndarray:
+    """Depth images (Q, 50, 50) float32 at the states, environment chunk by chunk."""
+    out = np.empty((len(states), spec.IMG, spec.IMG), np.float32)
+    seeds = np.unique(states.seed)
+    for i in range(0, len(seeds), chunk):
+        part = seeds[i : i + chunk]
+        st = sim.scene_tensors([sample_scene(int(s)) for s in part])
+        rows = np.flatnonzero(np.isin(states.seed, part))
+        env = torch.as_tensor(np.searchsorted(part, states.seed[rows]))
+        pos = torch.as_tensor(dyn.grid_to_position(states.step[rows], states.ix[rows],
+                                                   states.iz[rows]))
+        out[rows] = sim.render(st, env, pos).numpy()
+    return out
+
+
+def fit(theta: np.ndarray, images: np.ndarray, target: np.ndarray, *, epochs: int, lr: float,
+        batch: int, temperature: float, net_scale: float, seed: int
+        ) -> tuple[np.ndarray, list[float]]:
+    """Behaviour cloning from `theta`: Adam on the cross-entropy between the targets and the
+    softmax of the policy's scores / temperature. Returns (θ float32, mean loss per epoch)."""
+    g = torch.Generator().manual_seed(int(seed))
+    net = pol.ResidualNet().load_flat(theta)
+    x = torch.as_tensor(images)
+    df = pol.FilterCells().scores(x)
+    y = torch.as_tensor(target)
+    opt = torch.optim.Adam(net.parameters(), lr=lr)
+    losses = []
+    n = x.shape[0]
+    for _ in range(epochs):
+        order = torch.randperm(n, generator=g)
+        total = 0.0
+        for i in range(0, n, batch):
+            idx = order[i : i + batch]
+            logits = (df[idx] + net_scale * net(x[idx, None] / spec.FAR)) / temperature
+            loss = -(y[idx] * F.log_softmax(logits, -1)).sum(-1).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total += float(loss) * len(idx)
+        losses.append(total / n)
+    return pol.flatten_net(net).astype(np.float32), losses
+
+
+def agreement(theta: np.ndarray | None, images: np.ndarray, target: np.ndarray,
+              net_scale: float) -> float:
+    """Fraction of states where the policy's choice is a primitive the teacher rates best
+    (θ None: the Depth Filter alone)."""
+    x = torch.as_tensor(images)
+    scores = pol.FilterCells().scores(x)
+    if theta is not None:
+        net = pol.ResidualNet().load_flat(theta)
+        with torch.no_grad():
+            scores = scores + net_scale * net(x[:, None] / spec.FAR)
+    choice = pol.choose(scores).numpy()
+    best = target >= target.max(-1, keepdims=True) * (1 - 1e-6)
+    return float(best[np.arange(len(choice)), choice].mean())
