@@ -65,10 +65,12 @@ class ESState:
         return portable.exp(0.5 * self.logvar)  # same bits on every CPU (issue 22)
 
 
-def init_state(cfg: ESConfig, dim: int, mean: np.ndarray | None = None) -> ESState:
+def init_state(cfg: ESConfig, dim: int, mean: np.ndarray | None = None,
+               var: np.ndarray | None = None) -> ESState:
     """Prior at iteration 0: mu = init_mean, logvar = log(init_var); zero Adam moments.
 
-    `mean` is the starting mean read by the caller when `cfg.init_mean` names a weights file.
+    `mean` and `var` are what the caller read when `cfg.init_mean` / `cfg.init_var` name a
+    file (one value per weight).
     """
     if mean is not None:
         mu = np.asarray(mean, dtype=np.float64).reshape(-1)
@@ -85,7 +87,21 @@ def init_state(cfg: ESConfig, dim: int, mean: np.ndarray | None = None) -> ESSta
             )
     else:
         mu = np.full(dim, float(cfg.init_mean))
-    logvar = np.full(dim, float(portable.log(cfg.init_var)))
+    if var is not None:
+        v = np.asarray(var, dtype=np.float64).reshape(-1)
+        if v.shape != (dim,):
+            raise PacplanError(f"es.init_var has {v.size} values but the policy has {dim} "
+                               "weights")
+        if not np.all(v > 0):
+            raise PacplanError("es.init_var: every variance must be > 0, found "
+                               f"{float(v.min()):g} at weight {int(np.argmin(v))}")
+        logvar = portable.log(v)
+    elif isinstance(cfg.init_var, str):
+        raise PacplanError("es.init_var names a file: read it and pass its values as `var`")
+    else:
+        if not cfg.init_var > 0:
+            raise PacplanError(f"es.init_var must be > 0, got {cfg.init_var:g}")
+        logvar = np.full(dim, float(portable.log(cfg.init_var)))
     logvar = np.clip(logvar, cfg.logvar_min, cfg.logvar_max)
     z = np.zeros(dim)
     return ESState(mu=mu, logvar=logvar, m_mu=z.copy(), v_mu=z.copy(), m_logvar=z.copy(),

@@ -116,12 +116,14 @@ def prior_section(rd: RunDir, manifest: Manifest, cfg: RunConfig) -> list[str]:
                   if es.shared_perturbations else "")
         start = (f"mean from `{Path(es.init_mean).name}`" if isinstance(es.init_mean, str)
                  else f"mean {es.init_mean:g}")
+        variance = (f"per weight from `{Path(es.init_var).name}`"
+                    if isinstance(es.init_var, str) else f"{es.init_var:g}")
         lines += [f"Trained in this run by Evolution Strategies: `{RunDir.PRIOR}` ({what}); "
                   f"{seeds}.", "",
                   f"ES settings (config.yaml): {es.iterations} iterations × {es.envs_per_iter} "
                   f"environments × {es.pairs_per_env} antithetic pairs per iteration"
                   f"{shared}, Adam with learning rates {es.lr_mu:g} (μ) and {es.lr_logvar:g} "
-                  f"(log σ²), starting from {start} and variance {es.init_var:g}.", ""]
+                  f"(log σ²), starting from {start} and variance {variance}.", ""]
         records, problem = _read_training_metrics(rd / RunDir.METRICS)
         lines += [f"From `{RunDir.METRICS}`: {_es_record_summary(records, meta)}" if records
                   else f"No training record: {problem}.", ""]
