@@ -396,7 +396,8 @@ def test_help_shows_choices_as_choices_and_flags_as_flags():
 @pytest.mark.parametrize(
     ("words", "expected"),
     [
-        ("pacplan run uav", {"uav-quick", "uav-paper", "uav-tight", "uav-prior"}),
+        ("pacplan run uav", {"uav-quick", "uav-paper", "uav-tight", "uav-taught", "uav-prior",
+                             "uav-taught-prior"}),
         ("pacplan train-prior quadruped-p", {"quadruped-paper", "quadruped-paper-bullet",
                                              "quadruped-prior"}),
         ("pacplan run toy --executor p", {"processes"}),

@@ -27,7 +27,7 @@ from pacplan.presets import (
 REPO = Path(__file__).resolve().parents[1]
 
 RUN_PRESETS = {"toy", "gym-cartpole", "gym-inverted-pendulum", "uav-quick", "uav-paper",
-               "uav-tight",
+               "uav-tight", "uav-taught",
                "quadruped-quick", "quadruped-hard", "quadruped-hour", "quadruped-paper",
                "quadruped-paper-bullet", "quadruped-mujoco-quick"}
 

@@ -58,13 +58,29 @@ def test_visited_states_follow_the_plan_and_stop_at_a_collision() -> None:
     assert list(st.step) == [0, 1]
 
 
-def test_targets_prefer_what_the_teacher_prefers() -> None:
+def test_preferences_are_the_teachers_values() -> None:
     lat = tch.solve([300_002])
     st = dl.visited(lat.seeds, lat.plan(), lat)
-    tgt = dl.targets(lat, st, 0.1)
-    assert np.allclose(tgt.sum(1), 1, atol=1e-6)
+    pref = dl.preferences(lat, st, 0.1)
+    assert (pref <= 0).all() and np.allclose(pref.max(1), 0)
     best = lat.best(np.zeros(len(st), int), st.step, st.ix, st.iz)
-    assert (tgt[np.arange(len(st)), best] >= tgt.max(1) - 1e-6).all()
+    assert np.allclose(pref[np.arange(len(st)), best], 0)  # the plan's primitive is a best one
+    qc, ql = lat.q(np.zeros(len(st), int), st.step, st.ix, st.iz)
+    j = np.argmax(qc[0])  # the worst primitive at the start: colliding costs outweigh clearance
+    assert pref[0, j] == pytest.approx((-10 * (qc[0, j] - qc[0].min()) + ql[0, j] - ql[0, best[0]])
+                                       / 0.1, rel=1e-5)
+
+
+def test_cached_images_are_the_fresh_ones() -> None:
+    from pacplan.worlds.uav.batched import BatchedSimulator
+
+    lat = tch.solve([300_002, 300_003])
+    st = dl.visited(lat.seeds, lat.plan(), lat)
+    sim = BatchedSimulator()
+    cache: dict = {}
+    part = dl.States(st.seed[::2], st.step[::2], st.ix[::2], st.iz[::2])
+    dl.render(sim, part, cache)
+    assert np.array_equal(dl.render(sim, st, cache), dl.render(sim, st))
 
 
 @pytest.mark.slow

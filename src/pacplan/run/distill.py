@@ -90,12 +90,13 @@ def distill(cfg: RunConfig, run_dir: str | Path, log: Any = None) -> Path:
     sim = _sim()
     eval_seeds = _eval_seeds(cfg)
     theta = None
+    cache: dict[tuple[int, ...], np.ndarray] = {}
     for r in range(d.rounds + 1):
         tf = out / f"round-{r}.safetensors"
         if tf.is_file():
             theta = load_theta(tf, _dim())
             continue
-        theta = _round(r, theta, lattice, seeds, d, net_scale, sim, out, eval_seeds, say)
+        theta = _round(r, theta, lattice, seeds, d, net_scale, sim, out, eval_seeds, say, cache)
         save_safetensors(tf, {"theta": theta})
     assert theta is not None
     record = {
@@ -204,8 +205,8 @@ def _load_lattices(seeds: np.ndarray, d: DistillConfig, folder: Path) -> Any:
 
 
 def _round(r: int, theta: np.ndarray | None, lattice: Any, seeds: np.ndarray, d: DistillConfig,
-           net_scale: float, sim: Any, out: Path, eval_seeds: np.ndarray | None, say: Any
-           ) -> np.ndarray:
+           net_scale: float, sim: Any, out: Path, eval_seeds: np.ndarray | None, say: Any,
+           cache: dict[tuple[int, ...], np.ndarray]) -> np.ndarray:
     """One round: gather states, label, render, fit; logs a line to rounds.jsonl."""
     import torch
 
@@ -229,8 +230,8 @@ def _round(r: int, theta: np.ndarray | None, lattice: Any, seeds: np.ndarray, d:
     states = states.unique()
     atomic_save_npy(out / f"states-{r}.npy",
                     np.stack([states.seed, states.step, states.ix, states.iz], 1))
-    target = dl.targets(lattice, states, d.target_temperature)
-    images = dl.render(sim, states)
+    target = dl.preferences(lattice, states, d.target_temperature)
+    images = dl.render(sim, states, cache)
     t1 = time.perf_counter()
     theta, losses = dl.fit(theta, images, target, epochs=d.epochs, lr=d.lr, batch=d.batch,
                            temperature=d.temperature, net_scale=net_scale, seed=d.seed + r)

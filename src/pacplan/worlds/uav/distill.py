@@ -16,7 +16,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from pacplan.worlds.uav import dynamics as dyn
 from pacplan.worlds.uav import policy as pol
@@ -95,36 +94,50 @@ def free_states(lattice: Lattice, per_env: int, rng: np.random.Generator) -> Sta
     return States.concat(out)
 
 
-def targets(lattice: Lattice, states: States, temperature: float) -> np.ndarray:
-    """Soft targets (Q, 25) float32: softmax of the teacher's values (−10·cost + clearance)."""
+def preferences(lattice: Lattice, states: States, temperature: float) -> np.ndarray:
+    """The teacher's log-preferences (Q, 25) float32, ≤ 0 with 0 at its best primitives:
+    (u − max u) / temperature with u = −10·cost + clearance (m)."""
     env = np.searchsorted(lattice.seeds, states.seed)
     qc, ql = lattice.q(env, states.step, states.ix, states.iz)
-    u = (-COST_WEIGHT * qc + ql) / temperature
-    u -= u.max(-1, keepdims=True)
-    p = np.exp(u)
-    return (p / p.sum(-1, keepdims=True)).astype(np.float32)
+    u = (-COST_WEIGHT * np.asarray(qc, np.float64) + ql) / temperature
+    return (u - u.max(-1, keepdims=True)).astype(np.float32)
 
 
-def render(sim: BatchedSimulator, states: States, chunk: int = 32) -> np.ndarray:
-    """Depth images (Q, 50, 50) float32 at the states, environment chunk by chunk."""
-    out = np.empty((len(states), spec.IMG, spec.IMG), np.float32)
-    seeds = np.unique(states.seed)
+def render(sim: BatchedSimulator, states: States, cache: dict[tuple[int, ...], np.ndarray]
+           | None = None, chunk: int = 32) -> np.ndarray:
+    """Depth images (Q, 50, 50) float32 at the states, environment chunk by chunk.
+
+    `cache` (state → image) skips states rendered before; an image does not depend on which
+    other frames share its render call, so cached and fresh images are the same bits.
+    """
+    cache = {} if cache is None else cache
+    keys = list(zip(*(a.tolist() for a in (states.seed, states.step, states.ix, states.iz)),
+                    strict=True))
+    todo = np.array([k not in cache for k in keys], bool)
+    seeds = np.unique(states.seed[todo])
     for i in range(0, len(seeds), chunk):
         part = seeds[i : i + chunk]
         st = sim.scene_tensors([sample_scene(int(s)) for s in part])
-        rows = np.flatnonzero(np.isin(states.seed, part))
+        rows = np.flatnonzero(todo & np.isin(states.seed, part))
         env = torch.as_tensor(np.searchsorted(part, states.seed[rows]))
         pos = torch.as_tensor(dyn.grid_to_position(states.step[rows], states.ix[rows],
                                                    states.iz[rows]))
-        out[rows] = sim.render(st, env, pos).numpy()
-    return out
+        for r, img in zip(rows, sim.render(st, env, pos).numpy(), strict=True):
+            cache[keys[r]] = img
+    return np.stack([cache[k] for k in keys]) if keys else np.empty((0, spec.IMG, spec.IMG),
+                                                                     np.float32)
 
 
 def fit(theta: np.ndarray, images: np.ndarray, target: np.ndarray, *, epochs: int, lr: float,
         batch: int, temperature: float, net_scale: float, seed: int
         ) -> tuple[np.ndarray, list[float]]:
-    """Behaviour cloning from `theta`: Adam on the cross-entropy between the targets and the
-    softmax of the policy's scores / temperature. Returns (θ float32, mean loss per epoch)."""
+    """Behaviour cloning from `theta`: Adam on −log E[w], the teacher's relative preference
+    w = exp(target) of a primitive drawn from the softmax of the policy's scores / temperature.
+
+    It is 0 when the policy puts all its mass on the teacher's best primitives, however many
+    there are, and it does not ask the policy to spread its mass as the teacher's values do
+    (cross-entropy would: only the argmax is flown). Returns (θ float32, mean loss per epoch).
+    """
     g = torch.Generator().manual_seed(int(seed))
     net = pol.ResidualNet().load_flat(theta)
     x = torch.as_tensor(images)
@@ -139,7 +152,7 @@ def fit(theta: np.ndarray, images: np.ndarray, target: np.ndarray, *, epochs: in
         for i in range(0, n, batch):
             idx = order[i : i + batch]
             logits = (df[idx] + net_scale * net(x[idx, None] / spec.FAR)) / temperature
-            loss = -(y[idx] * F.log_softmax(logits, -1)).sum(-1).mean()
+            loss = (torch.logsumexp(logits, -1) - torch.logsumexp(logits + y[idx], -1)).mean()
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -151,6 +164,7 @@ def fit(theta: np.ndarray, images: np.ndarray, target: np.ndarray, *, epochs: in
 def agreement(theta: np.ndarray | None, images: np.ndarray, target: np.ndarray,
               net_scale: float) -> float:
     """Fraction of states where the policy's choice is a primitive the teacher rates best
+    (log-preference 0)
     (θ None: the Depth Filter alone)."""
     x = torch.as_tensor(images)
     scores = pol.FilterCells().scores(x)
@@ -159,5 +173,5 @@ def agreement(theta: np.ndarray | None, images: np.ndarray, target: np.ndarray,
         with torch.no_grad():
             scores = scores + net_scale * net(x[:, None] / spec.FAR)
     choice = pol.choose(scores).numpy()
-    best = target >= target.max(-1, keepdims=True) * (1 - 1e-6)
+    best = target >= -1e-6
     return float(best[np.arange(len(choice)), choice].mean())

@@ -1,0 +1,85 @@
+"""Each stage of a taught UAV prior on held-out environments, one JSON line.
+
+    python benchmarks/uav_taught_eval.py --distilled RUN/distill/theta.safetensors \
+        --prior RUN/prior.safetensors [--baseline-prior uav] [--envs 2000] [--samples 50]
+
+Rows, all on the same `--envs` environments of seeds.prior_eval (300,000 on: held out from
+prior training, disjoint from certification and test seeds) and the same world (batched,
+compiled, as the presets fly it): the privileged teacher (`planner: teacher`, the floor), the
+Depth Filter alone, the distilled net (ES's start), and for the taught prior and the baseline
+prior (default: the shipped `uav`) the mean policy μ and `--samples` draws from N(μ, σ²) (seed
+0, as a run's m policies are drawn). `ratio_*`: the taught prior's cost over the baseline
+prior's, measured in this same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from pacplan.es.checkpoint import load_prior
+from pacplan.presets import resolve_prior
+from pacplan.weights import load_theta
+from pacplan.worlds.uav import UAVWorld
+from pacplan.worlds.uav.spec import POLICY_DIM
+
+HELD_OUT_START = 300_000
+
+
+def _timed(fn: object) -> tuple[np.ndarray, float]:
+    t0 = time.perf_counter()
+    out = fn()  # type: ignore[operator]
+    return out, round(time.perf_counter() - t0, 1)
+
+
+def prior_row(world: UAVWorld, prior: str, seeds: np.ndarray, samples: int) -> dict[str, object]:
+    mu, logvar = load_prior(resolve_prior(prior))
+    draws = np.random.default_rng(0).standard_normal((samples, mu.size))
+    thetas = np.vstack([mu, mu + np.exp(0.5 * logvar) * draws]).astype(np.float32)
+    costs, secs = _timed(lambda: world.costs(thetas, seeds))
+    per_policy = costs.mean(axis=0)
+    return {"prior": Path(prior).stem if Path(prior).is_file() else prior,
+            "mean_policy_cost": round(float(per_policy[0]), 4),
+            "draws_mean_cost": round(float(per_policy[1:].mean()), 4),
+            "draws_best_cost": round(float(per_policy[1:].min()), 4),
+            "draws_worst_cost": round(float(per_policy[1:].max()), 4),
+            "sigma_mean": round(float(np.exp(0.5 * logvar).mean()), 4), "seconds": secs}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--distilled", required=True, help="the distilled θ (.safetensors)")
+    ap.add_argument("--prior", required=True, help="the taught prior (name or file)")
+    ap.add_argument("--baseline-prior", default="uav")
+    ap.add_argument("--envs", type=int, default=2000)
+    ap.add_argument("--samples", type=int, default=50)
+    args = ap.parse_args()
+    seeds = np.arange(HELD_OUT_START, HELD_OUT_START + args.envs, dtype=np.int64)
+    world = UAVWorld(simulator="batched", compile=True)
+    zero = np.zeros((1, POLICY_DIM), np.float32)
+    teacher, t_teacher = _timed(lambda: UAVWorld(planner="teacher", compile=True)
+                                .costs(zero, seeds))
+    filt, t_filt = _timed(lambda: UAVWorld(use_net=False, compile=True).costs(zero, seeds))
+    theta = load_theta(args.distilled, POLICY_DIM)[None]
+    dist, t_dist = _timed(lambda: world.costs(theta, seeds))
+    taught = prior_row(world, args.prior, seeds, args.samples)
+    base = prior_row(world, args.baseline_prior, seeds, args.samples)
+    print(json.dumps({
+        "envs": args.envs, "seeds": [HELD_OUT_START, HELD_OUT_START + args.envs],
+        "samples": args.samples,
+        "teacher": {"cost": round(float(teacher.mean()), 4),
+                    "collided": int((teacher > 0).sum()), "seconds": t_teacher},
+        "depth_filter": {"cost": round(float(filt.mean()), 4), "seconds": t_filt},
+        "distilled": {"cost": round(float(dist.mean()), 4), "seconds": t_dist},
+        "taught_prior": taught, "baseline_prior": base,
+        "ratio_mean_policy": round(taught["mean_policy_cost"] / base["mean_policy_cost"], 3),
+        "ratio_draws": round(taught["draws_mean_cost"] / base["draws_mean_cost"], 3),
+    }))
+
+
+if __name__ == "__main__":
+    main()
