@@ -57,6 +57,7 @@ def main() -> None:
     ap.add_argument("--baseline-prior", default="uav")
     ap.add_argument("--envs", type=int, default=2000)
     ap.add_argument("--samples", type=int, default=50)
+    ap.add_argument("--figure", help="also draw the cost per stage (a .png)")
     args = ap.parse_args()
     seeds = np.arange(HELD_OUT_START, HELD_OUT_START + args.envs, dtype=np.int64)
     world = UAVWorld(simulator="batched", compile=True)
@@ -68,7 +69,7 @@ def main() -> None:
     dist, t_dist = _timed(lambda: world.costs(theta, seeds))
     taught = prior_row(world, args.prior, seeds, args.samples)
     base = prior_row(world, args.baseline_prior, seeds, args.samples)
-    print(json.dumps({
+    out = {
         "envs": args.envs, "seeds": [HELD_OUT_START, HELD_OUT_START + args.envs],
         "samples": args.samples,
         "teacher": {"cost": round(float(teacher.mean()), 4),
@@ -78,7 +79,39 @@ def main() -> None:
         "taught_prior": taught, "baseline_prior": base,
         "ratio_mean_policy": round(taught["mean_policy_cost"] / base["mean_policy_cost"], 3),
         "ratio_draws": round(taught["draws_mean_cost"] / base["draws_mean_cost"], 3),
-    }))
+    }
+    if args.figure:
+        stages_figure(out, args.figure)
+    print(json.dumps(out))
+
+
+def stages_figure(out: dict, path: str) -> None:
+    """Bars: held-out cost of each stage, from the Depth Filter to the teacher's floor."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    t, b = out["taught_prior"], out["baseline_prior"]
+    bars = [("Depth Filter\nalone", out["depth_filter"]["cost"]),
+            (f"shipped prior\n({b['prior']}) μ", b["mean_policy_cost"]),
+            (f"shipped prior\n{out['samples']} draws", b["draws_mean_cost"]),
+            ("distilled net\n(ES start)", out["distilled"]["cost"]),
+            ("taught prior\nμ (after ES)", t["mean_policy_cost"]),
+            (f"taught prior\n{out['samples']} draws", t["draws_mean_cost"]),
+            ("teacher\n(sees all)", out["teacher"]["cost"])]
+    fig, ax = plt.subplots(figsize=(8, 3.6))
+    colors = ["#999999", "#8da0cb", "#8da0cb", "#fc8d62", "#66c2a5", "#66c2a5", "#333333"]
+    ax.bar(range(len(bars)), [100 * v for _, v in bars], color=colors)
+    for i, (_, v) in enumerate(bars):
+        ax.text(i, 100 * v + 0.3, f"{100 * v:.2f} %", ha="center", fontsize=8)
+    ax.set_xticks(range(len(bars)), [n for n, _ in bars], fontsize=8)
+    ax.set_ylabel("mean cost (%)")
+    ax.set_title(f"UAV: cost per stage on {out['envs']} held-out environments "
+                 f"(seeds {out['seeds'][0]}–{out['seeds'][1] - 1})", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 if __name__ == "__main__":

@@ -102,3 +102,20 @@ def test_killed_distillation_resumes_to_the_bit_and_is_recorded(tmp_path: Path) 
     train_prior(cfg, tmp_path / "a", progress=False)
     meta = safetensors_metadata((tmp_path / "a" / "prior.safetensors").read_bytes())
     assert json.loads(meta["distill"])["seeds"] == [0, 6]
+
+
+def test_report_says_how_the_prior_was_taught_and_shows_the_stages(tmp_path: Path) -> None:
+    from pacplan.run.report_prior import _taught
+    from pacplan.run.rundir import RunDir
+
+    meta = {"distill": json.dumps({"teacher": "T", "seeds": [0, 480], "rounds": 3,
+                                   "states": 27272, "eval_cost": 0.0496, "eval_envs": 500})}
+    src = tmp_path / "p.safetensors"
+    src.write_bytes(b"x")
+    (tmp_path / "p-stages.png").write_bytes(b"png")
+    rd = RunDir(tmp_path / "run")
+    text = "\n".join(_taught(meta, src, rd))
+    assert "[0, 480)" in text and "3 DAgger rounds on 27,272 states" in text
+    assert "4.96 % on 500" in text and "figures/prior_stages.png" in text
+    assert (tmp_path / "run" / "figures" / "prior_stages.png").read_bytes() == b"png"
+    assert _taught({}, src, rd) == []

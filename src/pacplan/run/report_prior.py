@@ -110,6 +110,7 @@ def prior_section(rd: RunDir, manifest: Manifest, cfg: RunConfig) -> list[str]:
     curve = rd / RunDir.TRAINING_CURVE
     records: list[dict[str, Any]] = []
     copied = False
+    found: Path | None = None
     if source == "es":
         es = cfg.es
         shared = (" (one set of pairs shared by all its environments)"
@@ -166,6 +167,34 @@ def prior_section(rd: RunDir, manifest: Manifest, cfg: RunConfig) -> list[str]:
         plot_training_curve(records, curve)
     if records or copied or (source == "es" and curve.is_file()):
         lines += [f"![ES training curve of the prior]({RunDir.TRAINING_CURVE})", ""]
+    lines += _taught(meta, found, rd)
+    return lines
+
+
+def _taught(meta: dict[str, str], found: Path | None, rd: RunDir) -> list[str]:
+    """Where the prior's ES started from a net taught by a privileged teacher (metadata
+    `distill`, `pacplan.run.distill`): what taught it, and the cost-per-stage figure shipped
+    beside the source ({stem}-stages.png), if any."""
+    if "distill" not in meta:
+        return []
+    try:
+        d = json.loads(meta["distill"])
+        seeds, rounds, states = d["seeds"], int(d["rounds"]), d.get("states")
+    except (ValueError, KeyError, TypeError):
+        return ["The prior's `distill` metadata is unreadable.", ""]
+    held = (f"; the taught net's held-out cost {100 * d['eval_cost']:.2f} % on "
+            f"{d['eval_envs']} prior_eval environments" if d.get("eval_cost") is not None else "")
+    lines = [f"Its ES started from a taught net (metadata `distill`): {d.get('teacher', '?')} "
+             f"labelled prior-training environments [{seeds[0]}, {seeds[1]}); behaviour cloning "
+             f"then {rounds} DAgger rounds on {states:,} states{held}.", ""]
+    figure = None if found is None else _siblings(found, "{stem}-stages.png")
+    if figure is not None:
+        target = rd / "figures" / "prior_stages.png"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(target, figure.read_bytes())
+        lines += [f"Cost per stage on held-out environments (`{figure.name}` beside the source, "
+                  "for people: not hash-linked to the prior):", "",
+                  "![Cost per stage](figures/prior_stages.png)", ""]
     return lines
 
 

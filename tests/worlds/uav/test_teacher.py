@@ -17,7 +17,7 @@ from pacplan.worlds.uav.batched import BatchedSimulator
 from pacplan.worlds.uav.scene import sample_scene
 from pacplan.worlds.uav.teacher import IX_MAX, IZ_MAX
 
-SEEDS = np.arange(300_000, 300_006)
+SEEDS = np.arange(300_000, 300_003)
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +41,22 @@ def _full_sweeps(seed: int, step: int, ix: np.ndarray, iz: np.ndarray, prim: np.
     return raycast.sweep_kernel(st, env, pos, disp).numpy()
 
 
+def test_sampled_sweeps_equal_the_simulator_kernel(lattice: tch.Lattice) -> None:
+    """2,000 random (state, primitive) pairs of every step: the simulator's first colliding
+    check, bit for bit (the oracle: raycast.sweep_kernel on the whole scene)."""
+    rng = np.random.default_rng(3)
+    for e, seed in enumerate(SEEDS[:2]):
+        step = rng.integers(0, 12, 1000)
+        ix = np.clip(rng.integers(-IX_MAX, IX_MAX + 1, 1000), -2 * step, 2 * step)
+        iz = np.clip(rng.integers(-IZ_MAX, IZ_MAX + 1, 1000), -2 * step, 2 * step)
+        p = rng.integers(0, 25, 1000)
+        for s in range(12):
+            m = step == s
+            want = _full_sweeps(int(seed), s, ix[m], iz[m], p[m])
+            assert np.array_equal(lattice.first[e, s, ix[m] + IX_MAX, iz[m] + IZ_MAX, p[m]], want)
+
+
+@pytest.mark.slow
 def test_sweeps_equal_the_simulator_kernel_bit_for_bit(lattice: tch.Lattice) -> None:
     """Culled tables and the unrolled kernel give the simulator's first colliding check on
     every (state, primitive) of several steps of the lattice (the oracle: raycast.sweep_kernel
@@ -76,6 +92,7 @@ def test_clearance_is_the_exact_distance_minus_radius() -> None:
         assert lat.clear[0, 5, i, k, p] == pytest.approx(d.min() - spec.ROBOT_RADIUS, abs=1e-5)
 
 
+@pytest.mark.slow
 def test_cost_to_go_matches_brute_force_over_the_last_two_primitives(
         lattice: tch.Lattice, sim: BatchedSimulator) -> None:
     """At step 10 every one of the 625 two-primitive endings is flown by the simulator's sweep;
@@ -149,3 +166,30 @@ def test_refuses_other_worlds_and_overlapping_seeds_in_one_line() -> None:
 def test_labels_only_living_states(lattice: tch.Lattice) -> None:
     with pytest.raises(PacplanError, match="ix 10"):
         lattice.q(np.array([0]), np.array([3]), np.array([10]), np.array([0]))
+
+
+def test_fast_plans_are_optimal_and_the_world_flies_them(lattice: tch.Lattice) -> None:
+    """`plans` (depth-first search) reaches the program's optimum; `planner: teacher` flies
+    them in the batched world (every policy column the same)."""
+    from pacplan.worlds.uav import UAVWorld
+
+    seq = tch.plans(SEEDS)
+    sim = BatchedSimulator()
+    res = sim.rollout(np.zeros((1, spec.POLICY_DIM), np.float32), SEEDS, forced=seq[:, None])
+    assert np.array_equal(res.costs[:, 0], lattice.cost[:, 0, IX_MAX, IZ_MAX])
+    costs = UAVWorld(planner="teacher", compile=False).costs(
+        np.zeros((2, spec.POLICY_DIM), np.float32), SEEDS)
+    assert np.array_equal(costs, np.repeat(res.costs, 2, 1))
+
+
+@pytest.mark.slow
+def test_no_free_path_falls_back_to_the_full_program() -> None:
+    """A wall of cylinders across the tunnel: no collision-free path exists, the search says so
+    and the full program's best (latest) collision is returned."""
+    from uav_helpers import scene_with
+
+    wall = [((x, 6.0, 0.0), (0.0, 0.0, 1.0), 0.3) for x in np.arange(-4.5, 4.6, 0.5)]
+    scene = scene_with(wall)
+    assert tch._free_path(scene, 0.75) is None
+    lat = tch.solve([0], scenes=[scene])
+    assert 0 < lat.cost[0, 0, IX_MAX, IZ_MAX] < 1
