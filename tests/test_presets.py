@@ -68,7 +68,7 @@ def test_relative_paths_of_a_preset_resolve_inside_the_package() -> None:
 
 def test_shipped_priors_and_how_they_were_made() -> None:
     priors = shipped_priors()
-    assert set(priors) == {"uav", "quadruped"}
+    assert set(priors) == {"uav", "uav-taught", "quadruped"}
     for name, path in priors.items():
         mu, logvar = load_prior(path)
         assert mu.shape == logvar.shape and mu.size > 0
