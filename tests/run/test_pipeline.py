@@ -249,6 +249,10 @@ def test_paired_comparison_against_exact_cases():
     # the posterior's own per-environment costs, summed in the same fixed order (not BLAS)
     same = paired_comparison(p, test, {"same": (test * p).sum(axis=1)[:, None]})
     assert "| same | " in same and "+0.00 pts [+0.00, +0.00] | 0 / 0 / 50 |" in same
+    # summed in another order (BLAS, another CPU) it is still a tie on every environment
+    other = (test[:, ::-1] * p[::-1]).sum(axis=1)[:, None] + 1e-15
+    assert "| 0 / 0 / 50 |" in paired_comparison(p, test, {"other": other})
+    assert "| 0 / 50 / 0 |" in paired_comparison(p, test, {"below": other - 1e-9})
     worst = paired_comparison(p, np.zeros((50, 3)), {"ones": np.ones((50, 1))})
     assert "-100.00 pts [-100.00, -100.00] | 50 / 0 / 0 |" in worst
     # a mixed case: the interval contains the mean and lies within the range of d

@@ -93,6 +93,10 @@ def table1(certs: dict[int, Certificate], baselines: dict[str, np.ndarray],
     return "\n".join(lines)
 
 
+TIE_TOLERANCE = 1e-12
+"""Posterior and baseline costs (in [0, 1]) closer than this count as tied in the paired table."""
+
+
 def paired_comparison(p: np.ndarray, test: np.ndarray, baselines: dict[str, np.ndarray],
                       resamples: int = 10_000) -> str:
     """Markdown table: the posterior against each baseline on the same test environments.
@@ -111,6 +115,9 @@ def paired_comparison(p: np.ndarray, test: np.ndarray, baselines: dict[str, np.n
     ]
     for name, costs in baselines.items():
         d = posterior - costs[:, 0]
+        # a tie within rounding is a tie: p·c of equal costs differs from c by an ulp or two
+        # depending on the summation order, which must not move environments between columns
+        d[np.abs(d) <= TIE_TOLERANCE] = 0.0
         means = d[rng.integers(0, d.size, (resamples, d.size))].mean(axis=1)
         lo, hi = np.percentile(means, [0.5, 99.5])
         lines.append(f"| {name} | {pct(float(costs.mean()))} | {pct(float(posterior.mean()))} "
