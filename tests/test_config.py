@@ -118,6 +118,8 @@ def test_every_shipped_preset_loads() -> None:
         files = [cfg.prior, *(b.weights for b in cfg.baselines)]
         if isinstance(cfg.es.init_mean, str):
             files.append(cfg.es.init_mean)
+        if isinstance(cfg.es.init_var, str):
+            files.append(cfg.es.init_var)
         for f in files:
             assert f is None or Path(f).is_file(), f"{p.name} names a missing file {f}"
 

@@ -62,6 +62,8 @@ def test_relative_paths_of_a_preset_resolve_inside_the_package() -> None:
         files = [cfg.prior, *(b.weights for b in cfg.baselines)]
         if isinstance(cfg.es.init_mean, str):
             files.append(cfg.es.init_mean)
+        if isinstance(cfg.es.init_var, str):
+            files.append(cfg.es.init_var)
         for f in (f for f in files if f is not None):
             assert Path(f).is_file() and Path(f).resolve().is_relative_to(root), (p.name, f)
 
