@@ -119,3 +119,5 @@ def test_report_says_how_the_prior_was_taught_and_shows_the_stages(tmp_path: Pat
     assert "4.96 % on 500" in text and "figures/prior_stages.png" in text
     assert (tmp_path / "run" / "figures" / "prior_stages.png").read_bytes() == b"png"
     assert _taught({}, src, rd) == []
+    (tmp_path / "p-stages.png").unlink()  # a figure drawn into the run directory is kept
+    assert "figures/prior_stages.png` in the run directory" in "\n".join(_taught(meta, src, rd))

@@ -174,7 +174,7 @@ def prior_section(rd: RunDir, manifest: Manifest, cfg: RunConfig) -> list[str]:
 def _taught(meta: dict[str, str], found: Path | None, rd: RunDir) -> list[str]:
     """Where the prior's ES started from a net taught by a privileged teacher (metadata
     `distill`, `pacplan.run.distill`): what taught it, and the cost-per-stage figure shipped
-    beside the source ({stem}-stages.png), if any."""
+    beside the source ({stem}-stages.png) or already in the run's figures/, if any."""
     if "distill" not in meta:
         return []
     try:
@@ -188,13 +188,18 @@ def _taught(meta: dict[str, str], found: Path | None, rd: RunDir) -> list[str]:
              f"labelled prior-training environments [{seeds[0]}, {seeds[1]}); behaviour cloning "
              f"then {rounds} DAgger rounds on {states:,} states{held}.", ""]
     figure = None if found is None else _siblings(found, "{stem}-stages.png")
+    target = rd / "figures" / "prior_stages.png"
+    where = None
     if figure is not None:
-        target = rd / "figures" / "prior_stages.png"
         target.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(target, figure.read_bytes())
-        lines += [f"Cost per stage on held-out environments (`{figure.name}` beside the source, "
-                  "for people: not hash-linked to the prior):", "",
-                  "![Cost per stage](figures/prior_stages.png)", ""]
+        where = f"`{figure.name}` beside the source"
+    elif target.is_file():  # drawn into the run directory (benchmarks/uav_taught_eval.py)
+        where = "`figures/prior_stages.png` in the run directory"
+    if where is not None:
+        lines += [f"Cost per stage on held-out environments ({where}, for people: not "
+                  "hash-linked to the prior):", "", "![Cost per stage](figures/prior_stages.png)",
+                  ""]
     return lines
 
 
