@@ -244,11 +244,10 @@ def test_runtime_wheel_in_a_bare_venv(planners: dict[str, Path], tmp_path: Path)
 
 def test_pacplan_runtime_is_an_alias_of_pacplan_runtime() -> None:
     """One module under two names: an error raised by pacplan_runtime is pacplan.runtime's."""
+    import pacplan.runtime
     import pacplan.runtime.monitor
     import pacplan_runtime
     import pacplan_runtime.monitor
-
-    import pacplan.runtime
 
     assert pacplan.runtime.Planner is pacplan_runtime.Planner
     assert pacplan.runtime.monitor is pacplan_runtime.monitor

@@ -17,6 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from pacplan.errors import PacplanError
+from pacplan.export.fixed import fixed_parts
+from pacplan.export.write import EVIDENCE, NETS, planner_spec, split_weights
+from pacplan.files import npy_from_bytes
+from pacplan.pacbayes.record import Certificate
+from pacplan.run.provenance import verify_certificate
+from pacplan.run.rundir import Manifest, RunDir
 from pacplan_runtime.bundle import (
     MANIFEST,
     MANIFEST_FORMAT,
@@ -30,14 +38,6 @@ from pacplan_runtime.bundle import (
     read_json,
 )
 from pacplan_runtime.spec import check_spec
-
-from pacplan.errors import PacplanError
-from pacplan.export.fixed import fixed_parts
-from pacplan.export.write import EVIDENCE, NETS, planner_spec, split_weights
-from pacplan.files import npy_from_bytes
-from pacplan.pacbayes.record import Certificate
-from pacplan.run.provenance import verify_certificate
-from pacplan.run.rundir import Manifest, RunDir
 
 
 def is_planner_dir(path: Path) -> bool:

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pacplan_runtime.bundle import MANIFEST, MANIFEST_FORMAT, PLANNER, PLANNER_FORMAT
 
 from pacplan import __version__
 from pacplan.errors import PacplanError
@@ -40,6 +39,7 @@ from pacplan.files import (
 from pacplan.pacbayes.record import Certificate
 from pacplan.run.provenance import verify_certificate
 from pacplan.run.rundir import Manifest, RunDir
+from pacplan_runtime.bundle import MANIFEST, MANIFEST_FORMAT, PLANNER, PLANNER_FORMAT
 
 EVIDENCE = "run"
 NETS = {"uav": (uav_net_onnx, UAV_WEIGHTS, "float32"),
