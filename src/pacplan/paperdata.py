@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from pacplan.errors import PacplanError
-from pacplan.files import sha256_file
+from pacplan.files import atomic_write_bytes, npy_bytes, sha256_bytes, sha256_file
 
 COMMIT = "ef4063c808b9cf57d6a1b4a3fad37efbb1999fdd"
 BASE_URL = f"https://raw.githubusercontent.com/irom-lab/PAC-Vision-Planning/{COMMIT}/Weights/"
@@ -300,22 +300,11 @@ def read_tensor(pt: Path, tensor: PaperTensor) -> np.ndarray:
 
 
 def store_tensor(pt: Path, tensor: PaperTensor, target: Path) -> None:
-    """Read `pt` (`read_tensor`) and write it as `target` `.npy`, renamed into place only when
+    """Read `pt` (`read_tensor`) and write it as `target` `.npy`, atomically and only when
     its bytes hash to the pinned sha256 of the stored file."""
-    array = read_tensor(pt, tensor)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            np.save(out, array, allow_pickle=False)
-            out.flush()
-            os.fsync(out.fileno())
-        actual = sha256_file(tmp)
-        if actual != tensor.stored.sha256:
-            raise PacplanError(f"{target.name}: converted from {tensor.source.name}, sha256 "
-                               f"{actual} is not the pinned {tensor.stored.sha256}; not saved")
-        tmp.chmod(0o644)
-        os.replace(tmp, target)
-    finally:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
+    data = npy_bytes(read_tensor(pt, tensor))
+    actual = sha256_bytes(data)
+    if actual != tensor.stored.sha256:
+        raise PacplanError(f"{target.name}: converted from {tensor.source.name}, sha256 "
+                           f"{actual} is not the pinned {tensor.stored.sha256}; not saved")
+    atomic_write_bytes(target, data)
