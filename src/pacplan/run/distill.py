@@ -29,7 +29,13 @@ import numpy as np
 
 from pacplan.config import DistillConfig, RunConfig
 from pacplan.errors import PacplanError
-from pacplan.files import atomic_save_npy, atomic_write_json, load_npy, save_safetensors
+from pacplan.files import (
+    append_json_line,
+    atomic_save_npy,
+    atomic_write_json,
+    load_npy,
+    save_safetensors,
+)
 from pacplan.weights import load_theta
 
 DIR = "distill"
@@ -245,8 +251,7 @@ def _round(r: int, theta: np.ndarray | None, lattice: Any, seeds: np.ndarray, d:
                                              net_scale=net_scale).costs.mean())
         rec["eval_envs"] = len(eval_seeds)
         rec["seconds_eval"] = round(time.perf_counter() - t2, 1)
-    with open(out / LOG, "a") as fh:
-        fh.write(json.dumps(rec) + "\n")
+    append_json_line(out / LOG, rec)
     say(f"distill round {r}: {len(states)} states, agreement {rec['agreement']:.3f}"
         + (f", held-out cost {rec['eval_cost']:.4f}" if "eval_cost" in rec else ""))
     return theta

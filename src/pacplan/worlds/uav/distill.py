@@ -2,9 +2,10 @@
 
 The student sees only the depth image; the teacher labels any lattice state, so the data are
 (image, soft target over the 25 primitives) pairs at states the teacher, and later the student
-itself (DAgger), visit in prior-training environments. The loss is the cross-entropy between the
-teacher's target and the softmax of the policy's own scores (Depth Filter + net_scale · net, in
-metres, over a temperature): the net is trained exactly as it will fly, residual to the filter.
+itself (DAgger), visit in prior-training environments. The loss (`fit`) is −log of the teacher's
+expected relative preference for a primitive drawn from the softmax of the policy's own scores
+(Depth Filter + net_scale · net, in metres, over a temperature): the net is trained exactly as it
+will fly, residual to the filter.
 
 Everything here is deterministic on CPU with one torch thread (fixed seeds, fixed batch order),
 so a resumed distillation reproduces its weights to the bit.
@@ -164,8 +165,7 @@ def fit(theta: np.ndarray, images: np.ndarray, target: np.ndarray, *, epochs: in
 def agreement(theta: np.ndarray | None, images: np.ndarray, target: np.ndarray,
               net_scale: float) -> float:
     """Fraction of states where the policy's choice is a primitive the teacher rates best
-    (log-preference 0)
-    (θ None: the Depth Filter alone)."""
+    (log-preference 0); θ None: the Depth Filter alone."""
     x = torch.as_tensor(images)
     scores = pol.FilterCells().scores(x)
     if theta is not None:
