@@ -333,10 +333,10 @@ def load_config(path: str | Path) -> RunConfig:
     cfg = parse_config(read_yaml(p), source=str(p))
     if cfg.prior is not None and not Path(cfg.prior).is_absolute():
         cfg.prior = str((p.parent / cfg.prior).resolve())
-    if isinstance(cfg.es.init_mean, str) and not Path(cfg.es.init_mean).is_absolute():
-        cfg.es.init_mean = str((p.parent / cfg.es.init_mean).resolve())
-    if isinstance(cfg.es.init_var, str) and not Path(cfg.es.init_var).is_absolute():
-        cfg.es.init_var = str((p.parent / cfg.es.init_var).resolve())
+    for field in ("init_mean", "init_var"):  # a weights file, relative to the config
+        value = getattr(cfg.es, field)
+        if isinstance(value, str) and not Path(value).is_absolute():
+            setattr(cfg.es, field, str((p.parent / value).resolve()))
     for base in cfg.baselines:
         if base.weights is not None and not Path(base.weights).is_absolute():
             base.weights = str((p.parent / base.weights).resolve())

@@ -29,6 +29,9 @@ PairedCostFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
 """(thetas (n, k, d) float32, seeds (n,) int64) -> (n, k) costs in [0, 1], thetas[i] on seeds[i]."""
 
 
+_WEIGHT_FILES = ("init_mean", "init_var")
+"""ES settings that may name a file of one value per weight (counted by content)."""
+
 _LOGGING_ONLY = ("eval_every", "eval_envs")
 """ES settings that change what is logged, never the iterates."""
 
@@ -50,16 +53,13 @@ def es_fingerprint(cfg: RunConfig) -> str:
     for name in ("utility_criterion", "ema_decay", "lr_schedule", "lr_final_fraction"):
         if es.get(name) == defaults[name]:
             es.pop(name)
-    if isinstance(cfg.es.init_mean, str):
-        path = Path(cfg.es.init_mean)
-        if not path.is_file():
-            raise PacplanError(f"es.init_mean file not found: {path}")
-        es["init_mean"] = {"sha256": sha256_file(path)}
-    if isinstance(cfg.es.init_var, str):
-        path = Path(cfg.es.init_var)
-        if not path.is_file():
-            raise PacplanError(f"es.init_var file not found: {path}")
-        es["init_var"] = {"sha256": sha256_file(path)}
+    for field in _WEIGHT_FILES:
+        value = getattr(cfg.es, field)
+        if isinstance(value, str):
+            path = Path(value)
+            if not path.is_file():
+                raise PacplanError(f"es.{field} file not found: {path}")
+            es[field] = {"sha256": sha256_file(path)}
     return identity({"world": cfg.world.model_dump(mode="json"), "prior": list(cfg.seeds.prior),
                      "es": es})
 
@@ -93,13 +93,9 @@ def _start(cfg: ESConfig, dim: int, rd: RunDir | None, fingerprint: str,
             ckpt.save_checkpoint(files, state)  # re-derive prior + JSON if a crash split writes
             return state
         files.metrics.unlink(missing_ok=True)
-    mean = None
-    if isinstance(cfg.init_mean, str):
-        mean = load_theta(cfg.init_mean, dim, world="es.init_mean")
-    var = None
-    if isinstance(cfg.init_var, str):
-        var = load_theta(cfg.init_var, dim, world="es.init_var")
-    state = init_state(cfg, dim, mean, var)
+    files = {field: load_theta(value, dim, world=f"es.{field}") for field in _WEIGHT_FILES
+             if isinstance(value := getattr(cfg, field), str)}
+    state = init_state(cfg, dim, files.get("init_mean"), files.get("init_var"))
     state.extra["fingerprint"] = fingerprint
     state.extra["prior_seeds"] = seeds
     return state
