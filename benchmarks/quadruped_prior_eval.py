@@ -35,17 +35,19 @@ GAITS = {"reference-gait": PRIORS_DIR / "quadruped-gait-init.safetensors",
          "best-constant-gait": PRIORS_DIR / "quadruped-gait-best.safetensors"}
 
 
-def _diagonal_costs(args: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-    """Cost of policy i on terrain i, for each i (one rollout each)."""
-    thetas, seeds = args
-    world = QuadrupedWorld(**OPTIONS)
+def _diagonal_costs(args: tuple[dict[str, Any], np.ndarray, np.ndarray]) -> np.ndarray:
+    """Cost of policy i on terrain i, for each i (one rollout each), in a world of `options`."""
+    options, thetas, seeds = args
+    world = QuadrupedWorld(**options)
     return np.array([world.costs(t[None], s[None])[0, 0] for t, s in zip(thetas, seeds,
                                                                            strict=True)])
 
 
-def _fly(thetas: np.ndarray, seeds: np.ndarray, pool: ProcessPoolExecutor,
-         workers: int) -> np.ndarray:
-    parts = [(thetas[w::workers], seeds[w::workers]) for w in range(workers)]
+def fly_diagonal(options: dict[str, Any], thetas: np.ndarray, seeds: np.ndarray,
+                 pool: ProcessPoolExecutor, workers: int) -> np.ndarray:
+    """(n,) costs of policy i on terrain i, shared out over `workers` processes of `pool`
+    (also used by quadruped_result_crossval.py)."""
+    parts = [(options, thetas[w::workers], seeds[w::workers]) for w in range(workers)]
     out = np.empty(len(seeds))
     for w, res in enumerate(pool.map(_diagonal_costs, parts)):
         out[w::workers] = res
@@ -75,8 +77,8 @@ def main(argv: list[str] | None = None) -> None:
         gaits = {}
         for name, path in GAITS.items():
             theta = load_file(str(path))["theta"].astype(np.float64)
-            gaits[name] = _fly(np.repeat(theta[None], len(seeds), axis=0), seeds, pool,
-                               args.workers)
+            gaits[name] = fly_diagonal(OPTIONS, np.repeat(theta[None], len(seeds), axis=0),
+                                       seeds, pool, args.workers)
         ref = gaits["reference-gait"]
         out["baselines"] = {name: _summary(c, ref) for name, c in gaits.items()}
         rows = []
@@ -84,8 +86,9 @@ def main(argv: list[str] | None = None) -> None:
             mu, logvar = load_prior(resolve_prior(prior))
             draws = mu + np.exp(0.5 * logvar) * np.random.default_rng(0).standard_normal(
                 (len(seeds), mu.size))
-            mean_costs = _fly(np.repeat(mu[None], len(seeds), axis=0), seeds, pool, args.workers)
-            draw_costs = _fly(draws, seeds, pool, args.workers)
+            mean_costs = fly_diagonal(OPTIONS, np.repeat(mu[None], len(seeds), axis=0), seeds,
+                                      pool, args.workers)
+            draw_costs = fly_diagonal(OPTIONS, draws, seeds, pool, args.workers)
             rows.append({"prior": Path(prior).stem if Path(prior).is_file() else prior,
                          "sigma_mean": round(float(np.exp(0.5 * logvar).mean()), 5),
                          "mean_policy": _summary(mean_costs, ref),

@@ -19,21 +19,13 @@ import json
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from pacplan.pacbayes.matrices import matrix_from_bytes
-from pacplan.worlds.quadruped import QuadrupedWorld
+from quadruped_prior_eval import fly_diagonal
 
 Z99 = 2.5758293035489004  # standard normal 0.995 quantile
-
-
-def _costs(args: tuple[dict[str, Any], np.ndarray, np.ndarray]) -> np.ndarray:
-    options, thetas, seeds = args
-    world = QuadrupedWorld(**options)
-    return np.array([world.costs(t[None], s[None])[0, 0] for t, s in zip(thetas, seeds,
-                                                                           strict=True)])
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -60,11 +52,7 @@ def main(argv: list[str] | None = None) -> None:
     options = dict(world["options"]) | {"physics": args.engine}
     t0 = time.perf_counter()
     with ProcessPoolExecutor(args.workers) as pool:
-        parts = [(options, thetas[pick[w::args.workers]], seeds[w::args.workers])
-                 for w in range(args.workers)]
-        replay = np.empty(k)
-        for w, res in enumerate(pool.map(_costs, parts)):
-            replay[w::args.workers] = res
+        replay = fly_diagonal(options, thetas[pick], seeds, pool, args.workers)
     stored = test[np.arange(k), pick]
     diff = replay - stored
     lo, hi = cert["test_ci"]
