@@ -1,6 +1,7 @@
 """A certified quadruped result replayed in the other engine; prints ONE JSON object.
 
     nice python benchmarks/quadruped_result_crossval.py RUN_DIR [--terrains 200] [--engine bullet]
+        [--save]
 
 Why: a quadruped certificate computed in MuJoCo is a statement about MuJoCo. Here the posterior's
 support is replayed in PyBullet (the paper's engine) on the run's first `--terrains` test
@@ -8,7 +9,9 @@ terrains, one draw from the posterior per terrain (numpy seed 0), and compared w
 MuJoCo test cost and its 99 % interval. The MuJoCo cost of the *same* draw on the *same* terrain
 is read from the run's stored test matrix (checked against the certificate's sha256), so the
 engine difference is also given paired, with a normal 99 % interval of its mean. Met when the
-replayed mean lies inside the MuJoCo test cost's interval; the report quotes this JSON.
+replayed mean lies inside the MuJoCo test cost's interval. `--save` also writes the JSON to
+RUN_DIR/crossval/<engine>.json, which `pacplan report RUN_DIR` then quotes (its section "The
+certificate in another engine").
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pacplan.files import atomic_write_json
 from pacplan.pacbayes.matrices import matrix_from_bytes
 from quadruped_prior_eval import fly_diagonal
 
@@ -34,6 +38,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--terrains", type=int, default=200)
     ap.add_argument("--engine", default="bullet", choices=["bullet", "mujoco"])
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--save", action="store_true",
+                    help="also write RUN_DIR/crossval/<engine>.json for the run's report")
     args = ap.parse_args(argv)
     run = Path(args.run_dir)
     cert = json.loads((run / "certificate.json").read_text())
@@ -57,7 +63,7 @@ def main(argv: list[str] | None = None) -> None:
     diff = replay - stored
     lo, hi = cert["test_ci"]
     half = Z99 * diff.std(ddof=1) / np.sqrt(k) if k > 1 else float("nan")
-    print(json.dumps({
+    result = {
         "benchmark": "quadruped_result_crossval",
         "run": str(run), "engine": args.engine, "run_engine": world["options"].get("physics",
                                                                                    "bullet"),
@@ -71,8 +77,14 @@ def main(argv: list[str] | None = None) -> None:
         "run_test_cost": round(float(cert["test_cost"]), 4),
         "run_test_ci99": [round(float(lo), 4), round(float(hi), 4)],
         "within_test_ci": bool(lo <= replay.mean() <= hi),
+        "certificate_n": int(cert["n"]),
+        "test_matrix_sha256": cert["test_matrix"]["sha256"],
         "wall_s": round(time.perf_counter() - t0, 1),
-    }))
+    }
+    print(json.dumps(result))
+    if args.save:
+        (run / "crossval").mkdir(exist_ok=True)
+        atomic_write_json(run / "crossval" / f"{args.engine}.json", result)
 
 
 if __name__ == "__main__":

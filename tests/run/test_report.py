@@ -157,10 +157,16 @@ def test_paper_column_exactly_when_the_setting_matches(finished_run: Path):
     paper = {n: _certificate(finished_run, **{**setting, "n": n}) for n in (1000, 1500, 4000)}
     figures = paper_figures("uav", paper)
     assert figures == {1000: "26.02 % (McAllester)", 4000: "21.55 % (quadratic); test 18.43 %"}
-    for world, changes in (("toy", {}), ("quadruped", {}), ("uav", {"m": 49}),
+    for world, changes in (("toy", {}), ("uav", {"m": 49}),
                            ("uav", {"delta": 0.05}), ("uav", {"n": 2500})):
         c = _certificate(finished_run, **{**setting, **changes})
         assert paper_figures(world, {c.n: c}) == {}, (world, changes)
+    # The quadruped's Table 1 (C_QPAC; true cost at every N) on the paper's robot only.
+    assert paper_figures("quadruped", paper, {"robot": "derpy", "physics": "mujoco"}) == {
+        1000: "23.87 % (quadratic); test 18.31 %", 4000: "20.73 % (quadratic); test 17.81 %"}
+    assert paper_figures("quadruped", paper) == paper_figures("quadruped", paper,
+                                                              {"robot": "derpy"})
+    assert paper_figures("quadruped", paper, {"robot": "minitaur"}) == {}
     table = table1(paper, {"zeros": np.zeros((5, 1))}, figures).splitlines()
     assert "paper (its own world and prior)" in table[0]
     assert {line.count("|") for line in table} == {table[0].count("|")}

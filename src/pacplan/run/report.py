@@ -32,10 +32,11 @@ from pacplan.run.provenance import verify_certificate
 from pacplan.run.report_html import markdown_to_html
 from pacplan.run.report_prior import prior_section
 from pacplan.run.report_tables import (
-    PAPER_NOTE,
-    PAPER_TABLE1,
+    PAPER_NOTES,
     paired_comparison,
+    paper_bounds,
     paper_figures,
+    pct,
     returns_table,
     table1,
     timing_table,
@@ -202,6 +203,49 @@ def _timings_section(rd: RunDir) -> list[str]:
             "machines that ran it):", "", *body, ""]
 
 
+# ------------------------------------------------------------------------- other engine
+def _crossval_section(rd: RunDir, last: Certificate) -> list[str]:
+    """## The certificate in another engine: crossval/<engine>.json, written by
+    benchmarks/quadruped_result_crossval.py --save. A replay for people (not part of what
+    `pacplan verify` checks); one made from another test matrix is named stale, not quoted."""
+    folder = rd / RunDir.CROSSVAL
+    files = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    if not files:
+        return []
+    lines = ["## The certificate in another engine", ""]
+    own = (last.test_matrix.sha256 if last.test_matrix is not None else None)
+    for path in files:
+        rel = f"{RunDir.CROSSVAL}/{path.name}"
+        try:
+            r = json.loads(path.read_text())
+            fields = (r["engine"], r["run_engine"], r["terrains"], r["replayed_mean_cost"],
+                      r["stored_same_draws_mean_cost"], r["paired_diff"], r["paired_diff_ci99"],
+                      r["run_test_ci99"], r["within_test_ci"], r["test_matrix_sha256"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            lines += [f"`{rel}` is unreadable ({exc}).", ""]
+            continue
+        engine, run_engine, seeds, replayed, stored, diff, diff_ci, test_ci, inside, sha = fields
+        if sha != own:
+            lines += [f"`{rel}` was made from another test matrix (sha256 {str(sha)[:12]}…, this "
+                      f"certificate's is {str(own)[:12]}…): rerun `python benchmarks/"
+                      f"quadruped_result_crossval.py {rd.path.name} --engine {engine} --save`.",
+                      ""]
+            continue
+        k = int(seeds[1]) - int(seeds[0])
+        lines += [
+            f"From `{rel}` (`python benchmarks/quadruped_result_crossval.py RUN --engine {engine}"
+            " --save`; a replay for people, not part of what `pacplan verify` checks). The "
+            f"posterior of N = {last.n} replayed in **{engine}** on the first {k} test "
+            f"environments (seeds {seeds[0]}–{int(seeds[1]) - 1}), one draw from the posterior "
+            f"per environment: mean cost **{pct(replayed)}**; the same draws in this run's "
+            f"engine ({run_engine}), read from the stored test matrix: {pct(stored)}; paired "
+            f"difference {100 * diff:+.2f} points (99 % interval [{100 * diff_ci[0]:+.2f}, "
+            f"{100 * diff_ci[1]:+.2f}]). The run's test cost has the 99 % interval "
+            f"[{pct(test_ci[0])}, {pct(test_ci[1])}]: the {engine} mean lies "
+            f"{'inside' if inside else 'OUTSIDE'} it.", ""]
+    return lines
+
+
 # ------------------------------------------------------------------------------- report
 def _header(cfg: RunConfig, last: Certificate) -> list[str]:
     """The report's opening: world, m, δ, solver and seeds, from the verified certificate."""
@@ -252,16 +296,17 @@ def _write_report(rd: RunDir) -> Path:
         raise PacplanError(f"{rd.path} has no {_costs(cfg, 'cert')}; run `pacplan run` first")
     test = _checked_matrix(rd, manifest, _costs(cfg, "test"))
     baselines = _baselines(rd, manifest, cfg, test)
-    paper = paper_figures(_world(cfg, last)["name"], certs)
+    world = _world(cfg, last)
+    paper = paper_figures(world["name"], certs, world["options"])
     figures = report_figures(rd / RunDir.FIGURES, certs, cert,
-                             paper=({n: v for n, (_, v) in PAPER_TABLE1.items()} if paper
-                                    else None))  # all of Table 1 once one N matches
+                             paper=paper_bounds(world["name"]) if paper else None)
+    # (all of Table 1 is drawn once one N matches)
     prior = prior_section(rd, manifest, cfg)
     trajectories = _trajectories(rd, manifest, cfg, last, test)
     lines = [*_header(cfg, last), table1(certs, baselines, paper), ""]
     lines += _returns_section(cfg, last, certs)
     if paper:
-        lines += [PAPER_NOTE, ""]
+        lines += [PAPER_NOTES[world["name"]], ""]
     lines += ["This report is also one page with its figures embedded: "
               f"`{RunDir.REPORT_HTML}`.", ""]
     if baselines and test is not None:
@@ -271,7 +316,7 @@ def _write_report(rd: RunDir) -> Path:
                   paired_comparison(np.asarray(last.p), test, baselines), ""]
     for title, rel in figures:
         lines += [f"## {title}", "", f"![{title}]({rel})", ""]
-    lines += prior + trajectories + _timings_section(rd)
+    lines += _crossval_section(rd, last) + prior + trajectories + _timings_section(rd)
     text = "\n".join(lines)
     atomic_write_text(rd / RunDir.REPORT_HTML, markdown_to_html(text, rd.path,
                                                          f"pacplan report: {cfg.name}"))

@@ -66,6 +66,7 @@ class RunDir:
     REPORT = "report.md"
     REPORT_HTML = "report.html"  # the same report as one page, figures embedded
     TIMINGS = "timings.json"
+    CROSSVAL = "crossval"  # <engine>.json: the posterior replayed in another engine (people only)
     LOCK = "run.lock"
     FIGURES = "figures"
     TRAINING_CURVE = "figures/prior_training.png"
