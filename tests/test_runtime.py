@@ -4,6 +4,7 @@ certified decisions and earns the certified costs; it is used as certified or wa
 from __future__ import annotations
 
 import ast
+import json
 import shlex
 import shutil
 import subprocess
@@ -23,6 +24,14 @@ from pacplan.runtime import Planner, PlannerError, UncertifiedUseWarning
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
 RUNTIME = ROOT / "runtime" / "src" / "pacplan_runtime"
+
+
+def _quadruped_env() -> gym.Env:
+    """The Gymnasium env of the world the shipped quadruped run certified (its recorded
+    options: engine, robot, slopes), so its costs are that run's."""
+    cert = json.loads((RESULTS / "quadruped" / "certificate.json").read_text())
+    options = cert["provenance"]["world"]["options"]
+    return gym.make("pacplan/MinitaurTerrain-v0", **options).unwrapped
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +104,7 @@ def _quadruped_decisions(planner_dir: Path, seeds: range) -> None:
 
     planner = Planner.load(planner_dir)
     thetas = np.load(RESULTS / "quadruped" / "policies.npy")
-    env = gym.make("pacplan/MinitaurTerrain-v0", max_slope_deg=23.3).unwrapped
+    env = _quadruped_env()
     rng = np.random.default_rng(1)
     for seed in seeds:
         obs, _ = env.reset(options={"terrain_seed": seed})
@@ -114,7 +123,7 @@ def _quadruped_closed_loop(planner_dir: Path, seeds: range) -> None:
     """Full PyBullet episodes: the Gym env's cost equals the run's test-matrix entry."""
     planner = Planner.load(planner_dir)
     test = np.load(RESULTS / "quadruped" / "costs" / "test.npy")
-    env = gym.make("pacplan/MinitaurTerrain-v0", max_slope_deg=23.3).unwrapped
+    env = _quadruped_env()
     rng = np.random.default_rng(2)
     for seed in seeds:
         obs, _ = env.reset(options={"terrain_seed": seed})
@@ -136,7 +145,7 @@ def test_quadruped_decisions_and_costs(planners: dict[str, Path]) -> None:
 @pytest.mark.slow
 def test_quadruped_decisions_and_costs_at_scale(planners: dict[str, Path]) -> None:
     _quadruped_decisions(planners["quadruped"], range(300_000, 300_500))
-    _quadruped_closed_loop(planners["quadruped"], range(200_000, 200_020))  # all 20 rows
+    _quadruped_closed_loop(planners["quadruped"], range(200_000, 200_020))
 
 
 def test_certified_use_and_its_warnings(planners: dict[str, Path]) -> None:
