@@ -16,7 +16,8 @@ config must agree artifact by artifact:
   it computes);
 - **not compared**: wall-clock times (`timings.json`, each ES line's `seconds`, a
   certificate's `created` and the `content_sha256` that covers it), the manifest (a ledger of
-  the hashes compared above), the report and figures (drawn from the compared artifacts).
+  the hashes compared above), the report and figures (drawn from the compared artifacts) and
+  crossval/ (replays in another engine, for people).
 
 `compare_runs` returns the first difference, or None; the CLI prints it and exits 1.
 """
