@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +11,7 @@ import pytest
 
 from pacplan.cli import main
 from pacplan.errors import PacplanError
+from pacplan.run.executors import Chunk, SerialExecutor
 
 SMALL_TOY_RUN: dict[str, Any] = {
     "name": "toy-small",
@@ -50,3 +51,18 @@ def fails_in_one_line(check: Callable[[Path], Any], path: Path, *words: str) -> 
     for word in words:
         assert word in message, message
     return message
+
+
+class StopAfter(SerialExecutor):
+    """A serial executor interrupted (as by Ctrl-C) after `chunks` cert-cost chunks."""
+
+    def __init__(self, chunks: int, **kw: int) -> None:
+        super().__init__(**kw)
+        self.left = chunks
+
+    def iter_chunks(self, *args: Any, **kwargs: Any) -> Iterator[Chunk]:
+        for chunk in super().iter_chunks(*args, **kwargs):
+            if self.left == 0:
+                raise KeyboardInterrupt
+            self.left -= 1
+            yield chunk

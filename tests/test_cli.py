@@ -399,7 +399,7 @@ def test_help_shows_choices_as_choices_and_flags_as_flags():
         ("pacplan run uav", {"uav-quick", "uav-paper", "uav-tight", "uav-taught", "uav-prior",
                              "uav-taught-prior"}),
         ("pacplan train-prior quadruped-p", {"quadruped-paper", "quadruped-paper-bullet",
-                                             "quadruped-prior"}),
+                                             "quadruped-paper-n1000", "quadruped-prior"}),
         ("pacplan run toy --executor p", {"processes"}),
         ("pacplan run toy --prior ", {"uav", "uav-taught", "quadruped"}),
         ("pacplan certify-matrix c.npy --bound q", {"quadratic"}),

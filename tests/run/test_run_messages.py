@@ -5,35 +5,18 @@ world's first-call warm-up (the UAV's torch.compile)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from helpers import SMALL_TOY_RUN
+from helpers import SMALL_TOY_RUN, StopAfter
 from pacplan.config import parse_config
-from pacplan.run.executors import Chunk, SerialExecutor
 from pacplan.run.pipeline import run
 from pacplan.run.training import train_prior
 from pacplan.worlds import base
 from pacplan.worlds.toy import ToyWorld
 from pacplan.worlds.uav import UAVWorld
-
-
-class _StopAfter(SerialExecutor):
-    """A serial executor interrupted (as by Ctrl-C) after `chunks` cert-cost chunks."""
-
-    def __init__(self, chunks: int, **kw: int) -> None:
-        super().__init__(**kw)
-        self.left = chunks
-
-    def iter_chunks(self, *args: Any, **kwargs: Any) -> Iterator[Chunk]:
-        for chunk in super().iter_chunks(*args, **kwargs):
-            if self.left == 0:
-                raise KeyboardInterrupt
-            self.left -= 1
-            yield chunk
 
 
 def _config() -> Any:
@@ -54,7 +37,7 @@ def test_resume_says_how_many_cost_chunks_it_keeps(tmp_path: Path) -> None:
     cfg = _config()
     out = tmp_path / "run"
     with pytest.raises(KeyboardInterrupt):
-        run(cfg, out, progress=False, executor=_StopAfter(3, chunk_policies=4, chunk_seeds=20))
+        run(cfg, out, progress=False, executor=StopAfter(3, chunk_policies=4, chunk_seeds=20))
     n_cert = max(cfg.certificate.n)
     total = math.ceil(n_cert / 20) * math.ceil(cfg.policies.m / 4)
     said: list[str] = []

@@ -57,7 +57,8 @@ class ChunkStore:
         self.ledger = self._read_ledger()
 
     @staticmethod
-    def _name(key: tuple[int, int]) -> str:
+    def chunk_name(key: tuple[int, int]) -> str:
+        """The file of the chunk whose first (seed, policy) indices are `key`."""
         return f"s{key[0]:09d}_t{key[1]:06d}.npy"
 
     def _read_ledger(self) -> dict[str, dict[str, Any]]:
@@ -83,10 +84,10 @@ class ChunkStore:
         keys = set()
         for s, t in grid:
             key, shape = (s.start, t.start), [s.stop - s.start, t.stop - t.start]
-            entry = self.ledger.get(self._name(key))
+            entry = self.ledger.get(self.chunk_name(key))
             if entry is None or entry["shape"] != shape:
                 continue
-            path = self.folder / self._name(key)
+            path = self.folder / self.chunk_name(key)
             if path.is_file():  # a deleted chunk is recomputed
                 self._checked_bytes(path, entry)
                 keys.add(key)
@@ -95,8 +96,8 @@ class ChunkStore:
     def save(self, key: tuple[int, int], block: np.ndarray) -> None:
         """Write the chunk atomically, then list it in the ledger."""
         data = npy_bytes(block)
-        atomic_write_bytes(self.folder / self._name(key), data)
-        entry = {"chunk": self._name(key), "sha256": sha256_bytes(data),
+        atomic_write_bytes(self.folder / self.chunk_name(key), data)
+        entry = {"chunk": self.chunk_name(key), "sha256": sha256_bytes(data),
                  "shape": [int(n) for n in np.shape(block)]}
         append_json_line(self.folder / self.LEDGER, entry)
         self.ledger[entry["chunk"]] = entry
@@ -105,7 +106,7 @@ class ChunkStore:
         """The full matrix from the chunks of `grid`, each checked as it is read."""
         out = np.empty(shape, dtype=np.float64)
         for s, t in grid:
-            name = self._name((s.start, t.start))
+            name = self.chunk_name((s.start, t.start))
             entry = self.ledger.get(name)
             path = self.folder / name
             if entry is None or not path.is_file():

@@ -1,0 +1,94 @@
+"""scripts/carry_stage_into_run.py: a finished stage run's work moves into the bigger run, which
+then keeps it and finishes exactly as a run computed from scratch (the oracle: `compare_runs`
+against that run, and the resumed run's own count of kept chunks)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from helpers import SMALL_TOY_RUN, StopAfter
+from pacplan.config import parse_config
+from pacplan.errors import PacplanError
+from pacplan.run.chunks import ChunkStore
+from pacplan.run.compare import Agreement, compare_runs
+from pacplan.run.pipeline import run
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "carry_stage_into_run.py"
+CHUNKS = {"chunk_policies": 4, "chunk_seeds": 10}
+BIG = {**SMALL_TOY_RUN, "name": "toy-big", "executor": {"kind": "serial", **CHUNKS},
+       "baselines": [{"name": "zeros"}]}
+STAGE = {**BIG, "name": "toy-stage", "certificate": {"n": [30], "delta": 0.05}}
+
+
+def _script() -> Any:
+    spec = importlib.util.spec_from_file_location("carry_stage_into_run", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _run(data: dict, out: Path, **kw: Any) -> None:
+    run(parse_config(json.loads(json.dumps(data))), out, progress=False, **kw)
+
+
+def _started(data: dict, out: Path) -> Path:
+    """A big run stopped (as by Ctrl-C) after one chunk of its certification matrix."""
+    with pytest.raises(KeyboardInterrupt):
+        _run(data, out, executor=StopAfter(1, **CHUNKS))
+    return out
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    base = tmp_path_factory.mktemp("carry")
+    _run(BIG, base / "reference")
+    _run(STAGE, base / "stage")
+    return {"reference": base / "reference", "stage": base / "stage"}
+
+
+def test_a_carried_stage_is_kept_and_the_run_ends_as_one_from_scratch(
+        runs: dict[str, Path], tmp_path: Path) -> None:
+    big = _started(BIG, tmp_path / "big")
+    result = _script().carry(runs["stage"], big)
+    # 30 of 60 rows in chunks of 10 rows × 4 policies (6 policies: 2 chunks per row block)
+    assert result == {"chunks_kept": 1, "chunks_added": 5,
+                      "copied": ["costs/baseline-zeros.npy", "costs/test.npy"]}
+    said: list[str] = []
+    _run(BIG, big, log=said.append)
+    assert "resumed: cert costs, 6 of 12 chunks kept" in said
+    assert isinstance(compare_runs(runs["reference"], big), Agreement)
+    for name in ("costs/cert.npy", "costs/test.npy", "costs/baseline-zeros.npy"):
+        assert (big / name).read_bytes() == (runs["reference"] / name).read_bytes(), name
+
+
+def test_what_the_big_run_does_not_compute_is_refused(runs: dict[str, Path],
+                                                      tmp_path: Path) -> None:
+    carry = _script().carry
+    other_test = _started({**BIG, "seeds": {**BIG["seeds"], "test": [20_000, 20_040]}},
+                          tmp_path / "other-test")
+    with pytest.raises(PacplanError, match="different test seeds"):
+        carry(runs["stage"], other_test)
+    other_world = _started({**BIG, "world": {"name": "toy", "options": {"dim": 4,
+                                                                      "shift": 0.2}}},
+                           tmp_path / "other-world")
+    with pytest.raises(PacplanError, match="differ in `world`"):
+        carry(runs["stage"], other_world)
+    with pytest.raises(PacplanError, match="not a prefix"):
+        carry(_started(BIG, tmp_path / "as-stage"), runs["stage"])
+    # a chunk the big run already has must be the stage's, byte for byte
+    big = _started(BIG, tmp_path / "big")
+    folder = big / "costs" / "cert.chunks"
+    block = np.load(folder / "s000000000_t000000.npy")
+    (folder / "ledger.jsonl").write_text("")  # unlisted: ignored, then carried
+    stamp = json.loads((folder / ChunkStore.STAMP).read_text())["inputs"]
+    ChunkStore(folder, stamp).save((0, 0), block * 0.5)  # listed, other values
+    with pytest.raises(PacplanError, match=r"s000000000_t000000\.npy .*differs"):
+        carry(runs["stage"], big)
+    (folder / "ledger.jsonl").write_text("")
+    assert carry(runs["stage"], big)["chunks_added"] == 6
