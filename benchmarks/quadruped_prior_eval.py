@@ -2,14 +2,18 @@
 
     nice python benchmarks/quadruped_prior_eval.py [--priors quadruped OTHER ...] [--terrains 500]
 
-For each prior (a shipped name or a .safetensors file): the cost of its mean policy μ on every
+For each prior (a shipped name, a .safetensors file, or `paper`: the paper's own Minitaur prior,
+`Weights/{mu,logvar}_minitaur_best.pt` as `pacplan data paper` stores them, the same 944-weight
+net with the same inputs and η → gait map): the cost of its mean policy μ on every
 terrain, and the cost of one fresh draw θ_i ∼ N(μ, σ²) per terrain i (draw i flies terrain i: the
 mean of these is the prior's own expected cost, what the certificate's m policies average), on
 the same `--terrains` terrains from seed 400,000 on — disjoint from every preset's prior-training,
 held-out, certification and test seeds. The open-loop reference gait and the best constant gait
 (the ES's starting mean, scripts/search_quadruped_gait.py) walk the same terrains as baselines, so
-each prior's row carries a paired ratio to the reference gait. The world is the one the shipped
-prior was trained in: the Derpy in MuJoCo at 23.3°.
+each prior's row carries a paired ratio to the reference gait (and, after the first prior, to that
+prior). The world is the one the shipped prior was trained in: the Derpy in MuJoCo at 23.3°.
+The paper's prior was trained in the paper's code, whose gait clock ran at twice the simulated
+time (docs/worlds.md): here it walks pacplan's world, as any prior would.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import numpy as np
 from safetensors.numpy import load_file
 
 from pacplan.es.checkpoint import load_prior
+from pacplan.paperdata import paper_data_dir
 from pacplan.presets import resolve_prior
 from pacplan.worlds.quadruped import QuadrupedWorld
 
@@ -54,6 +59,19 @@ def fly_diagonal(options: dict[str, Any], thetas: np.ndarray, seeds: np.ndarray,
     return out
 
 
+def _prior(name: str) -> tuple[np.ndarray, np.ndarray]:
+    """(μ, log σ²) of a shipped prior, a .safetensors file, or `paper` (the paper's Minitaur
+    prior from `pacplan data paper`'s folder)."""
+    if name != "paper":
+        return load_prior(resolve_prior(name))
+    folder = paper_data_dir()
+    if folder is None:
+        raise SystemExit("the paper's Minitaur prior is not here: run `pacplan data paper`")
+    mu, logvar = (np.load(folder / f"{k}_minitaur_best.npy", allow_pickle=False)
+                  for k in ("mu", "logvar"))
+    return mu.astype(np.float64), logvar.astype(np.float64)
+
+
 def _summary(costs: np.ndarray, ref: np.ndarray | None) -> dict[str, Any]:
     row: dict[str, Any] = {"mean_cost": round(float(costs.mean()), 4),
                            "stderr": round(float(costs.std(ddof=1) / np.sqrt(costs.size)), 4),
@@ -81,18 +99,27 @@ def main(argv: list[str] | None = None) -> None:
                                        seeds, pool, args.workers)
         ref = gaits["reference-gait"]
         out["baselines"] = {name: _summary(c, ref) for name, c in gaits.items()}
-        rows = []
+        rows: list[dict[str, Any]] = []
+        first: dict[str, np.ndarray] = {}
         for prior in args.priors:
-            mu, logvar = load_prior(resolve_prior(prior))
+            mu, logvar = _prior(prior)
             draws = mu + np.exp(0.5 * logvar) * np.random.default_rng(0).standard_normal(
                 (len(seeds), mu.size))
             mean_costs = fly_diagonal(OPTIONS, np.repeat(mu[None], len(seeds), axis=0), seeds,
                                       pool, args.workers)
             draw_costs = fly_diagonal(OPTIONS, draws, seeds, pool, args.workers)
-            rows.append({"prior": Path(prior).stem if Path(prior).is_file() else prior,
-                         "sigma_mean": round(float(np.exp(0.5 * logvar).mean()), 5),
-                         "mean_policy": _summary(mean_costs, ref),
-                         "draws_one_per_terrain": _summary(draw_costs, ref)})
+            row = {"prior": Path(prior).stem if Path(prior).is_file() else prior,
+                   "sigma_mean": round(float(np.exp(0.5 * logvar).mean()), 5),
+                   "mean_policy": _summary(mean_costs, ref),
+                   "draws_one_per_terrain": _summary(draw_costs, ref)}
+            if first:  # paired on the same terrains: this prior over the first one
+                row["mean_policy"]["ratio_to_first_prior"] = round(
+                    float(mean_costs.mean() / first["mean"].mean()), 4)
+                row["draws_one_per_terrain"]["ratio_to_first_prior"] = round(
+                    float(draw_costs.mean() / first["draws"].mean()), 4)
+            else:
+                first = {"mean": mean_costs, "draws": draw_costs}
+            rows.append(row)
         out["priors"] = rows
     out["wall_s"] = round(time.perf_counter() - t0, 1)
     print(json.dumps(out))

@@ -17,7 +17,7 @@ import typer
 from pacplan import paperdata
 
 data_app = typer.Typer(
-    help="Download data sets (the paper's published cost matrices and UAV prior).",
+    help="Download data sets (the paper's published cost matrices, UAV and Minitaur priors).",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -71,8 +71,9 @@ def paper_cmd(
     timeout: float = typer.Option(paperdata.DEFAULT_TIMEOUT, "--timeout", metavar="SECONDS",
                                   help="Give up on a server silent this long."),
 ) -> None:
-    """Download the paper's published UAV cost matrices and UAV prior, each checked against a
-    pinned sha256 (the prior's torch files before they are read; stored as .npy)."""
+    """Download the paper's published UAV cost matrices and its UAV and Minitaur priors, each
+    checked against a pinned sha256 (a prior's torch files before they are read; stored as
+    .npy)."""
     with _terminate_cleanly():
         report = paperdata.fetch_paper_data(url, cache, force=force, timeout=timeout)
     stored = {t.source.name: t.stored.name for t in paperdata.PRIOR_FILES}

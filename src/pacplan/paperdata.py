@@ -1,4 +1,5 @@
-"""The paper's published UAV cost matrices and UAV prior: where to find them, how to fetch them.
+"""The paper's published UAV cost matrices and its UAV and Minitaur priors: where to find them,
+how to fetch them.
 
 The files come from the paper's public repository at one pinned commit and are accepted only
 when their sha256 matches the value pinned here, so a moved branch, a proxy or a tampered mirror
@@ -84,8 +85,23 @@ PRIOR_FILES: tuple[PaperTensor, ...] = (
         PaperFile("logvar_quadrotor_best.npy",
                   "f95f887f3bd0f8bf7ea4bf7c287f6c8e50e644d4e78f1298c698b6b3e1ca763b", 55_900),
         (13_943,)),
+    PaperTensor(
+        PaperFile("mu_minitaur_best.pt",
+                  "2c221119fbebc52b33c51f36fec11f4e710890d21d6ed29844f9dd94ae8b9968", _PT_CAP,
+                  exact_size=False),
+        PaperFile("mu_minitaur_best.npy",
+                  "43c1470426d5e6d1a50b902fcffa56c3d77ded3572c205e3825f4060498f67ad", 3_904),
+        (944,)),
+    PaperTensor(
+        PaperFile("logvar_minitaur_best.pt",
+                  "da54eca9bd790d3ab3bade9de1227da8849aaaea3368a854732fe191456072a5", _PT_CAP,
+                  exact_size=False),
+        PaperFile("logvar_minitaur_best.npy",
+                  "dd25e94f656e14d4f24d48565de90927ae28b73385636c06457deccbc1e72858", 3_904),
+        (944,)),
 )
-"""The paper's UAV prior N(μ, diag exp(logvar)), its ES result (`Weights/*_best.pt`)."""
+"""The paper's UAV and Minitaur priors N(μ, diag exp(logvar)), its ES results
+(`Weights/*_best.pt`)."""
 
 
 @dataclass(frozen=True)
