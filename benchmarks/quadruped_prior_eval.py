@@ -4,7 +4,8 @@
 
 For each prior (a shipped name, a .safetensors file, or `paper`: the paper's own Minitaur prior,
 `Weights/{mu,logvar}_minitaur_best.pt` as `pacplan data paper` stores them, the same 944-weight
-net with the same inputs and η → gait map): the cost of its mean policy μ on every
+net and inputs, its outputs reordered to pacplan's η by `pacplan.worlds.quadruped.paper_prior`):
+the cost of its mean policy μ on every
 terrain, and the cost of one fresh draw θ_i ∼ N(μ, σ²) per terrain i (draw i flies terrain i: the
 mean of these is the prior's own expected cost, what the certificate's m policies average), on
 the same `--terrains` terrains from seed 400,000 on — disjoint from every preset's prior-training,
@@ -32,6 +33,7 @@ from pacplan.es.checkpoint import load_prior
 from pacplan.paperdata import paper_data_dir
 from pacplan.presets import resolve_prior
 from pacplan.worlds.quadruped import QuadrupedWorld
+from pacplan.worlds.quadruped.paper_prior import load_paper_prior
 
 HELD_OUT_START = 400_000
 OPTIONS = {"max_slope_deg": 23.3, "physics": "mujoco", "robot": "derpy"}
@@ -61,15 +63,13 @@ def fly_diagonal(options: dict[str, Any], thetas: np.ndarray, seeds: np.ndarray,
 
 def _prior(name: str) -> tuple[np.ndarray, np.ndarray]:
     """(μ, log σ²) of a shipped prior, a .safetensors file, or `paper` (the paper's Minitaur
-    prior from `pacplan data paper`'s folder)."""
+    prior from `pacplan data paper`'s folder, its outputs put in pacplan's order)."""
     if name != "paper":
         return load_prior(resolve_prior(name))
     folder = paper_data_dir()
     if folder is None:
         raise SystemExit("the paper's Minitaur prior is not here: run `pacplan data paper`")
-    mu, logvar = (np.load(folder / f"{k}_minitaur_best.npy", allow_pickle=False)
-                  for k in ("mu", "logvar"))
-    return mu.astype(np.float64), logvar.astype(np.float64)
+    return load_paper_prior(folder)
 
 
 def _summary(costs: np.ndarray, ref: np.ndarray | None) -> dict[str, Any]:
