@@ -65,7 +65,7 @@ def test_export_a_chosen_n_and_the_quadruped(tmp_path: Path) -> None:
     assert json.loads((out / "planner.json").read_text())["certificate"] == \
         "run/certificates/N1000.json"
     q = export_planner(RESULTS / "quadruped", tmp_path / "q")
-    assert verify_planner(q).m == 5
+    assert verify_planner(q).m == 50
     with pytest.raises(PacplanError, match=r"no certificate for N = 7 .*1000, 2000, 4000"):
         export_planner(RESULTS / "uav", tmp_path / "x", n=7)
     with pytest.raises(PacplanError, match="not an empty folder"):

@@ -85,7 +85,8 @@ def test_uav_quick_preset_is_pinned(tmp_path: Path) -> None:
     _check(tmp_path, UAV_QUICK, PINNED / "uav-quick")
 
 
-@pytest.mark.parametrize("world", ["uav", "uav-tight", "quadruped", "quadruped-mujoco",
+@pytest.mark.parametrize("world", ["uav", "uav-tight", "uav-taught", "quadruped",
+                                   "quadruped-quick", "quadruped-mujoco",
                                    "gym-cartpole", "gym-inverted-pendulum"])
 def test_shipped_results_verify(world: str) -> None:
     c = verify(REPO / "results" / world / "certificate.json")

@@ -180,8 +180,9 @@ def test_mounted_contacts_option(mounted: bool) -> None:
 
 
 def test_shipped_quadruped_result_verifies() -> None:
-    """results/quadruped: the certificate recomputes from its stored matrices, lies above the
-    test cost's lower confidence limit, and its policies come from the shipped prior."""
+    """results/quadruped (the N = 1000 stage of quadruped-paper) and results/quadruped-quick:
+    each certificate recomputes from its stored matrices, lies above the test cost's lower
+    confidence limit, states the paper's robot, and its policies come from the shipped prior."""
     import hashlib
     from pathlib import Path
 
@@ -189,9 +190,13 @@ def test_shipped_quadruped_result_verifies() -> None:
     from pacplan.run.provenance import verify_certificate as verify
 
     repo = Path(__file__).resolve().parents[3]
-    c = verify(repo / "results" / "quadruped" / "certificate.json")
-    assert c.m == 5 and c.n == 40 and c.test_n == 20  # pacplan run quadruped-quick
-    assert c.provenance["world"]["options"]["robot"] == "derpy"  # the paper's robot, recorded
-    assert c.certified >= c.test_ci[0]
     shipped = hashlib.sha256(shipped_priors()["quadruped"].read_bytes()).hexdigest()
-    assert c.provenance["prior_sha256"] == shipped
+    for run, sizes, engine in (("quadruped", (50, 1000, 1000), "mujoco"),  # quadruped-paper-n1000
+                               ("quadruped-quick", (5, 40, 20), "bullet")):
+        c = verify(repo / "results" / run / "certificate.json")
+        assert (c.m, c.n, c.test_n) == sizes
+        options = c.provenance["world"]["options"]
+        assert options["robot"] == "derpy"  # the paper's robot, recorded
+        assert options.get("physics", "bullet") == engine
+        assert c.certified >= c.test_ci[0]
+        assert c.provenance["prior_sha256"] == shipped
