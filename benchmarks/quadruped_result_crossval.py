@@ -27,6 +27,7 @@ import numpy as np
 
 from pacplan.files import atomic_write_json
 from pacplan.pacbayes.matrices import matrix_from_bytes
+from pacplan.run.rundir import RunDir
 from quadruped_prior_eval import fly_diagonal
 
 Z99 = 2.5758293035489004  # standard normal 0.995 quantile
@@ -83,8 +84,8 @@ def main(argv: list[str] | None = None) -> None:
     }
     print(json.dumps(result))
     if args.save:
-        (run / "crossval").mkdir(exist_ok=True)
-        atomic_write_json(run / "crossval" / f"{args.engine}.json", result)
+        (run / RunDir.CROSSVAL).mkdir(exist_ok=True)
+        atomic_write_json(run / RunDir.CROSSVAL / f"{args.engine}.json", result)
 
 
 if __name__ == "__main__":
