@@ -4,6 +4,7 @@ world's first-call warm-up (the UAV's torch.compile)."""
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ import pytest
 from helpers import SMALL_TOY_RUN, StopAfter
 from pacplan.config import parse_config
 from pacplan.run.pipeline import run
+from pacplan.run.plan import plan_n
 from pacplan.run.training import train_prior
 from pacplan.worlds import base
 from pacplan.worlds.toy import ToyWorld
@@ -68,3 +70,26 @@ def test_a_worlds_warmup_note_is_said_until_its_matrices_are_finished(
     assert UAVWorld.warmup_note() is not None and "torch.compile" in UAVWorld.warmup_note()
     assert UAVWorld.warmup_note(compile=False) is None
     assert UAVWorld.warmup_note(simulator="bullet") is None
+
+
+def test_timings_count_only_the_rollouts_computed_and_plan_n_uses_them(tmp_path: Path) -> None:
+    """A resumed run records the rollouts it computed (kept chunks excluded), so `plan-n`'s
+    rate is this machine's, not inflated by work done before (issue 21's 'about 2.6 h' that was
+    4 h); a history older than that record falls back to the whole matrix."""
+    cfg = _config()
+    out = tmp_path / "run"
+    with pytest.raises(KeyboardInterrupt):
+        run(cfg, out, progress=False, executor=StopAfter(3, chunk_policies=4, chunk_seeds=20))
+    ledger = (out / "costs/cert.chunks/ledger.jsonl").read_text().splitlines()
+    kept = sum(math.prod(json.loads(line)["shape"]) for line in ledger)
+    total = max(cfg.certificate.n) * cfg.policies.m
+    assert len(ledger) == 3 and 0 < kept < total
+    run(cfg, out, progress=False)
+    (entry,) = json.loads((out / "timings.json").read_text())
+    assert entry["rollouts"]["cert costs"] == total - kept
+    assert entry["rollouts"]["test costs"] == (cfg.seeds.test[1] - cfg.seeds.test[0]) * 6
+    seconds = entry["seconds"]["cert costs"]
+    assert plan_n(out, 1000).seconds_per_rollout == pytest.approx(seconds / (total - kept))
+    del entry["rollouts"]  # a run directory from before the record
+    (out / "timings.json").write_text(json.dumps([entry]))
+    assert plan_n(out, 1000).seconds_per_rollout == pytest.approx(seconds / total)

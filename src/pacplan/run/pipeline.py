@@ -95,7 +95,7 @@ def _seed_array(seed_range: tuple[int, int] | list[int], count: int | None = Non
 
 def _baselines(cfg: RunConfig, rd: RunDir, manifest: Manifest, ex: Executor, dim: int,
                test_seeds: np.ndarray, step: Callable[[str, Callable[[], Any]], Any],
-               progress: bool) -> None:
+               progress: bool, counter: Callable[[str], Callable[[int], None]]) -> None:
     """One test-cost column per baseline: its world options and all-zero or given weights."""
     for base in cfg.baselines:
         spec = world_spec(cfg, **base.world_options)
@@ -106,9 +106,11 @@ def _baselines(cfg: RunConfig, rd: RunDir, manifest: Manifest, ex: Executor, dim
         else:  # the file's content is an input, not its path
             fixed = load_theta(base.weights, dim, cfg.world.name)[None, :]
             inputs["weights_sha256"] = sha256_bytes(fixed.tobytes())
-        step(f"baseline {base.name}", lambda base=base, spec=spec, inputs=inputs, fixed=fixed:
+        name = f"baseline {base.name}"
+        step(name, lambda base=base, spec=spec, inputs=inputs, fixed=fixed, name=name:
              ensure_costs(f"baseline-{base.name}", spec, fixed, test_seeds, rd, manifest, ex,
-                          inputs, progress, cfg.storage.cost_denominator))
+                          inputs, progress, cfg.storage.cost_denominator,
+                          computed=counter(name)))
 
 
 def check_worlds(cfg: RunConfig) -> None:
@@ -138,6 +140,15 @@ def _run(cfg: RunConfig, rd: RunDir, prior_file: str | Path | None, progress: bo
     own = executor is None
     ex = executor_from_config(cfg.executor) if own else executor
     seconds: dict[str, float] = {}
+    rollouts: dict[str, int] = {}  # computed here, per cost step (kept chunks are not counted)
+
+    def counter(name: str) -> Callable[[int], None]:
+        rollouts[name] = 0
+
+        def add(k: int) -> None:
+            rollouts[name] += k
+
+        return add
 
     def step(name: str, fn: Callable[[], Any]) -> Any:
         t0 = time.perf_counter()
@@ -166,8 +177,9 @@ def _run(cfg: RunConfig, rd: RunDir, prior_file: str | Path | None, progress: bo
             matrices[role] = step(f"{role} costs", lambda role=role, seeds=seeds, inputs=inputs:
                                   ensure_costs(role, spec, thetas, seeds, rd, manifest, ex,
                                                inputs, progress, cfg.storage.cost_denominator,
-                                               log=say))
-        _baselines(cfg, rd, manifest, ex, thetas.shape[1], roles["test"], step, progress)
+                                               log=say, computed=counter(f"{role} costs")))
+        _baselines(cfg, rd, manifest, ex, thetas.shape[1], roles["test"], step, progress,
+                   counter)
         certificates = step("certificates", lambda: certify(cfg, rd, manifest,
                                                             matrices["cert"], matrices["test"]))
         placement = ex.placement()
@@ -176,7 +188,7 @@ def _run(cfg: RunConfig, rd: RunDir, prior_file: str | Path | None, progress: bo
     finally:
         if own:
             ex.close()
-    note = rd.save_timings(seconds)
+    note = rd.save_timings(seconds, rollouts)
     if note is not None:
         say(note)
     return RunResult(run_dir=rd.path, certificates=certificates, seconds=seconds)

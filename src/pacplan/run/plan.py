@@ -97,13 +97,34 @@ def _certification_matrix(rd: RunDir, rational: bool) -> np.ndarray:
 
 
 def _seconds_per_rollout(rd: RunDir, rollouts: int) -> float | None:
-    """Seconds per certification rollout: the 'cert costs' time of every invocation that
-    worked on the matrix (a resumed run adds its remaining part), over its rollouts."""
+    """Seconds per certification rollout on the machine that computed them.
+
+    Invocations that recorded how many rollouts they computed (chunks kept from an earlier
+    invocation, or carried in from a stage run, are not counted) give the rate exactly. Only
+    when none did (a run older than that record) is every invocation's 'cert costs' time spread
+    over all of the matrix's `rollouts`, which overstates the rate if chunks came from
+    elsewhere."""
     history, _ = read_timings(rd / RunDir.TIMINGS)
-    total = 0.0
+    counted_s = counted_n = legacy_s = 0.0
     for entry in history:
-        seconds = entry.get("seconds") if isinstance(entry, dict) else None
-        value = seconds.get("cert costs") if isinstance(seconds, dict) else None
-        if isinstance(value, int | float) and np.isfinite(value) and value > 0:
-            total += float(value)
-    return total / rollouts if total > 0 and rollouts > 0 else None
+        value = _number(entry, "seconds")
+        if value is None:
+            continue
+        done = _number(entry, "rollouts")
+        if done is None:
+            legacy_s += value
+        else:
+            counted_s, counted_n = counted_s + value, counted_n + done
+    if counted_n > 0:
+        return counted_s / counted_n
+    return legacy_s / rollouts if legacy_s > 0 and rollouts > 0 else None
+
+
+def _number(entry: Any, field: str) -> float | None:
+    """entry[field]['cert costs'] when it is a finite number ≥ 0 (timings are for people and
+    may be damaged: anything else is None)."""
+    block = entry.get(field) if isinstance(entry, dict) else None
+    value = block.get("cert costs") if isinstance(block, dict) else None
+    ok = (isinstance(value, int | float) and not isinstance(value, bool)
+          and bool(np.isfinite(value)) and value >= 0)
+    return float(value) if ok else None

@@ -105,16 +105,22 @@ class RunDir:
 
         return hold(self.path, self / self.LOCK)
 
-    def save_timings(self, seconds: dict[str, float]) -> str | None:
-        """Append this invocation's step times (a resumed step shows only its remaining work).
+    def save_timings(self, seconds: dict[str, float],
+                     rollouts: dict[str, int] | None = None) -> str | None:
+        """Append this invocation's step times (a resumed step shows only its remaining work)
+        and, per cost step, the rollouts it computed (chunks kept from before are not counted,
+        so seconds / rollouts is the rate at which this machine computed them).
 
         Timings are for people: an unreadable history is replaced, never fatal after a run's
         work. Returns a line saying so in that case.
         """
         path = self / self.TIMINGS
         history, problem = read_timings(path)
-        history.append({"finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                        "seconds": seconds})
+        entry: dict[str, Any] = {"finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                                 "seconds": seconds}
+        if rollouts is not None:
+            entry["rollouts"] = rollouts
+        history.append(entry)
         atomic_write_json(path, history)
         return None if problem is None else (f"{path} was unreadable ({problem}); replaced by "
                                              "a new history")

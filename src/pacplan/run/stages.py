@@ -147,9 +147,11 @@ def ensure_policies(cfg: RunConfig, rd: RunDir, manifest: Manifest, prior_sha: s
 def ensure_costs(role: str, spec: WorldSpec, thetas: np.ndarray, seeds: np.ndarray,
                  rd: RunDir, manifest: Manifest, executor: Executor, inputs: dict[str, Any],
                  progress: bool, denominator: int | None = None,
-                 log: Callable[[str], None] | None = None) -> np.ndarray:
+                 log: Callable[[str], None] | None = None,
+                 computed: Callable[[int], None] | None = None) -> np.ndarray:
     """costs/<role>.npy (or, with a `denominator`, the exact rational costs/<role>.safetensors):
-    every policy on every seed, resumable chunk by chunk (`log` hears how many were kept)."""
+    every policy on every seed, resumable chunk by chunk (`log` hears how many were kept;
+    `computed` hears the rollouts of each chunk computed here, not kept)."""
     name = RunDir.costs(role, rational=denominator is not None)
     finished = manifest.read_checked(name, **inputs)  # the bytes hashed are the bytes used
     if finished is not None:
@@ -164,6 +166,8 @@ def ensure_costs(role: str, spec: WorldSpec, thetas: np.ndarray, seeds: np.ndarr
             block, _ = check_unit_costs(chunk.block, f"{role} costs of seeds "
                                         f"{seeds[chunk.seeds.start]}…{seeds[chunk.seeds.stop - 1]}")
             store.save(chunk.key, block)
+            if computed is not None:
+                computed(int(block.size))
             bar.advance()
     matrix = store.assemble(grid, (len(seeds), len(thetas)))
     if denominator is None:
