@@ -113,6 +113,13 @@ def _baselines(cfg: RunConfig, rd: RunDir, manifest: Manifest, ex: Executor, dim
                           computed=counter(name)))
 
 
+def cost_inputs(policies_sha: str, world: dict[str, Any], seeds: np.ndarray) -> dict[str, Any]:
+    """What a policy cost matrix is computed from, as its manifest entry and its chunk folder's
+    stamp record it: the policies (sha256), the world (name and options) and the seed range."""
+    return {"policies": policies_sha, "world": world,
+            "seeds": [int(seeds[0]), int(seeds[-1]) + 1]}
+
+
 def check_worlds(cfg: RunConfig) -> None:
     """Every world the run will build, with its options checked: baselines are flown last, so
     a bad option is named before any work, not after hours of it."""
@@ -172,8 +179,7 @@ def _run(cfg: RunConfig, rd: RunDir, prior_file: str | Path | None, progress: bo
         roles = {"cert": _seed_array(cfg.seeds.cert, n_cert), "test": _seed_array(cfg.seeds.test)}
         matrices = {}
         for role, seeds in roles.items():
-            inputs = {"policies": policies_sha, "world": world,
-                      "seeds": [int(seeds[0]), int(seeds[-1]) + 1]}
+            inputs = cost_inputs(policies_sha, world, seeds)
             matrices[role] = step(f"{role} costs", lambda role=role, seeds=seeds, inputs=inputs:
                                   ensure_costs(role, spec, thetas, seeds, rd, manifest, ex,
                                                inputs, progress, cfg.storage.cost_denominator,

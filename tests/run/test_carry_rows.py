@@ -1,6 +1,7 @@
-"""scripts/carry_stage_into_run.py: a finished stage run's work moves into the bigger run, which
-then keeps it and finishes exactly as a run computed from scratch (the oracle: `compare_runs`
-against that run, and the resumed run's own count of kept chunks)."""
+"""scripts/carry_rows.py: a finished stage run's work moves into the bigger run, and an unfinished
+big run's leading rows into a stage; the receiving run then keeps it and finishes exactly as a
+run computed from scratch (the oracle: `compare_runs` against that run, byte-equal matrices and
+the resumed run's own count of kept chunks)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from pacplan.run.chunks import ChunkStore
 from pacplan.run.compare import Agreement, compare_runs
 from pacplan.run.pipeline import run
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "carry_stage_into_run.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "carry_rows.py"
 CHUNKS = {"chunk_policies": 4, "chunk_seeds": 10}
 BIG = {**SMALL_TOY_RUN, "name": "toy-big", "executor": {"kind": "serial", **CHUNKS},
        "baselines": [{"name": "zeros"}]}
@@ -27,7 +28,7 @@ STAGE = {**BIG, "name": "toy-stage", "certificate": {"n": [30], "delta": 0.05}}
 
 
 def _script() -> Any:
-    spec = importlib.util.spec_from_file_location("carry_stage_into_run", SCRIPT)
+    spec = importlib.util.spec_from_file_location("carry_rows", SCRIPT)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -37,10 +38,10 @@ def _run(data: dict, out: Path, **kw: Any) -> None:
     run(parse_config(json.loads(json.dumps(data))), out, progress=False, **kw)
 
 
-def _started(data: dict, out: Path) -> Path:
-    """A big run stopped (as by Ctrl-C) after one chunk of its certification matrix."""
+def _started(data: dict, out: Path, chunks: int = 1) -> Path:
+    """A run stopped (as by Ctrl-C) after `chunks` chunks of its certification matrix."""
     with pytest.raises(KeyboardInterrupt):
-        _run(data, out, executor=StopAfter(1, **CHUNKS))
+        _run(data, out, executor=StopAfter(chunks, **CHUNKS))
     return out
 
 
@@ -57,7 +58,7 @@ def test_a_carried_stage_is_kept_and_the_run_ends_as_one_from_scratch(
     big = _started(BIG, tmp_path / "big")
     result = _script().carry(runs["stage"], big)
     # 30 of 60 rows in chunks of 10 rows × 4 policies (6 policies: 2 chunks per row block)
-    assert result == {"chunks_kept": 1, "chunks_added": 5,
+    assert result == {"rows": 30, "chunks_kept": 1, "chunks_added": 5,
                       "copied": ["costs/baseline-zeros.npy", "costs/test.npy"]}
     said: list[str] = []
     _run(BIG, big, log=said.append)
@@ -65,6 +66,22 @@ def test_a_carried_stage_is_kept_and_the_run_ends_as_one_from_scratch(
     assert isinstance(compare_runs(runs["reference"], big), Agreement)
     for name in ("costs/cert.npy", "costs/test.npy", "costs/baseline-zeros.npy"):
         assert (big / name).read_bytes() == (runs["reference"] / name).read_bytes(), name
+
+
+def test_an_unfinished_big_runs_leading_rows_finish_a_stage(runs: dict[str, Path],
+                                                           tmp_path: Path) -> None:
+    """5 chunks of the big run: rows 0–19 whole (2 chunks of 4 + 2 policies each), rows 20–29
+    only for policies 0–3, so 20 rows are carried and the stage computes the rest."""
+    big = _started(BIG, tmp_path / "big", chunks=5)
+    stage = _started(STAGE, tmp_path / "stage")
+    result = _script().carry(big, stage)
+    assert result == {"rows": 20, "chunks_kept": 1, "chunks_added": 3, "copied": []}
+    said: list[str] = []
+    _run(STAGE, stage, log=said.append)
+    assert "resumed: cert costs, 4 of 6 chunks kept" in said
+    assert isinstance(compare_runs(runs["stage"], stage), Agreement)
+    assert (stage / "costs/cert.npy").read_bytes() == (runs["stage"] / "costs/cert.npy"
+                                                       ).read_bytes()
 
 
 def test_what_the_big_run_does_not_compute_is_refused(runs: dict[str, Path],
@@ -79,8 +96,14 @@ def test_what_the_big_run_does_not_compute_is_refused(runs: dict[str, Path],
                            tmp_path / "other-world")
     with pytest.raises(PacplanError, match="differ in `world`"):
         carry(runs["stage"], other_world)
-    with pytest.raises(PacplanError, match="not a prefix"):
-        carry(_started(BIG, tmp_path / "as-stage"), runs["stage"])
+    with pytest.raises(PacplanError, match="no finished certification rows"):
+        carry(_started(BIG, tmp_path / "one-chunk"), _started(STAGE, tmp_path / "stage"))
+    with pytest.raises(PacplanError, match="finished its certification matrix already"):
+        carry(runs["reference"], runs["stage"])
+    shifted = _started({**BIG, "seeds": {**BIG["seeds"], "cert": [10_010, 10_070]}},
+                       tmp_path / "shifted")
+    with pytest.raises(PacplanError, match="start at different seeds"):
+        carry(runs["stage"], shifted)
     # a chunk the big run already has must be the stage's, byte for byte
     big = _started(BIG, tmp_path / "big")
     folder = big / "costs" / "cert.chunks"

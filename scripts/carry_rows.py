@@ -1,0 +1,159 @@
+"""Carry finished work from one run into another run that would compute the same things.
+
+    python scripts/carry_rows.py SOURCE_RUN DEST_RUN
+
+Why: the paper's sizes take many hours, so they are computed in stages that share their work.
+A stage run (`quadruped-paper-n1000`: the first 1000 certification rows and the test matrix of
+`quadruped-paper`) gives a finished certificate early, and its rows then count towards the big
+run; the big run's rows, finished or still in its chunk folder, can in turn finish a larger
+stage (`quadruped-paper-n2000`) while the big run goes on. This moves, without computing
+anything:
+- the source's certification rows: its finished matrix, or else the rows from the first on that
+  its chunk folder holds whole (every policy). They become finished chunks of the destination's
+  `costs/cert.chunks/`: each chunk of the destination's grid that lies wholly within them. A
+  chunk the destination already has must be byte-identical, or this stops;
+- the source's finished test and baseline matrices, with their manifest entries, when the
+  destination has none yet.
+
+It refuses unless both runs drew the same policies (sha256), in the same world, with the same
+first certification seed, test seeds, baselines and storage, and unless the destination was
+started (its policies drawn: run `pacplan run` on it and stop it). Both run directories are
+locked while it works, so carry from a copy of a run that is still computing. The destination
+then resumes with `pacplan run` and says how many chunks it kept; what it computes is what an
+uninterrupted run computes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pacplan.config import config_to_dict, load_config
+from pacplan.errors import PacplanError
+from pacplan.files import npy_bytes
+from pacplan.pacbayes.matrices import matrix_from_bytes
+from pacplan.run.chunks import ChunkStore
+from pacplan.run.executors import chunk_grid
+from pacplan.run.pipeline import cost_inputs
+from pacplan.run.rundir import Manifest, RunDir
+
+SAME_IN_BOTH = ("world", "storage", "baselines")
+
+
+def carry(source_dir: Path, dest_dir: Path) -> dict[str, int | list[str]]:
+    """Move the source's finished work into the destination; returns what was kept and added."""
+    source, dest = RunDir(source_dir), RunDir(dest_dir)
+    with source.locked(), dest.locked():
+        return _carry(source, dest)
+
+
+def _carry(source: RunDir, dest: RunDir) -> dict[str, int | list[str]]:
+    cfg_s, cfg_d = (config_to_dict(load_config(r / RunDir.CONFIG)) for r in (source, dest))
+    for key in SAME_IN_BOTH:
+        if cfg_s[key] != cfg_d[key]:
+            raise PacplanError(f"the runs differ in `{key}`; nothing the source computed is "
+                               "what the destination computes")
+    if cfg_d["storage"]["cost_denominator"] is not None:
+        raise PacplanError("runs with storage.cost_denominator store decoded rational costs, "
+                           "not the chunks' own values: not supported")
+    if cfg_s["seeds"]["test"] != cfg_d["seeds"]["test"]:
+        raise PacplanError("the runs have different test seeds")
+    s0, d0 = cfg_s["seeds"]["cert"][0], cfg_d["seeds"]["cert"][0]
+    if s0 != d0:
+        raise PacplanError(f"the runs' certification rows start at different seeds ({s0} and "
+                           f"{d0}): neither is a prefix of the other")
+    ms, md = Manifest(source.path), Manifest(dest.path)
+    sha = ms.sha(RunDir.POLICIES)
+    if sha is None or sha != md.sha(RunDir.POLICIES):
+        raise PacplanError("the runs' policies.npy differ (or one has none): start the "
+                           "destination with `pacplan run` first, so that it draws its policies")
+    cert = _source_rows(source, cfg_s, sha)
+    n_dest = max(cfg_d["certificate"]["n"] or [1])
+    inputs = cost_inputs(sha, cfg_d["world"], np.arange(d0, d0 + n_dest))
+    stamp_path = dest.chunks("cert") / ChunkStore.STAMP
+    if stamp_path.is_file() and json.loads(stamp_path.read_text())["inputs"] != inputs:
+        raise PacplanError(f"{stamp_path} is stamped with other inputs than this run's")
+    if md.sha(RunDir.costs("cert")) is not None:
+        raise PacplanError(f"{dest.path} has finished its certification matrix already")
+    store = ChunkStore(dest.chunks("cert"), inputs)
+    ex = cfg_d["executor"]
+    kept = added = 0
+    for rows, cols in chunk_grid(n_dest, cert.shape[1], ex["chunk_seeds"], ex["chunk_policies"]):
+        if rows.stop > cert.shape[0]:
+            continue
+        key, block = (rows.start, cols.start), cert[rows, cols]
+        name = ChunkStore.chunk_name(key)
+        if name in store.ledger:
+            if (store.folder / name).read_bytes() != npy_bytes(block):
+                raise PacplanError(f"chunk {name} of {dest.path} differs from the source's "
+                                   "rows: the runs did not compute the same thing")
+            kept += 1
+        else:
+            store.save(key, block)
+            added += 1
+    copied = []
+    for name in sorted(ms.entries):
+        if not name.startswith("costs/") or name == RunDir.costs("cert") or name in md.entries:
+            continue
+        if ms.read_finished(name) is None:
+            continue
+        shutil.copyfile(source / name, dest / name)
+        if md.record(name, **ms.inputs(name)) != ms.sha(name):  # the copy is what was checked
+            raise PacplanError(f"{dest / name} changed while it was copied")
+        copied.append(name)
+    return {"rows": int(cert.shape[0]), "chunks_kept": kept, "chunks_added": added,
+            "copied": copied}
+
+
+def _source_rows(source: RunDir, cfg: dict[str, Any], policies_sha: str) -> np.ndarray:
+    """The source's certification rows from the first: its finished matrix, or else as many
+    leading rows as its chunk folder holds for every policy (each chunk checked)."""
+    name = RunDir.costs("cert")
+    n = max(cfg["certificate"]["n"] or [1])
+    data = Manifest(source.path).read_finished(name)
+    if data is not None:
+        return matrix_from_bytes(data, f"{name} in {source.path}")[:n]
+    folder = source.chunks("cert")
+    inputs = cost_inputs(policies_sha, cfg["world"], np.arange(cfg["seeds"]["cert"][0],
+                                                              cfg["seeds"]["cert"][0] + n))
+    stamp = folder / ChunkStore.STAMP
+    if not stamp.is_file() or json.loads(stamp.read_text())["inputs"] != inputs:
+        raise PacplanError(f"{source.path} has neither a finished {name} nor certification "
+                           "chunks of its own inputs")
+    store = ChunkStore(folder, inputs)
+    m = len(np.load(source / RunDir.POLICIES, allow_pickle=False))
+    grid = chunk_grid(n, m, cfg["executor"]["chunk_seeds"], cfg["executor"]["chunk_policies"])
+    done = store.done(grid)
+    rows = 0  # the end of the leading row blocks whose every chunk is finished
+    for start in sorted({s.start for s, _ in grid}):
+        block = [(s, t) for s, t in grid if s.start == start]
+        if start != rows or any((s.start, t.start) not in done for s, t in block):
+            break
+        rows = block[0][0].stop
+    if rows == 0:
+        raise PacplanError(f"{source.path} has no finished certification rows to carry")
+    return store.assemble([(s, t) for s, t in grid if s.stop <= rows], (rows, m))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("source_run", type=Path)
+    ap.add_argument("dest_run", type=Path)
+    args = ap.parse_args(argv)
+    try:
+        result = carry(args.source_run, args.dest_run)
+    except PacplanError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
