@@ -11,7 +11,7 @@ is read from the run's stored test matrix (checked against the certificate's sha
 engine difference is also given paired, with a normal 99 % interval of its mean. Met when the
 replayed mean lies inside the MuJoCo test cost's interval. `--save` also writes the JSON to
 RUN_DIR/crossval/<engine>.json, which `pacplan report RUN_DIR` then quotes (its section "The
-certificate in another engine").
+certificate in another engine") while its posterior and test matrix are the certificate's.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import numpy as np
 
 from pacplan.files import atomic_write_json
 from pacplan.pacbayes.matrices import matrix_from_bytes
+from pacplan.pacbayes.record import Certificate
 from pacplan.run.rundir import RunDir
 from quadruped_prior_eval import fly_diagonal
 
@@ -79,6 +80,7 @@ def main(argv: list[str] | None = None) -> None:
         "run_test_ci99": [round(float(lo), 4), round(float(hi), 4)],
         "within_test_ci": bool(lo <= replay.mean() <= hi),
         "certificate_n": int(cert["n"]),
+        "posterior_sha256": Certificate.load(run / "certificate.json").posterior_sha256(),
         "test_matrix_sha256": cert["test_matrix"]["sha256"],
         "wall_s": round(time.perf_counter() - t0, 1),
     }

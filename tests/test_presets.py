@@ -29,7 +29,8 @@ REPO = Path(__file__).resolve().parents[1]
 RUN_PRESETS = {"toy", "gym-cartpole", "gym-inverted-pendulum", "uav-quick", "uav-paper",
                "uav-tight", "uav-taught",
                "quadruped-quick", "quadruped-hard", "quadruped-hour", "quadruped-paper",
-               "quadruped-paper-n1000", "quadruped-paper-bullet", "quadruped-mujoco-quick"}
+               "quadruped-paper-n1000", "quadruped-paper-n2000",
+               "quadruped-paper-bullet", "quadruped-mujoco-quick"}
 
 
 def test_presets_live_inside_the_package() -> None:

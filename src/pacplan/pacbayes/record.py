@@ -7,6 +7,7 @@ Loading is strict (`pacplan.pacbayes.schema`); recomputing the numbers is `verif
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -14,6 +15,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from pacplan import __version__
 from pacplan.errors import PacplanError
@@ -67,6 +70,11 @@ class Certificate:
     pacplan_version: str = __version__
     created: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     content_sha256: str | None = None  # set when saved or loaded; None for one never saved
+
+    def posterior_sha256(self) -> str:
+        """sha256 of the posterior p as float64 bytes: names the posterior itself, unlike
+        `content_sha256`, which changes when the same certificate is computed again."""
+        return hashlib.sha256(np.asarray(self.p, dtype=np.float64).tobytes()).hexdigest()
 
     # ------------------------------------------------------------------ (de)serialization
     def to_dict(self) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -207,7 +208,8 @@ def _timings_section(rd: RunDir) -> list[str]:
 def _crossval_section(rd: RunDir, last: Certificate) -> list[str]:
     """## The certificate in another engine: crossval/<engine>.json, written by
     benchmarks/quadruped_result_crossval.py --save. A replay for people (not part of what
-    `pacplan verify` checks); one made from another test matrix is named stale, not quoted."""
+    `pacplan verify` checks); one made from another posterior or test matrix (a certificate
+    at another N, or recomputed rows) is named stale, not quoted."""
     folder = rd / RunDir.CROSSVAL
     files = sorted(folder.glob("*.json")) if folder.is_dir() else []
     if not files:
@@ -224,10 +226,10 @@ def _crossval_section(rd: RunDir, last: Certificate) -> list[str]:
         except (OSError, ValueError, KeyError, TypeError) as exc:
             lines += [f"`{rel}` is unreadable ({exc}).", ""]
             continue
-        engine, run_engine, seeds, replayed, stored, diff, diff_ci, test_ci, inside, sha = fields
-        if sha != own:
-            lines += [f"`{rel}` was made from another test matrix (sha256 {str(sha)[:12]}…, this "
-                      f"certificate's is {str(own)[:12]}…): rerun `python benchmarks/"
+        engine, run_engine, seeds, replayed, stored, diff, diff_ci, test_ci, inside, _ = fields
+        stale = _crossval_stale(r, last, own)
+        if stale is not None:
+            lines += [f"`{rel}` was made from {stale}: rerun `python benchmarks/"
                       f"quadruped_result_crossval.py {rd.path.name} --engine {engine} --save`.",
                       ""]
             continue
@@ -244,6 +246,22 @@ def _crossval_section(rd: RunDir, last: Certificate) -> list[str]:
             f"[{pct(test_ci[0])}, {pct(test_ci[1])}]: the {engine} mean lies "
             f"{'inside' if inside else 'OUTSIDE'} it.", ""]
     return lines
+
+
+def _crossval_stale(r: dict[str, Any], last: Certificate, own_test: str | None) -> str | None:
+    """What in a crossval file is not this certificate's (None: it was made for it). A file
+    from before posteriors were recorded is judged by its certificate's N."""
+    sha = r["test_matrix_sha256"]
+    if sha != own_test:
+        return (f"another test matrix (sha256 {str(sha)[:12]}…, this certificate's is "
+                f"{str(own_test)[:12]}…)")
+    if r.get("certificate_n") != last.n:
+        return f"the posterior of N = {r.get('certificate_n')}, not this certificate's N = {last.n}"
+    posterior = r.get("posterior_sha256")
+    if posterior is not None and posterior != last.posterior_sha256():
+        return (f"another posterior (sha256 {str(posterior)[:12]}…, this certificate's is "
+                f"{last.posterior_sha256()[:12]}…)")
+    return None
 
 
 # ------------------------------------------------------------------------------- report

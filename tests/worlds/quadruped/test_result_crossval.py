@@ -2,7 +2,7 @@
 
 Oracle: replayed in its own engine, a MuJoCo run's posterior must reproduce the stored test
 matrix entry by entry (paired difference exactly 0), and the report must quote that file only
-while its test matrix is the certificate's."""
+while its posterior and test matrix are the certificate's."""
 
 from __future__ import annotations
 
@@ -43,8 +43,14 @@ def test_replay_in_its_own_engine_is_exact_and_reported(run_copy: Path) -> None:
     assert "+0.00 points" in section and "lies inside it" in section
 
     saved = run_copy / "crossval" / "mujoco.json"
-    saved.write_text(json.dumps({**result, "test_matrix_sha256": "0" * 64}))
-    text = write_report(run_copy).read_text()
-    assert "was made from another test matrix" in text and "**mujoco**" not in text
+    for forged, words in (({"test_matrix_sha256": "0" * 64}, "another test matrix"),
+                          ({"posterior_sha256": "0" * 64}, "another posterior"),
+                          ({"certificate_n": result["certificate_n"] // 2}, "the posterior of N")):
+        saved.write_text(json.dumps({**result, **forged}))
+        text = write_report(run_copy).read_text()
+        assert f"was made from {words}" in text and "**mujoco**" not in text, words
+    legacy = {k: v for k, v in result.items() if k != "posterior_sha256"}
+    saved.write_text(json.dumps(legacy))  # a file from before posteriors were recorded
+    assert "replayed in **mujoco**" in write_report(run_copy).read_text()
     saved.write_text("{not json")
     assert "crossval/mujoco.json` is unreadable" in write_report(run_copy).read_text()
