@@ -30,17 +30,16 @@ import json
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from pacplan.config import config_to_dict, load_config
 from pacplan.errors import PacplanError
 from pacplan.files import npy_bytes
-from pacplan.pacbayes.matrices import matrix_from_bytes
 from pacplan.run.chunks import ChunkStore
 from pacplan.run.executors import chunk_grid
 from pacplan.run.pipeline import cost_inputs
+from pacplan.run.rows import leading_cert_rows
 from pacplan.run.rundir import Manifest, RunDir
 
 SAME_IN_BOTH = ("world", "storage", "baselines")
@@ -73,7 +72,7 @@ def _carry(source: RunDir, dest: RunDir) -> dict[str, int | list[str]]:
     if sha is None or sha != md.sha(RunDir.POLICIES):
         raise PacplanError("the runs' policies.npy differ (or one has none): start the "
                            "destination with `pacplan run` first, so that it draws its policies")
-    cert = _source_rows(source, cfg_s, sha)
+    cert = leading_cert_rows(source)
     n_dest = max(cfg_d["certificate"]["n"] or [1])
     inputs = cost_inputs(sha, cfg_d["world"], np.arange(d0, d0 + n_dest))
     stamp_path = dest.chunks("cert") / ChunkStore.STAMP
@@ -109,36 +108,6 @@ def _carry(source: RunDir, dest: RunDir) -> dict[str, int | list[str]]:
         copied.append(name)
     return {"rows": int(cert.shape[0]), "chunks_kept": kept, "chunks_added": added,
             "copied": copied}
-
-
-def _source_rows(source: RunDir, cfg: dict[str, Any], policies_sha: str) -> np.ndarray:
-    """The source's certification rows from the first: its finished matrix, or else as many
-    leading rows as its chunk folder holds for every policy (each chunk checked)."""
-    name = RunDir.costs("cert")
-    n = max(cfg["certificate"]["n"] or [1])
-    data = Manifest(source.path).read_finished(name)
-    if data is not None:
-        return matrix_from_bytes(data, f"{name} in {source.path}")[:n]
-    folder = source.chunks("cert")
-    inputs = cost_inputs(policies_sha, cfg["world"], np.arange(cfg["seeds"]["cert"][0],
-                                                              cfg["seeds"]["cert"][0] + n))
-    stamp = folder / ChunkStore.STAMP
-    if not stamp.is_file() or json.loads(stamp.read_text())["inputs"] != inputs:
-        raise PacplanError(f"{source.path} has neither a finished {name} nor certification "
-                           "chunks of its own inputs")
-    store = ChunkStore(folder, inputs)
-    m = len(np.load(source / RunDir.POLICIES, allow_pickle=False))
-    grid = chunk_grid(n, m, cfg["executor"]["chunk_seeds"], cfg["executor"]["chunk_policies"])
-    done = store.done(grid)
-    rows = 0  # the end of the leading row blocks whose every chunk is finished
-    for start in sorted({s.start for s, _ in grid}):
-        block = [(s, t) for s, t in grid if s.start == start]
-        if start != rows or any((s.start, t.start) not in done for s, t in block):
-            break
-        rows = block[0][0].stop
-    if rows == 0:
-        raise PacplanError(f"{source.path} has no finished certification rows to carry")
-    return store.assemble([(s, t) for s, t in grid if s.stop <= rows], (rows, m))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,97 @@
+"""Recompute a sample of a run's certification rows on this machine; compare them bit for bit.
+
+    python scripts/recheck_rows.py RUN_DIR [--rows 4] [--seed 0] [--workers 2]
+
+Why: a cost matrix is trusted by its sha256, which proves the file is the one that was computed,
+not that this machine computes the same numbers. A long run resumed on another machine mixes
+rows from both, so check first: MuJoCo and PyBullet promise bit identity on one build and CPU,
+not across CPU models. Rows are drawn (numpy `default_rng(seed)`) from the run's finished
+leading rows (its matrix, or its chunk folder while it still computes), recomputed with the
+run's own world, policies and seeds, and compared exactly. Prints ONE JSON object; exit 1 when a
+value differs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from pacplan.config import load_config
+from pacplan.errors import PacplanError
+from pacplan.files import load_npy
+from pacplan.run.executors import make_executor
+from pacplan.run.rows import leading_cert_rows
+from pacplan.run.rundir import RunDir
+from pacplan.run.stages import world_spec
+
+
+def recheck(run_dir: Path, rows: int, seed: int, workers: int) -> dict[str, object]:
+    """Recompute `rows` sampled certification rows of the run; what differed, if anything."""
+    rd = RunDir(run_dir)
+    cfg = load_config(rd / RunDir.CONFIG)
+    stored = leading_cert_rows(rd)
+    pick = np.sort(np.random.default_rng(seed).choice(stored.shape[0], size=min(rows,
+                   stored.shape[0]), replace=False))
+    seeds = cfg.seeds.cert[0] + pick.astype(np.int64)
+    thetas = load_npy(rd / RunDir.POLICIES)
+    executor = make_executor("serial" if workers <= 1 else "processes", max(1, workers), None,
+                             cfg.executor.chunk_policies, 1)
+    t0 = time.perf_counter()
+    again = np.empty((len(seeds), thetas.shape[0]))
+    try:
+        for chunk in executor.iter_chunks(world_spec(cfg), thetas, seeds):
+            again[chunk.seeds, chunk.thetas] = chunk.block
+    finally:
+        executor.close()
+    differs = np.argwhere(again != stored[pick])
+    return {
+        "script": "recheck_rows", "run": str(rd.path), "cpu": _cpu_model(),
+        "rows_available": int(stored.shape[0]),
+        "rows_checked": [int(r) for r in pick], "values_checked": int(again.size),
+        "values_differing": len(differs),
+        "first_difference": None if not len(differs) else {
+            "row": int(pick[differs[0][0]]), "policy": int(differs[0][1]),
+            "stored": float(stored[pick][tuple(differs[0])]),
+            "recomputed": float(again[tuple(differs[0])])},
+        "bit_identical": not len(differs), "wall_s": round(time.perf_counter() - t0, 1),
+    }
+
+
+def _cpu_model() -> str:
+    """The CPU's model name (Linux), else the architecture: what bit identity depends on."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.machine()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("run_dir", type=Path)
+    ap.add_argument("--rows", type=int, default=4, help="rows to recompute (default 4)")
+    ap.add_argument("--seed", type=int, default=0, help="which rows: numpy seed (default 0)")
+    ap.add_argument("--workers", type=int, default=2)
+    args = ap.parse_args(argv)
+    if args.rows < 1:
+        print("error: --rows must be at least 1", file=sys.stderr)
+        return 2
+    try:
+        result = recheck(args.run_dir, args.rows, args.seed, args.workers)
+    except PacplanError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(result))
+    return 0 if result["bit_identical"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

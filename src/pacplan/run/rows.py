@@ -1,0 +1,56 @@
+"""A run's finished leading certification rows, from its matrix or, while it still computes,
+from its chunk folder: what staged runs share (scripts/carry_rows.py) and what a machine can
+recompute to check it gives the same bits (scripts/recheck_rows.py)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from pacplan.config import config_to_dict, load_config
+from pacplan.errors import PacplanError
+from pacplan.files import load_npy
+from pacplan.pacbayes.matrices import matrix_from_bytes
+from pacplan.run.chunks import ChunkStore
+from pacplan.run.executors import chunk_grid
+from pacplan.run.pipeline import cost_inputs
+from pacplan.run.rundir import Manifest, RunDir
+
+
+def leading_cert_rows(rd: RunDir) -> np.ndarray:
+    """The run's certification rows from the first: its finished matrix, or else as many
+    leading rows as its chunk folder holds for every policy (each chunk checked against the
+    ledger's sha256). Refuses a run with neither, naming it."""
+    cfg = config_to_dict(load_config(rd / RunDir.CONFIG))
+    name = RunDir.costs("cert")
+    if cfg["storage"]["cost_denominator"] is not None:
+        raise PacplanError(f"{rd.path} stores rational costs (storage.cost_denominator): not "
+                           "supported")
+    n = max(cfg["certificate"]["n"] or [1])
+    manifest = Manifest(rd.path)
+    data = manifest.read_finished(name)
+    if data is not None:
+        return matrix_from_bytes(data, f"{name} in {rd.path}")[:n]
+    policies_sha = manifest.sha(RunDir.POLICIES)
+    first = cfg["seeds"]["cert"][0]
+    folder = rd.chunks("cert")
+    stamp = folder / ChunkStore.STAMP
+    inputs = (None if policies_sha is None
+              else cost_inputs(policies_sha, cfg["world"], np.arange(first, first + n)))
+    if inputs is None or not stamp.is_file() or json.loads(stamp.read_text())["inputs"] != inputs:
+        raise PacplanError(f"{rd.path} has neither a finished {name} nor certification chunks "
+                           "of its own inputs")
+    store = ChunkStore(folder, inputs)
+    m = len(load_npy(rd / RunDir.POLICIES))
+    grid = chunk_grid(n, m, cfg["executor"]["chunk_seeds"], cfg["executor"]["chunk_policies"])
+    done = store.done(grid)
+    rows = 0  # the end of the leading row blocks whose every chunk is finished
+    for start in sorted({s.start for s, _ in grid}):
+        block = [(s, t) for s, t in grid if s.start == start]
+        if start != rows or any((s.start, t.start) not in done for s, t in block):
+            break
+        rows = block[0][0].stop
+    if rows == 0:
+        raise PacplanError(f"{rd.path} has no finished certification rows yet")
+    return store.assemble([(s, t) for s, t in grid if s.stop <= rows], (rows, m))
