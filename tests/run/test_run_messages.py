@@ -75,7 +75,8 @@ def test_a_worlds_warmup_note_is_said_until_its_matrices_are_finished(
 def test_timings_count_only_the_rollouts_computed_and_plan_n_uses_them(tmp_path: Path) -> None:
     """A resumed run records the rollouts it computed (kept chunks excluded), so `plan-n`'s
     rate is this machine's, not inflated by work done before (issue 21's 'about 2.6 h' that was
-    4 h); a history older than that record falls back to the whole matrix."""
+    4 h); a history older than that record falls back to the whole matrix. An unfinished run is
+    predicted from its whole leading rows, as the finished run predicts from the same rows."""
     cfg = _config()
     out = tmp_path / "run"
     with pytest.raises(KeyboardInterrupt):
@@ -84,7 +85,10 @@ def test_timings_count_only_the_rollouts_computed_and_plan_n_uses_them(tmp_path:
     kept = sum(math.prod(json.loads(line)["shape"]) for line in ledger)
     total = max(cfg.certificate.n) * cfg.policies.m
     assert len(ledger) == 3 and 0 < kept < total
+    early = plan_n(out, 1000)  # while unfinished: from the rows its chunks hold whole
+    assert early.rows == 20  # 2 chunks of 20 rows × (4 + 2) policies, the third half a row block
     run(cfg, out, progress=False)
+    assert plan_n(out, 1000, rows=20).predicted_certified == early.predicted_certified
     (entry,) = json.loads((out / "timings.json").read_text())
     assert entry["rollouts"]["cert costs"] == total - kept
     assert entry["rollouts"]["test costs"] == (cfg.seeds.test[1] - cfg.seeds.test[0]) * 6

@@ -5,7 +5,8 @@ a user should see the answer before paying for it. The prediction holds the colu
 the first K rows of the certification matrix fixed and re-optimizes the posterior for N (the
 exact Gibbs search, `optimize_gibbs_means`); only sampling noise in c̄ separates it from the
 certificate N environments would give. The cost comes from the run's own recorded time per
-certification rollout on the machine that made it.
+certification rollout on the machine that made it. A run still computing its matrix is
+predicted from the leading rows its chunk folder holds whole.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pacplan.errors import PacplanError
 from pacplan.pacbayes import bounds
 from pacplan.pacbayes.matrices import matrix_from_bytes
 from pacplan.pacbayes.posterior import column_means, optimize_gibbs_means
+from pacplan.run.rows import leading_cert_rows
 from pacplan.run.rundir import Manifest, RunDir, read_timings
 from pacplan.validation import check_unit_costs
 
@@ -83,14 +85,18 @@ def plan_n(run_dir: str | Path, target_n: int, rows: int | None = None) -> NPlan
 
 
 def _certification_matrix(rd: RunDir, rational: bool) -> np.ndarray:
-    """costs/cert of the run, read once and used only if its sha256 is the manifest's."""
+    """costs/cert of the run, read once and used only if its sha256 is the manifest's; while
+    the run still computes it, the leading rows its chunk folder holds whole."""
     name = RunDir.costs("cert", rational)
     data = Manifest(rd.path).read_finished(name)  # read once, checked against its sha256
-    if data is None:
-        raise PacplanError(f"{rd.path} has no finished certification matrix ({name}); run "
-                           "`pacplan run` first")
-    values, _ = check_unit_costs(matrix_from_bytes(data, f"{name} in {rd.path}"),
-                                 f"{name} in {rd.path}", False)
+    if data is not None:
+        values = matrix_from_bytes(data, f"{name} in {rd.path}")
+    elif not rational and rd.chunks("cert").is_dir():
+        values = leading_cert_rows(rd)
+    else:
+        raise PacplanError(f"{rd.path} has no finished certification matrix ({name}) and no "
+                           "finished rows of one; run `pacplan run` first")
+    values, _ = check_unit_costs(values, f"{name} in {rd.path}", False)
     if values.ndim != 2:
         raise PacplanError(f"{name} in {rd.path} is not a matrix (shape {values.shape})")
     return values
