@@ -76,7 +76,8 @@ def test_timings_count_only_the_rollouts_computed_and_plan_n_uses_them(tmp_path:
     """A resumed run records the rollouts it computed (kept chunks excluded), so `plan-n`'s
     rate is this machine's, not inflated by work done before (issue 21's 'about 2.6 h' that was
     4 h); a history older than that record falls back to the whole matrix. An unfinished run is
-    predicted from its whole leading rows, as the finished run predicts from the same rows."""
+    predicted from its whole leading rows, as the finished run predicts from the same rows; an
+    interrupted invocation's time and rollouts are recorded too."""
     cfg = _config()
     out = tmp_path / "run"
     with pytest.raises(KeyboardInterrupt):
@@ -89,9 +90,14 @@ def test_timings_count_only_the_rollouts_computed_and_plan_n_uses_them(tmp_path:
     assert early.rows == 20  # 2 chunks of 20 rows × (4 + 2) policies, the third half a row block
     run(cfg, out, progress=False)
     assert plan_n(out, 1000, rows=20).predicted_certified == early.predicted_certified
-    (entry,) = json.loads((out / "timings.json").read_text())
+    stopped, entry = json.loads((out / "timings.json").read_text())
+    assert stopped["interrupted"] and "interrupted" not in entry
+    assert stopped["rollouts"]["cert costs"] == kept and "test costs" not in stopped["rollouts"]
     assert entry["rollouts"]["cert costs"] == total - kept
     assert entry["rollouts"]["test costs"] == (cfg.seeds.test[1] - cfg.seeds.test[0]) * 6
+    both = stopped["seconds"]["cert costs"] + entry["seconds"]["cert costs"]
+    assert plan_n(out, 1000).seconds_per_rollout == pytest.approx(both / total)
+    (out / "timings.json").write_text(json.dumps([entry]))  # the resumed invocation alone
     seconds = entry["seconds"]["cert costs"]
     assert plan_n(out, 1000).seconds_per_rollout == pytest.approx(seconds / (total - kept))
     del entry["rollouts"]  # a run directory from before the record

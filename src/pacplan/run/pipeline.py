@@ -159,8 +159,10 @@ def _run(cfg: RunConfig, rd: RunDir, prior_file: str | Path | None, progress: bo
 
     def step(name: str, fn: Callable[[], Any]) -> Any:
         t0 = time.perf_counter()
-        result = fn()
-        seconds[name] = round(time.perf_counter() - t0, 3)
+        try:
+            result = fn()
+        finally:  # an interrupted step's time is kept too (with what it computed)
+            seconds[name] = round(time.perf_counter() - t0, 3)
         say(f"{name}: {seconds[name]:.1f} s")
         return result
 
@@ -191,6 +193,9 @@ def _run(cfg: RunConfig, rd: RunDir, prior_file: str | Path | None, progress: bo
         placement = ex.placement()
         if placement is not None:
             say(placement)
+    except KeyboardInterrupt:  # the finished chunks are kept, and so is the time they took
+        rd.save_timings(seconds, rollouts, interrupted=True)
+        raise
     finally:
         if own:
             ex.close()

@@ -105,11 +105,12 @@ class RunDir:
 
         return hold(self.path, self / self.LOCK)
 
-    def save_timings(self, seconds: dict[str, float],
-                     rollouts: dict[str, int] | None = None) -> str | None:
+    def save_timings(self, seconds: dict[str, float], rollouts: dict[str, int] | None = None,
+                     interrupted: bool = False) -> str | None:
         """Append this invocation's step times (a resumed step shows only its remaining work)
         and, per cost step, the rollouts it computed (chunks kept from before are not counted,
-        so seconds / rollouts is the rate at which this machine computed them).
+        so seconds / rollouts is the rate at which this machine computed them). An interrupted
+        invocation is recorded too, marked so: its finished chunks count towards the run.
 
         Timings are for people: an unreadable history is replaced, never fatal after a run's
         work. Returns a line saying so in that case.
@@ -120,6 +121,8 @@ class RunDir:
                                  "seconds": seconds}
         if rollouts is not None:
             entry["rollouts"] = rollouts
+        if interrupted:
+            entry["interrupted"] = True
         history.append(entry)
         atomic_write_json(path, history)
         return None if problem is None else (f"{path} was unreadable ({problem}); replaced by "
