@@ -248,6 +248,13 @@ def test_timing_table_sums_invocations(rundir: Path):
     md, page = _md_html(rundir)
     assert "| **total** | **100.0** (2 min) | 100 % |" in md and "```json" not in md
     assert "<strong>100.0</strong>" in page
+    sizes = sum(np.load(f).size for f in (rundir / "costs").glob("*.npy"))
+    for computed, said in ((sizes - 7, f"computed {sizes - 7:,} of the {sizes:,} rollouts in"),
+                           (sizes, None)):
+        history[-1]["rollouts"] = {"cert costs": computed}  # carried rows: not computed here
+        (rundir / "timings.json").write_text(json.dumps(history))
+        md = write_report(rundir).read_text()
+        assert (said in md) if said else "rollouts in the run's matrices" not in md
     (rundir / "timings.json").write_text("{broken")
     assert "timings.json is unreadable" in write_report(rundir).read_text()
 

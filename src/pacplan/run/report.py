@@ -191,8 +191,11 @@ def _returns_section(cfg: RunConfig, last: Certificate,
 
 
 # ------------------------------------------------------------------------------ timings
-def _timings_section(rd: RunDir) -> list[str]:
-    """## Wall time, from timings.json (for people: not hash-checked; unreadable is said)."""
+def _timings_section(rd: RunDir, rollouts: int) -> list[str]:
+    """## Wall time, from timings.json (for people: not hash-checked; unreadable is said).
+    `rollouts` is the size of the run's matrices: when the history records computing fewer,
+    the rest came from elsewhere (carried rows, or invocations from before the record), and
+    the times do not cover them."""
     path = rd / RunDir.TIMINGS
     if not path.is_file():
         return []
@@ -200,6 +203,16 @@ def _timings_section(rd: RunDir) -> list[str]:
     if problem is not None:
         return ["## Wall time", "", f"{RunDir.TIMINGS} is unreadable ({problem}).", ""]
     body = timing_table(history)
+    counted = [e["rollouts"] for e in history
+               if isinstance(e, dict) and isinstance(e.get("rollouts"), dict)]
+    done = sum(v for c in counted for v in c.values()
+               if isinstance(v, int) and not isinstance(v, bool))
+    if counted and done < rollouts:
+        body += ["", f"The invocations recorded here computed {done:,} of the {rollouts:,} "
+                 "rollouts in the run's matrices; the times above do not cover the other "
+                 f"{rollouts - done:,}, computed by another run whose rows were carried in "
+                 "(`scripts/carry_rows.py`) or by an invocation from before rollouts were "
+                 "recorded."]
     return ["## Wall time", "", f"Seconds per step, from `{RunDir.TIMINGS}` (wall clock on the "
             "machines that ran it):", "", *body, ""]
 
@@ -334,7 +347,10 @@ def _write_report(rd: RunDir) -> Path:
                   paired_comparison(np.asarray(last.p), test, baselines), ""]
     for title, rel in figures:
         lines += [f"## {title}", "", f"![{title}]({rel})", ""]
-    lines += _crossval_section(rd, last) + prior + trajectories + _timings_section(rd)
+    sizes = cert.size + (0 if test is None else test.size) + sum(b.size for b in
+                                                                 baselines.values())
+    lines += (_crossval_section(rd, last) + prior + trajectories
+              + _timings_section(rd, int(sizes)))
     text = "\n".join(lines)
     atomic_write_text(rd / RunDir.REPORT_HTML, markdown_to_html(text, rd.path,
                                                          f"pacplan report: {cfg.name}"))

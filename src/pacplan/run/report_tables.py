@@ -198,8 +198,8 @@ def timing_table(history: list[Any]) -> list[str]:
     lines += ["", (f"Summed over {k} invocation{'s' if k != 1 else ''} of `pacplan run` "
                    f"({k - 1} resume{'s' if k != 2 else ''}{when})" if k > 1 else
                    f"From 1 invocation of `pacplan run` (no resumes{when})")
-              + ". A resumed step counts only the work it had left; an invocation killed "
-              "before its end records no time."]
+              + ". A resumed step counts only the work it had left; an invocation stopped "
+              "by Ctrl-C records its time up to then, one killed by a signal records none."]
     return lines
 
 
