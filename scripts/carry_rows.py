@@ -16,11 +16,11 @@ anything:
   destination has none yet.
 
 It refuses unless both runs drew the same policies (sha256), in the same world, with the same
-first certification seed, test seeds, baselines and storage, and unless the destination was
-started (its policies drawn: run `pacplan run` on it and stop it). Both run directories are
-locked while it works, so carry from a copy of a run that is still computing. The destination
-then resumes with `pacplan run` and says how many chunks it kept; what it computes is what an
-uninterrupted run computes.
+first certification seed, test seeds, baselines, storage and chunk grid, and unless the
+destination was started (its policies drawn: run `pacplan run` on it and stop it). Both run
+directories are locked while it works, so carry from a copy of a run that is still computing.
+The destination then resumes with `pacplan run` and says how many chunks it kept; what it
+computes is what an uninterrupted run computes.
 """
 
 from __future__ import annotations
@@ -61,6 +61,12 @@ def _carry(source: RunDir, dest: RunDir) -> dict[str, int | list[str]]:
     if cfg_d["storage"]["cost_denominator"] is not None:
         raise PacplanError("runs with storage.cost_denominator store decoded rational costs, "
                            "not the chunks' own values: not supported")
+    grid_s, grid_d = ({k: c["executor"][k] for k in ("chunk_seeds", "chunk_policies")}
+                      for c in (cfg_s, cfg_d))
+    if grid_s != grid_d:  # a world may batch the rollouts of a chunk (results follow the grid)
+        raise PacplanError(f"the runs' chunk grids differ ({grid_s} and {grid_d}): a world may "
+                           "compute a chunk's rollouts as one batch, so the same cost may differ "
+                           "in its last bits between them")
     if cfg_s["seeds"]["test"] != cfg_d["seeds"]["test"]:
         raise PacplanError("the runs have different test seeds")
     s0, d0 = cfg_s["seeds"]["cert"][0], cfg_d["seeds"]["cert"][0]

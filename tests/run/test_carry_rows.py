@@ -100,6 +100,9 @@ def test_what_the_big_run_does_not_compute_is_refused(runs: dict[str, Path],
         carry(_started(BIG, tmp_path / "one-chunk"), _started(STAGE, tmp_path / "stage"))
     with pytest.raises(PacplanError, match="finished its certification matrix already"):
         carry(runs["reference"], runs["stage"])
+    regrid = {**BIG, "executor": {"kind": "serial", "chunk_policies": 3, "chunk_seeds": 10}}
+    with pytest.raises(PacplanError, match="chunk grids differ"):
+        carry(runs["stage"], _started(regrid, tmp_path / "regrid"))
     shifted = _started({**BIG, "seeds": {**BIG["seeds"], "cert": [10_010, 10_070]}},
                        tmp_path / "shifted")
     with pytest.raises(PacplanError, match="start at different seeds"):
