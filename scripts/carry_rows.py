@@ -82,8 +82,9 @@ def _carry(source: RunDir, dest: RunDir) -> dict[str, int | list[str]]:
     n_dest = max(cfg_d["certificate"]["n"] or [1])
     inputs = cost_inputs(sha, cfg_d["world"], np.arange(d0, d0 + n_dest))
     stamp_path = dest.chunks("cert") / ChunkStore.STAMP
-    if stamp_path.is_file() and json.loads(stamp_path.read_text())["inputs"] != inputs:
-        raise PacplanError(f"{stamp_path} is stamped with other inputs than this run's")
+    if stamp_path.is_file() and ChunkStore.stamped_inputs(stamp_path.parent) != inputs:
+        raise PacplanError(f"{stamp_path} is stamped with other inputs than this run's (or "
+                           "is damaged)")
     if md.sha(RunDir.costs("cert")) is not None:
         raise PacplanError(f"{dest.path} has finished its certification matrix already")
     store = ChunkStore(dest.chunks("cert"), inputs)

@@ -78,3 +78,6 @@ def test_a_run_without_rows_is_refused(script: Any, tmp_path: Path) -> None:
                 executor=StopAfter(1, **CHUNKS))
         script.recheck(out, rows=1, seed=0, workers=1)
     assert script.main([str(tmp_path / "started"), "--rows", "0"]) == 2
+    (out / "costs" / "cert.chunks" / "inputs.json").write_text("{damaged")
+    with pytest.raises(PacplanError, match="nor certification chunks of its own inputs"):
+        script.recheck(out, rows=1, seed=0, workers=1)

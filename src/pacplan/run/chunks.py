@@ -56,6 +56,15 @@ class ChunkStore:
             atomic_write_json(path, stamp)
         self.ledger = self._read_ledger()
 
+    @classmethod
+    def stamped_inputs(cls, folder: Path) -> dict[str, Any] | None:
+        """The inputs a chunk folder is stamped with; None when it has no readable stamp."""
+        try:
+            inputs = json.loads((folder / cls.STAMP).read_text()).get("inputs")
+        except (ValueError, AttributeError, OSError, RecursionError):
+            return None
+        return inputs if isinstance(inputs, dict) else None
+
     @staticmethod
     def chunk_name(key: tuple[int, int]) -> str:
         """The file of the chunk whose first (seed, policy) indices are `key`."""

@@ -4,8 +4,6 @@ recompute to check it gives the same bits (scripts/recheck_rows.py)."""
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 
 from pacplan.config import config_to_dict, load_config
@@ -35,10 +33,9 @@ def leading_cert_rows(rd: RunDir) -> np.ndarray:
     policies_sha = manifest.sha(RunDir.POLICIES)
     first = cfg["seeds"]["cert"][0]
     folder = rd.chunks("cert")
-    stamp = folder / ChunkStore.STAMP
     inputs = (None if policies_sha is None
               else cost_inputs(policies_sha, cfg["world"], np.arange(first, first + n)))
-    if inputs is None or not stamp.is_file() or json.loads(stamp.read_text())["inputs"] != inputs:
+    if inputs is None or ChunkStore.stamped_inputs(folder) != inputs:
         raise PacplanError(f"{rd.path} has neither a finished {name} nor certification chunks "
                            "of its own inputs")
     store = ChunkStore(folder, inputs)
