@@ -32,6 +32,7 @@ from pacplan.cli_output import (
     print_json,
     show_flags_as_flags,
     shown,
+    sigterm_as_ctrl_c,
     stdout_to_stderr,
     usage_line,
 )
@@ -232,7 +233,8 @@ def run_cmd(
     check_worlds(cfg)  # before the run directory is made
     _apply_executor_options(cfg, executor, workers, address)
     run_dir = out or Path("runs") / cfg.name
-    with discard_if_refused(run_dir), RunDir(run_dir).locked():  # one lock: run and report
+    # one lock for the run and its report; `kill` stops it as Ctrl-C does
+    with sigterm_as_ctrl_c(), discard_if_refused(run_dir), RunDir(run_dir).locked():
         result = run(cfg, run_dir, prior_file=prior_file, progress=not quiet,
                      log=lambda msg: console.print(f"[dim]{msg}[/]"))
         report = write_report(run_dir)

@@ -13,6 +13,7 @@ import json
 import math
 import os
 import shlex
+import signal
 import sys
 import unicodedata
 from collections.abc import Iterator
@@ -165,6 +166,25 @@ def fail(line: str, code: int = 2) -> NoReturn:
 
 
 _RUN_COMMANDS = ("run", "train-prior")
+
+
+@contextlib.contextmanager
+def sigterm_as_ctrl_c() -> Iterator[None]:
+    """While a run works, SIGTERM (`kill`, a scheduler's stop) unwinds like Ctrl-C: the
+    finished chunks are kept either way, and this way the invocation's time is recorded and
+    the line saying how to resume is printed."""
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def interrupted_line(argv: list[str]) -> str:

@@ -103,3 +103,33 @@ def test_timings_count_only_the_rollouts_computed_and_plan_n_uses_them(tmp_path:
     del entry["rollouts"]  # a run directory from before the record
     (out / "timings.json").write_text(json.dumps([entry]))
     assert plan_n(out, 1000).seconds_per_rollout == pytest.approx(seconds / total)
+
+
+def test_sigterm_stops_a_run_as_ctrl_c_does(tmp_path: Path) -> None:
+    """`kill` (SIGTERM) on `pacplan run`: exit 130 with the resume line, the interrupted time
+    on record, the ES checkpoint kept (a resume continues from it)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import yaml
+
+    data = {**SMALL_TOY_RUN, "es": {**SMALL_TOY_RUN["es"], "iterations": 100_000}}
+    config = tmp_path / "long.yaml"
+    config.write_text(yaml.safe_dump(data))
+    out = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-c", "from pacplan.cli import main; main()", "run",
+                             str(config), "--out", str(out), "--quiet"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not (out / "es_state.json").is_file() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    os.kill(proc.pid, signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "interrupted; finished work is kept in the run directory; resume with" in err
+    (entry,) = json.loads((out / "timings.json").read_text())
+    assert entry["interrupted"] and entry["seconds"]["prior"] > 0
+    assert json.loads((out / "es_state.json").read_text())["iteration"] >= 1
