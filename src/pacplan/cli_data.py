@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import contextlib
 import shlex
-import signal
 from collections.abc import Iterator
 from pathlib import Path
 
 import typer
 
 from pacplan import paperdata
+from pacplan.cli_output import sigterm_raises
 
 data_app = typer.Typer(
     help="Download data sets (the paper's published cost matrices, UAV and Minitaur priors).",
@@ -39,22 +39,13 @@ class Terminated(SystemExit):
 @contextlib.contextmanager
 def _terminate_cleanly() -> Iterator[None]:
     """While downloading, SIGTERM unwinds like Ctrl-C: the partial file is removed."""
-    def handler(signum: int, frame: object) -> None:
-        raise Terminated(128 + signum)
-
     try:
-        previous = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread: leave signals alone
-        yield
-        return
-    try:
-        yield
+        with sigterm_raises(lambda signum: Terminated(128 + signum)):
+            yield
     except Terminated:
         typer.echo("terminated; files downloaded before it are kept (complete and "
                    "hash-checked), no partial file is left", err=True)
         raise
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 @data_app.command("paper")

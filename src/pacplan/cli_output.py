@@ -16,7 +16,7 @@ import shlex
 import signal
 import sys
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, NoReturn
 
 import typer
@@ -169,22 +169,29 @@ _RUN_COMMANDS = ("run", "train-prior")
 
 
 @contextlib.contextmanager
-def sigterm_as_ctrl_c() -> Iterator[None]:
-    """While a run works, SIGTERM (`kill`, a scheduler's stop) unwinds like Ctrl-C: the
-    finished chunks are kept either way, and this way the invocation's time is recorded and
-    the line saying how to resume is printed."""
+def sigterm_raises(exception: Callable[[int], BaseException]) -> Iterator[None]:
+    """While the block runs, SIGTERM raises `exception(signum)` in the main thread, so the
+    block unwinds (its cleanup runs) instead of the process dying; outside the main thread
+    signals are left alone. The previous handler is restored."""
     def handler(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
+        raise exception(signum)
 
     try:
         previous = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread: leave signals alone
+    except ValueError:  # not the main thread
         yield
         return
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def sigterm_as_ctrl_c() -> contextlib.AbstractContextManager[None]:
+    """While a run works, SIGTERM (`kill`, a scheduler's stop) unwinds like Ctrl-C: the
+    finished chunks are kept either way, and this way the invocation's time is recorded and
+    the line saying how to resume is printed."""
+    return sigterm_raises(lambda _signum: KeyboardInterrupt())
 
 
 def interrupted_line(argv: list[str]) -> str:
