@@ -43,11 +43,11 @@ def leading_cert_rows(rd: RunDir) -> np.ndarray:
     grid = chunk_grid(n, m, cfg["executor"]["chunk_seeds"], cfg["executor"]["chunk_policies"])
     done = store.done(grid)
     rows = 0  # the end of the leading row blocks whose every chunk is finished
-    for start in sorted({s.start for s, _ in grid}):
-        block = [(s, t) for s, t in grid if s.start == start]
-        if start != rows or any((s.start, t.start) not in done for s, t in block):
+    for s, t in grid:  # row-major: a row block's chunks are consecutive, in row order
+        if (s.start, t.start) not in done:
             break
-        rows = block[0][0].stop
+        if t.stop == m:
+            rows = s.stop
     if rows == 0:
         raise PacplanError(f"{rd.path} has no finished certification rows yet")
     return store.assemble([(s, t) for s, t in grid if s.stop <= rows], (rows, m))
