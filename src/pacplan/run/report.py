@@ -270,10 +270,10 @@ def _crossval_stale(r: dict[str, Any], last: Certificate, own_test: str | None) 
                 f"{str(own_test)[:12]}…)")
     if r.get("certificate_n") != last.n:
         return f"the posterior of N = {r.get('certificate_n')}, not this certificate's N = {last.n}"
-    posterior = r.get("posterior_sha256")
-    if posterior is not None and posterior != last.posterior_sha256():
+    posterior, own_posterior = r.get("posterior_sha256"), last.posterior_sha256()
+    if posterior is not None and posterior != own_posterior:
         return (f"another posterior (sha256 {str(posterior)[:12]}…, this certificate's is "
-                f"{last.posterior_sha256()[:12]}…)")
+                f"{own_posterior[:12]}…)")
     return None
 
 
