@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -66,3 +68,13 @@ class StopAfter(SerialExecutor):
                 raise KeyboardInterrupt
             self.left -= 1
             yield chunk
+
+
+def load_script(path: Path) -> ModuleType:
+    """A script or benchmark file (not a package module) imported under its file name."""
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[path.stem] = module  # dataclasses in it look their module up
+    spec.loader.exec_module(module)
+    return module

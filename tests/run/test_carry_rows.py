@@ -5,7 +5,6 @@ the resumed run's own count of kept chunks)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from helpers import SMALL_TOY_RUN, StopAfter
+from helpers import SMALL_TOY_RUN, StopAfter, load_script
 from pacplan.config import parse_config
 from pacplan.errors import PacplanError
 from pacplan.run.chunks import ChunkStore
@@ -28,10 +27,7 @@ STAGE = {**BIG, "name": "toy-stage", "certificate": {"n": [30], "delta": 0.05}}
 
 
 def _script() -> Any:
-    spec = importlib.util.spec_from_file_location("carry_rows", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT)
 
 
 def _run(data: dict, out: Path, **kw: Any) -> None:

@@ -4,7 +4,6 @@ world that now computes other bits (here, costs moved by one ulp) is caught and 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -12,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from helpers import SMALL_TOY_RUN, StopAfter
+from helpers import SMALL_TOY_RUN, StopAfter, load_script
 from pacplan.config import parse_config
 from pacplan.errors import PacplanError
 from pacplan.run.pipeline import run
@@ -40,10 +39,7 @@ class DriftToy(ToyWorld):
 def script(monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setitem(base._REGISTRY, "drift-toy", base.WorldEntry(f"{__name__}:DriftToy"))
     monkeypatch.setitem(DRIFT, "ulps", 0)
-    spec = importlib.util.spec_from_file_location("recheck_rows", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT)
 
 
 def test_rows_recompute_to_the_same_bits_and_a_drift_is_named(script: Any,

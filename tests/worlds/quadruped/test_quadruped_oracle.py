@@ -6,25 +6,20 @@ Slow: it builds the oracle's venv once (about 2-3 minutes, cached outside the re
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 import pytest
 
+from helpers import load_script
+
 BENCH = Path(__file__).resolve().parents[3] / "benchmarks" / "quadruped_oracle.py"
 SEEDS = [9_000_001, 9_000_002, 9_000_003, 9_000_004]  # 2.4, 2.5, 0.4, 1.5 m in pybullet_envs
 
 
 def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("quadruped_oracle", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["quadruped_oracle"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script(BENCH)
 
 
 @pytest.mark.slow
