@@ -179,17 +179,20 @@ def test_mounted_contacts_option(mounted: bool) -> None:
     s.close()
 
 
-# sha256 of costs/cert.npy of the N = 1000 stage shipped as results/quadruped before (commit
-# 9a00e35): the N = 2000 result's first 1000 rows, carried and resumed across runs, must be it
+# sha256 of costs/cert.npy of the stages shipped as results/quadruped before: N = 1000 (commit
+# 9a00e35) and N = 2000 (commit 5549e43). The N = 4000 result's leading rows, computed across
+# many resumed invocations of quadruped-paper, must be them byte for byte.
 N1000_STAGE_CERT_SHA256 = "8c6ab552a9e8dd111ac99c914ef1b34f00bf750e3d567d1be4774b95035ed125"
+N2000_STAGE_CERT_SHA256 = "6ecbce2945fddc81bd0eeba734ee52932feb5077604f3c30022b72009649ea55"
 
 
 def test_shipped_quadruped_result_verifies() -> None:
-    """results/quadruped (the N = 2000 stage of quadruped-paper) and results/quadruped-quick:
+    """results/quadruped (quadruped-paper, N = 4000) and results/quadruped-quick:
     each certificate recomputes from its stored matrices, lies above the test cost's lower
     confidence limit, states the paper's robot, and its policies come from the shipped prior.
-    The staged rows are what one uninterrupted run computes: the first 1000 are byte for byte
-    those of the N = 1000 stage shipped before."""
+    The resumed rows are what one uninterrupted run computes: the first 1000 and 2000 are byte
+    for byte those of the N = 1000 and N = 2000 stages shipped before, and so are their
+    certificates."""
     import hashlib
     from pathlib import Path
 
@@ -199,7 +202,7 @@ def test_shipped_quadruped_result_verifies() -> None:
 
     repo = Path(__file__).resolve().parents[3]
     shipped = hashlib.sha256(shipped_priors()["quadruped"].read_bytes()).hexdigest()
-    for run, sizes, engine in (("quadruped", (50, 2000, 1000), "mujoco"),  # quadruped-paper-n2000
+    for run, sizes, engine in (("quadruped", (50, 4000, 1000), "mujoco"),  # quadruped-paper
                                ("quadruped-quick", (5, 40, 20), "bullet")):
         c = verify(repo / "results" / run / "certificate.json")
         assert (c.m, c.n, c.test_n) == sizes
@@ -210,5 +213,7 @@ def test_shipped_quadruped_result_verifies() -> None:
         assert c.provenance["prior_sha256"] == shipped
     cert = np.load(repo / "results" / "quadruped" / "costs" / "cert.npy", allow_pickle=False)
     assert hashlib.sha256(npy_bytes(cert[:1000])).hexdigest() == N1000_STAGE_CERT_SHA256
-    n1000 = verify(repo / "results" / "quadruped" / "certificates" / "N1000.json")
-    assert abs(n1000.certified - 0.3051801932267535) < 1e-12  # 30.52 %, as shipped then
+    assert hashlib.sha256(npy_bytes(cert[:2000])).hexdigest() == N2000_STAGE_CERT_SHA256
+    for n, certified in ((1000, 0.3051801932267535), (2000, 0.2915777569784299)):  # as shipped
+        staged = verify(repo / "results" / "quadruped" / "certificates" / f"N{n}.json")
+        assert abs(staged.certified - certified) < 1e-12
