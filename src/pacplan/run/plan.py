@@ -23,7 +23,7 @@ from pacplan.pacbayes import bounds
 from pacplan.pacbayes.matrices import matrix_from_bytes
 from pacplan.pacbayes.posterior import column_means, optimize_gibbs_means
 from pacplan.run.rows import leading_cert_rows
-from pacplan.run.rundir import Manifest, RunDir, read_timings
+from pacplan.run.rundir import Manifest, RunDir, read_timings, timing_number
 from pacplan.validation import check_unit_costs
 
 
@@ -113,10 +113,10 @@ def _seconds_per_rollout(rd: RunDir, rollouts: int) -> float | None:
     history, _ = read_timings(rd / RunDir.TIMINGS)
     counted_s = counted_n = legacy_s = 0.0
     for entry in history:
-        value = _number(entry, "seconds")
+        value = timing_number(entry, "seconds", "cert costs")
         if value is None:
             continue
-        done = _number(entry, "rollouts")
+        done = timing_number(entry, "rollouts", "cert costs")
         if done is None:
             legacy_s += value
         else:
@@ -124,13 +124,3 @@ def _seconds_per_rollout(rd: RunDir, rollouts: int) -> float | None:
     if counted_n > 0:
         return counted_s / counted_n
     return legacy_s / rollouts if legacy_s > 0 and rollouts > 0 else None
-
-
-def _number(entry: Any, field: str) -> float | None:
-    """entry[field]['cert costs'] when it is a finite number ≥ 0 (timings are for people and
-    may be damaged: anything else is None)."""
-    block = entry.get(field) if isinstance(entry, dict) else None
-    value = block.get("cert costs") if isinstance(block, dict) else None
-    ok = (isinstance(value, int | float) and not isinstance(value, bool)
-          and bool(np.isfinite(value)) and value >= 0)
-    return float(value) if ok else None

@@ -42,7 +42,7 @@ from pacplan.run.report_tables import (
     table1,
     timing_table,
 )
-from pacplan.run.rundir import Manifest, RunDir, read_timings
+from pacplan.run.rundir import Manifest, RunDir, read_timings, timing_number
 from pacplan.validation import check_unit_costs
 from pacplan.worlds.base import world_renderer
 
@@ -203,10 +203,9 @@ def _timings_section(rd: RunDir, rollouts: int) -> list[str]:
     if problem is not None:
         return ["## Wall time", "", f"{RunDir.TIMINGS} is unreadable ({problem}).", ""]
     body = timing_table(history)
-    counted = [e["rollouts"] for e in history
-               if isinstance(e, dict) and isinstance(e.get("rollouts"), dict)]
-    done = sum(v for c in counted for v in c.values()
-               if isinstance(v, int) and not isinstance(v, bool))
+    counted = [e for e in history if isinstance(e, dict) and isinstance(e.get("rollouts"), dict)]
+    done = int(sum(timing_number(e, "rollouts", step) or 0 for e in counted
+                   for step in e["rollouts"]))
     if counted and done < rollouts:
         body += ["", f"The invocations recorded here computed {done:,} of the {rollouts:,} "
                  "rollouts in the run's matrices; the times above do not cover the other "

@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import re
 import time
 from collections.abc import Sequence
@@ -140,6 +141,17 @@ def read_timings(path: Path) -> tuple[list[Any], str | None]:
     if not isinstance(history, list):
         return [], f"a JSON {type(history).__name__}, not a list"
     return history, None
+
+
+def timing_number(entry: Any, field: str, step: str) -> float | None:
+    """entry[field][step] of a timings history entry ("seconds" or "rollouts", per step) when
+    it is a finite number ≥ 0; anything else is None (timings are for people and may be
+    damaged, so every reader takes them through this one check)."""
+    block = entry.get(field) if isinstance(entry, dict) else None
+    value = block.get(step) if isinstance(block, dict) else None
+    ok = (isinstance(value, int | float) and not isinstance(value, bool)
+          and math.isfinite(value) and value >= 0)
+    return float(value) if ok else None
 
 
 class Manifest:
