@@ -31,6 +31,7 @@ from pacplan.errors import PacplanError
 from pacplan.export import export_planner, verify_planner
 from pacplan.runtime import Planner, PlannerError
 from pacplan.runtime.bundle import parse_safetensors
+from pacplan.runtime.planner import Episode
 from test_planner_dir import rehash
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
@@ -48,12 +49,11 @@ def original(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _behaviour(planner: Planner) -> list[Any]:
     out: list[Any] = [planner.policy_index.tolist(), planner.probability.tolist()]
     for slot in range(len(planner.policy_index)):
-        planner._slot = slot  # each policy of the support, as a draw would pick it
+        episode = Episode(planner, slot)  # each policy of the support, as a draw would pick it
         for obs in OBS:
-            d = planner.act(obs)
+            d = episode.act(obs)
             out += [d.primitive, d.offset_m, d.duration_s, d.trajectory_m.tolist(),
                     d.times_s.tolist(), d.scores.tolist()]
-    planner._slot = None
     return out
 
 

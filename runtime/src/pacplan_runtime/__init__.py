@@ -5,6 +5,8 @@
     decision = planner.act(observation)          # UAV: a primitive; quadruped: gait parameters
     planner.end_episode(cost=c)                  # c in [0, 1] feeds planner.monitor, which
                                                  # alarms if the certificate stops holding
+    ep = planner.episode(rng)                    # threads sharing one planner: a handle each,
+    ep.act(observation); ep.end(cost=c)          # (docs/deploy.md, Threads)
 
 A distribution of its own (`pacplan_runtime`, built from runtime/ in the pacplan repository) so
 that a robot installs a small wheel needing only numpy and onnxruntime, not pacplan with its
@@ -15,9 +17,9 @@ pacplan.
 from pacplan_runtime.bundle import PlannerError, UncertifiedUseWarning
 from pacplan_runtime.decide import GaitDecision, PrimitiveDecision
 from pacplan_runtime.monitor import CertificateMonitor
-from pacplan_runtime.planner import Planner
+from pacplan_runtime.planner import Episode, Planner
 
-__all__ = ["CertificateMonitor", "GaitDecision", "Planner", "PlannerError", "PrimitiveDecision",
-           "UncertifiedUseWarning"]
+__all__ = ["CertificateMonitor", "Episode", "GaitDecision", "Planner", "PlannerError",
+           "PrimitiveDecision", "UncertifiedUseWarning"]
 
 __version__ = "0.1.0"  # released with pacplan, same number (its pyproject pins this)

@@ -5,6 +5,8 @@ ties toward the straighter one (the tie-break order). Every step is float32 like
 simulator that produced the certified costs; the net runs in onnxruntime.
 Quadruped: η = policy(depth, proprio) in float64 like the numpy policy, rounded to float32 (the
 action the Gymnasium env and the certified rollouts take), then the paper's gait map.
+A decider holds only what is fixed at load: what one observation needs between `inputs` and
+`decide` goes through the caller, so one planner decides for several threads at once.
 """
 
 from __future__ import annotations
@@ -104,13 +106,14 @@ class UAVDecider:
         self.times = np.asarray(lib["check_times_s"], dtype=np.float64)
         self.paths = np.asarray(lib["check_displacements_m"], dtype=np.float64)
 
-    def inputs(self, obs: Any) -> dict[str, np.ndarray]:
+    def inputs(self, obs: Any) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        """The net's feeds and the checked depth image, which `decide` needs again: handed
+        back to the caller, never kept here, so one decider serves every thread at once."""
         depth = _array(obs, "depth", (self.size, self.size), low=0.0)
-        self._depth = depth
-        return {"x": (depth / self.far)[None, None]}
+        return {"x": (depth / self.far)[None, None]}, depth
 
-    def decide(self, net: np.ndarray) -> PrimitiveDecision:
-        cells = self._depth.reshape(-1)[self.cell_index].astype(np.float64)
+    def decide(self, net: np.ndarray, depth: np.ndarray) -> PrimitiveDecision:
+        cells = depth.reshape(-1)[self.cell_index].astype(np.float64)
         filt = (cells.sum(axis=1) / cells.shape[1]).astype(np.float32)
         scores = filt + np.float32(self.net_scale) * net[0]
         if not np.isfinite(scores).all():
@@ -133,7 +136,8 @@ class QuadrupedDecider:
         self.a_gain, self.a_offset = (float(v) for v in gait["amplitude"])
         self.w_gain, self.w_offset = (float(v) for v in gait["omega"])
 
-    def inputs(self, obs: Any) -> dict[str, np.ndarray]:
+    def inputs(self, obs: Any) -> tuple[dict[str, np.ndarray], None]:
+        """The net's feeds (and no context: the decision needs the net's output only)."""
         if not isinstance(obs, dict) or not {"depth", "proprio"} <= set(obs):
             raise PlannerError('quadruped observation must be a dict {"depth", "proprio"}, '
                                f"got {type(obs).__name__}"
@@ -142,9 +146,9 @@ class QuadrupedDecider:
         depth = _array(obs["depth"], "depth", (self.size, self.size), low=0.0)
         proprio = _array(obs["proprio"], "proprio", (self.n_proprio,))
         return {"depth": depth.astype(np.float64)[None],
-                "proprio": proprio.astype(np.float64)[None]}
+                "proprio": proprio.astype(np.float64)[None]}, None
 
-    def decide(self, net: np.ndarray) -> GaitDecision:
+    def decide(self, net: np.ndarray, _context: None = None) -> GaitDecision:
         eta = net[0].astype(np.float32)
         e = np.clip(eta.astype(np.float64), 0.0, 1.0)
         a1 = self.a_gain * e[0] + self.a_offset

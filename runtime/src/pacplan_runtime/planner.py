@@ -5,10 +5,18 @@ a decision deterministically. The most likely policy, or a new draw while an epi
 available but warns (`UncertifiedUseWarning`): the certificate bounds the expected cost of the
 randomised planner, not of any one policy, and not of re-drawing whenever a draw looks bad.
 Acting outside an episode is an error.
+
+Threads: one Planner may be shared. The drawn policy lives in an `Episode`, never in state that
+every caller reads: `planner.episode(rng)` gives each thread (robot, simulator worker) a handle
+of its own, and nothing else a decision reads changes after load (onnxruntime's `run` may be
+called from several threads at once). The planner's own episode (`start_episode`, `act`,
+`end_episode`) is one episode at a time: a thread drawing while another thread's episode is
+open is refused, since the two would otherwise act with each other's policy.
 """
 
 from __future__ import annotations
 
+import threading
 import warnings
 from pathlib import Path
 from typing import Any
@@ -28,6 +36,45 @@ from pacplan_runtime.monitor import CertificateMonitor
 _DECIDERS = {"uav": UAVDecider, "quadruped": QuadrupedDecider}
 
 
+class Episode:
+    """One episode's policy, drawn once from p (`Planner.episode`): act with it until `end`.
+
+    The handle, not the planner, holds the draw, so episodes open at once in several threads
+    never act with each other's policy. It may be passed between threads (a callback on one,
+    the next on another); calls on one handle from two threads at once are safe too.
+    """
+
+    def __init__(self, planner: Planner, slot: int) -> None:
+        self._planner = planner
+        self._slot = slot
+        self._open = True  # set False under the planner's lock
+
+    @property
+    def policy(self) -> int:
+        """The run's index of this episode's policy."""
+        return int(self._planner.policy_index[self._slot])
+
+    @property
+    def open(self) -> bool:
+        """False once `end` was called."""
+        return self._open
+
+    def act(self, observation: Any) -> PrimitiveDecision | GaitDecision:
+        """This episode's policy's decision on one observation (see `Planner.act`)."""
+        if not self._open:
+            raise PlannerError("act() on an episode that has ended: draw a new one for the "
+                               "next episode")
+        return self._planner._decide(self._slot, observation)
+
+    def end(self, cost: float | None = None) -> bool:
+        """Close the episode; `cost` (in [0, 1]) feeds the planner's monitor once. Returns
+        the monitor's alarm (docs/monitor.md)."""
+        return self._planner._close(self, cost)
+
+    def __repr__(self) -> str:
+        return f"Episode(policy={self.policy}, {'open' if self._open else 'ended'})"
+
+
 class Planner:
     """An exported planner: the posterior's support, one ONNX net, per-policy weights."""
 
@@ -40,10 +87,13 @@ class Planner:
         self.certified_cost = float(spec["certified_cost"])
         self._decider = _DECIDERS[self.world](spec["fixed"])
         self._dtype = np.float64 if spec["net"]["dtype"] == "float64" else np.float32
-        self._weights = weights
+        self._weights = {name: _frozen(w.astype(self._dtype, copy=False))
+                         for name, w in weights.items()}  # read by every thread, never written
         self._session = session
         self._cumulative = np.cumsum(self.probability)
-        self._slot: int | None = None
+        self._lock = threading.Lock()  # the planner's own episode, and the monitor
+        self._current: Episode | None = None
+        self._owner: int | None = None  # the thread that drew _current
         self.monitor = CertificateMonitor(self.certified_cost, alpha=0.01)
         """Watches the certificate: fed by end_episode(cost=...); replace it to change alpha."""
 
@@ -58,59 +108,122 @@ class Planner:
     @property
     def policy(self) -> int | None:
         """The run's index of the policy acting in the open episode (None outside one)."""
-        return None if self._slot is None else int(self.policy_index[self._slot])
+        current = self._current
+        return None if current is None else current.policy
+
+    def episode(self, rng: np.random.Generator | None = None,
+                mode: str = "sample") -> Episode:
+        """Draw one policy from p for a new episode and return its handle: `ep.act(obs)`,
+        then `ep.end(cost=c)`. Any number may be open at once, in any threads (give each
+        thread its own Generator: numpy's are not thread-safe). mode="most_likely" warns, as
+        in `start_episode`."""
+        self._check_draw(rng, mode)
+        return Episode(self, self._draw(rng, mode, stacklevel=3))
 
     def start_episode(self, rng: np.random.Generator | None = None,
                       mode: str = "sample") -> int:
-        """Open an episode and return the policy drawn from p (the run's policy index).
+        """Open the planner's own episode and return the policy drawn from p (the run's
+        policy index).
 
         mode="most_likely" takes the most probable policy instead: not the certified object,
         so it warns. Drawing again while an episode is open (call `end_episode` first) warns
-        too: choosing among draws is not the certified use.
+        too: choosing among draws is not the certified use. Drawing while another thread's
+        episode is open is a PlannerError: one episode at a time here; threads with an
+        episode each use `episode()`.
         """
+        self._check_draw(rng, mode)
+        with self._lock:
+            current, me = self._current, threading.get_ident()
+            if current is not None and self._owner != me:
+                raise PlannerError(
+                    "start_episode() while another thread's episode is open on this planner: "
+                    "it holds one episode at a time, so the two threads would act with each "
+                    "other's policy; give each thread its own with ep = planner.episode(rng), "
+                    "ep.act(obs), ep.end() (docs/deploy.md)")
+            if current is not None:
+                warnings.warn("a new policy drawn while an episode is open: re-drawing "
+                              "mid-episode is not what the certificate covers (call "
+                              "end_episode() first)", UncertifiedUseWarning, stacklevel=2)
+            episode = Episode(self, self._draw(rng, mode, stacklevel=3))
+            if current is not None:
+                current._open = False
+            self._current, self._owner = episode, me
+        return episode.policy
+
+    def _check_draw(self, rng: Any, mode: str) -> None:
         if mode not in ("sample", "most_likely"):
             raise PlannerError(f"mode must be 'sample' or 'most_likely', got {mode!r}")
         if mode == "sample" and not isinstance(rng, np.random.Generator):
-            raise PlannerError("start_episode needs a numpy Generator to draw the policy "
+            raise PlannerError("drawing the episode's policy needs a numpy Generator "
                                f"(np.random.default_rng()), got {type(rng).__name__}")
-        if self._slot is not None:
-            warnings.warn("a new policy drawn while an episode is open: re-drawing mid-episode "
-                          "is not what the certificate covers (call end_episode() first)",
-                          UncertifiedUseWarning, stacklevel=2)
+
+    def _draw(self, rng: Any, mode: str, stacklevel: int) -> int:
+        """The support slot of a new episode's policy (warns for the most likely one)."""
         if mode == "most_likely":
             warnings.warn("acting with the most likely policy: the certificate bounds the cost "
                           "of drawing a policy from p each episode, not of this one policy",
-                          UncertifiedUseWarning, stacklevel=2)
-            slot = int(np.argmax(self.probability))
-        else:
-            u = rng.random() * self._cumulative[-1]
-            slot = min(int(np.searchsorted(self._cumulative, u, side="right")),
-                       len(self._cumulative) - 1)
-        self._slot = slot
-        return int(self.policy_index[slot])
+                          UncertifiedUseWarning, stacklevel=stacklevel)
+            return int(np.argmax(self.probability))
+        u = rng.random() * self._cumulative[-1]
+        return min(int(np.searchsorted(self._cumulative, u, side="right")),
+                   len(self._cumulative) - 1)
 
     def use_most_likely(self) -> int:
         """`start_episode(mode="most_likely")`: an uncertified use, named as such (warns)."""
         return self.start_episode(mode="most_likely")
 
     def end_episode(self, cost: float | None = None) -> bool:
-        """Close the episode; the next one draws a fresh policy. `cost` (in [0, 1]) feeds
-        `self.monitor`; returns its alarm (docs/monitor.md)."""
-        if cost is not None:
-            if self._slot is None:
-                raise PlannerError("end_episode(cost=...) with no episode open: a cost belongs "
-                                   "to the episode started by start_episode()")
-            self.monitor.update(cost)
-        self._slot = None
-        return self.monitor.alarm
+        """Close the planner's own episode (from any thread); the next one draws a fresh
+        policy. `cost` (in [0, 1]) feeds `self.monitor`; returns its alarm (docs/monitor.md)."""
+        with self._lock:
+            current = self._current
+            if current is None:
+                if cost is not None:
+                    raise PlannerError("end_episode(cost=...) with no episode open: a cost "
+                                       "belongs to the episode started by start_episode()")
+                return self.monitor.alarm
+            alarm = self._close_locked(current, cost)
+            self._current = self._owner = None
+            return alarm
 
     def act(self, observation: Any) -> PrimitiveDecision | GaitDecision:
-        """The decision of the episode's policy on one observation (UAV: depth (50, 50) m;
-        quadruped: {"depth": (50, 50) m, "proprio": (22,)})."""
-        if self._slot is None:
+        """The decision of the open episode's policy on one observation (UAV: depth (50, 50)
+        m; quadruped: {"depth": (50, 50) m, "proprio": (22,)})."""
+        current = self._current
+        if current is None:
             raise PlannerError("act() before start_episode(): no policy has been drawn for "
                                "this episode")
-        feeds = self._decider.inputs(observation)
+        return current.act(observation)
+
+    def _decide(self, slot: int, observation: Any) -> PrimitiveDecision | GaitDecision:
+        """Policy `slot`'s decision: reads only what was fixed at load, so threads may call it
+        at once (onnxruntime's run is thread-safe)."""
+        feeds, context = self._decider.inputs(observation)
         for name, w in self._weights.items():
-            feeds[name] = w[self._slot].astype(self._dtype, copy=False)
-        return self._decider.decide(run_net(self._session, feeds))
+            feeds[name] = w[slot]
+        return self._decider.decide(run_net(self._session, feeds), context)
+
+    def _close(self, episode: Episode, cost: float | None) -> bool:
+        with self._lock:
+            if not episode._open:
+                if cost is not None:
+                    raise PlannerError("end(cost=...) on an episode that has ended: its cost "
+                                       "is fed to the monitor once, when it ends")
+                return self.monitor.alarm
+            if self._current is episode:
+                self._current = self._owner = None
+            return self._close_locked(episode, cost)
+
+    def _close_locked(self, episode: Episode, cost: float | None) -> bool:
+        """End `episode`, feeding `cost` to the monitor first (a refused cost leaves the
+        episode open). The monitor is not thread-safe: callers hold `_lock`."""
+        if cost is not None:
+            self.monitor.update(cost)
+        episode._open = False
+        return self.monitor.alarm
+
+
+def _frozen(array: np.ndarray) -> np.ndarray:
+    """`array`, read-only: shared by every thread's decisions, so nothing may write it."""
+    array.flags.writeable = False
+    return array

@@ -11,6 +11,7 @@ import sys
 import pacplan_runtime
 from pacplan_runtime import (
     CertificateMonitor,
+    Episode,
     GaitDecision,
     Planner,
     PlannerError,
@@ -28,5 +29,5 @@ for _module in (bundle, decide, load, monitor, planner, spec):
     sys.modules[f"{__name__}.{_module.__name__.rsplit('.', 1)[1]}"] = _module
 
 __version__ = pacplan_runtime.__version__
-__all__ = ["CertificateMonitor", "GaitDecision", "Planner", "PlannerError", "PrimitiveDecision",
-           "UncertifiedUseWarning"]
+__all__ = ["CertificateMonitor", "Episode", "GaitDecision", "Planner", "PlannerError",
+           "PrimitiveDecision", "UncertifiedUseWarning"]
