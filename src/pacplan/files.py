@@ -3,7 +3,9 @@ byte-reproducible safetensors and sha256.
 
 Every file pacplan writes goes through `atomic_write_bytes`: data lands in a temporary file in
 the same folder, is fsynced, then `os.replace`d over the target, so a killed process leaves the
-old file or the new one, never half of one, and the temporary file is removed on failure.
+old file or the new one, never half of one, and the temporary file is removed on failure. A
+kill between the write and the rename leaves the temporary file (`.NAME.tmpPID`); the next run
+of the directory removes it (`remove_stale_temps`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import io
 import json
 import math
 import os
+import re
 import stat
 import struct
 from pathlib import Path
@@ -29,7 +32,7 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     """Write `data` to `path` atomically (old or new content after a kill, never half)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp = temp_path(path)
     try:
         with open(tmp, "wb") as fh:
             fh.write(data)
@@ -42,6 +45,55 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
         if isinstance(exc, OSError) and exc.filename in (None, str(tmp)):
             exc.filename = str(path)  # a full disk names no file; the user knows the target
         raise
+
+
+def temp_path(path: Path) -> Path:
+    """Where `atomic_write_bytes` writes `path` first: `.NAME.tmpPID` beside it, PID this
+    process's, so that a file a killed write leaves behind names the writer that left it."""
+    return path.with_name(f".{path.name}.tmp{os.getpid()}")
+
+
+_TEMP_NAME = re.compile(r"\.(?P<name>.+)\.tmp(?P<pid>[1-9][0-9]{0,9})")
+
+
+def temp_writer(name: str) -> int | None:
+    """The writer's PID in a file name `temp_path` makes, or None for any other name."""
+    match = _TEMP_NAME.fullmatch(name)
+    return int(match["pid"]) if match else None
+
+
+def _process_alive(pid: int) -> bool:
+    """Whether a process with this PID exists on this machine (one of another user counts)."""
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):  # OverflowError: a PID no process can have
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_temps(folder: str | Path) -> list[Path]:
+    """Remove the temporary files that killed atomic writes left under `folder` (a kill between
+    the write and the rename leaves `.NAME.tmpPID`); returns them. Only regular files named as
+    `temp_path` names them are touched, and only where no live process has that PID: a write in
+    progress keeps its file. Call it holding the folder's lock (`pacplan.run.lock`), so no
+    pacplan process on another machine is writing there either. Symlinks are not followed."""
+    removed: list[Path] = []
+    for parent, _dirs, names in os.walk(folder):
+        for name in sorted(names):
+            pid = temp_writer(name)
+            path = Path(parent) / name
+            if pid is None or _process_alive(pid):
+                continue
+            try:
+                if not stat.S_ISREG(os.lstat(path).st_mode):
+                    continue
+                path.unlink()
+            except OSError:  # gone meanwhile, or not ours to remove: harmless where it is
+                continue
+            removed.append(path)
+    return removed
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:

@@ -18,11 +18,12 @@ import numpy as np
 
 from pacplan.config import RunConfig, config_to_dict, dump_config, parse_config
 from pacplan.errors import PacplanError
-from pacplan.files import load_npy, sha256_bytes
+from pacplan.files import load_npy, remove_stale_temps, sha256_bytes
 from pacplan.pacbayes.record import Certificate
 from pacplan.run.executors import Executor, executor_from_config
 from pacplan.run.rundir import Manifest, RunDir, identity
 from pacplan.run.stages import certify, ensure_costs, ensure_policies, ensure_prior, world_spec
+from pacplan.validation import count
 from pacplan.weights import load_theta
 from pacplan.worlds.base import check_world_options, warmup_note
 from pacplan.yamlio import read_yaml
@@ -144,6 +145,11 @@ def _run(cfg: RunConfig, rd: RunDir, prior_file: str | Path | None, progress: bo
     freeze_config(cfg, rd)
     manifest = Manifest(rd.path)
     say = log or (lambda _msg: None)
+    litter = remove_stale_temps(rd.path)  # safe: we hold the lock, their writers are gone
+    if litter:
+        say(f"removed {count(len(litter), 'temporary file')} left by killed writes "
+            f"({', '.join(str(p.relative_to(rd.path)) for p in litter[:3])}"
+            f"{', …' if len(litter) > 3 else ''})")
     own = executor is None
     ex = executor_from_config(cfg.executor) if own else executor
     seconds: dict[str, float] = {}
