@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import mpmath as mp
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pacplan.errors import PacplanError
 from pacplan.pacbayes import bounds
@@ -123,3 +127,104 @@ def test_bad_input_is_named(kwargs, message):
     for fn in bounds.BOUND_FUNCTIONS.values():
         with pytest.raises(PacplanError, match=message):
             fn(**args)
+
+
+# --------------------------------------------------------------------------- at the edges
+# Ĉ down to the smallest subnormal, δ down to 5e-324, N up to 2**53: the oracles are R and
+# the kl inverse in 50-digit arithmetic (and, for Ĉ = 0, the closed form 1 − e^{−2R}).
+
+
+EDGE_DPS = 400  # 1 − Ĉ for Ĉ = 5e-324 keeps Ĉ only with more than 324 digits
+
+
+def _r_exact(kl: float, n: float, delta: float) -> mp.mpf:
+    with mp.workdps(EDGE_DPS):
+        return (mp.mpf(kl) + mp.log(2) + mp.log(mp.mpf(n)) / 2 - mp.log(mp.mpf(delta))) / (2 * n)
+
+
+def _kl_precise(q: float, p: float | mp.mpf) -> mp.mpf:
+    with mp.workdps(EDGE_DPS):
+        return _kl_exact(mp.mpf(q), mp.mpf(p))
+
+
+def _root_exact(q: float, c: mp.mpf, dps: int = EDGE_DPS) -> mp.mpf:
+    """sup{p : kl(q‖p) ≤ c} in `dps` digits: the closed form at q = 0, else bisection of [q, 1)
+    until the bracket is 2^-64 of its upper end."""
+    with mp.workdps(dps):
+        q_ = mp.mpf(q)
+        if q_ == 0:
+            return -mp.expm1(-c)
+        top = 1 - mp.mpf(10) ** -40
+        if _kl_exact(q_, top) <= c:
+            return mp.mpf(1)
+        lo, hi = q_, top
+        while hi - lo > hi * mp.mpf(2) ** -64:
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if _kl_exact(q_, mid) <= c else (lo, mid)
+        return hi
+
+
+TINY_EMP = [0.0, 5e-324, 1e-310, 1e-100, 1e-20, 1e-9, 1e-4]
+TINY_DELTA = [0.05, 1e-300, 5e-324]
+HUGE_N = [1, 1000, 10**6, 10**12, 2**53]
+KLS = [0.0, 1e-3, 200.0]
+
+
+def _edge_cases() -> list[tuple[float, float, int, float]]:
+    return [(e, k, n, d) for e in TINY_EMP for k in KLS for n in HUGE_N for d in TINY_DELTA]
+
+
+def test_r_term_is_finite_and_exact_for_the_smallest_delta():
+    cases = [(k, n, d) for k in KLS for n in HUGE_N for d in TINY_DELTA]
+    got = bounds.r_term(*map(np.array, zip(*cases)))
+    want = np.array([float(_r_exact(k, n, d)) for k, n, d in cases])
+    assert np.all(np.isfinite(got))
+    np.testing.assert_allclose(got, want, rtol=1e-14)
+
+
+def test_klinv_of_tiny_emp_tiny_delta_and_huge_n_is_the_exact_inverse():
+    """`pacplan bound --emp 5e-324 --kl 0 -n 1000000` printed 1.0 (the subnormal Ĉ made
+    kl(Ĉ‖p) = −Ĉ·∞ < 0 for every p): now every case is at most 1e-10 relative above the exact
+    sup and never more than R's own rounding (1e-15 relative) below it."""
+    cases = _edge_cases()
+    emp, kl, n, delta = map(np.array, zip(*cases))
+    got = bounds.klinv(emp, kl, n, delta)
+    # 2R ≥ 1e-14 here, so 60 digits hold kl(Ĉ‖p) to 1e-40 even where 1 − Ĉ drops Ĉ
+    want = np.array([float(_root_exact(e, 2 * _r_exact(k, nn, d), dps=60))
+                     for e, k, nn, d in cases])
+    assert np.all(got >= want * (1 - 1e-15)), "below the exact kl inverse"
+    assert np.all(got <= want * (1 + 1e-10)), np.max(got / want - 1)
+    i = cases.index((5e-324, 0.0, 10**6, 0.05))
+    assert got[i] == pytest.approx(-np.expm1(-np.log(2e3 / 0.05) / 1e6), rel=1e-10)
+    assert 1.2e-5 < float(bounds.klinv(5e-324, 0.0, 10**6, 0.01)) < 1.23e-5
+
+
+def test_kl_bernoulli_of_a_subnormal_emp_is_its_definition():
+    q, p = np.array([5e-324, 1e-310, 1e-309, 2e-308]), np.array([1e-5, 0.5, 1e-300, 0.9])
+    want = [float(_kl_precise(a, b)) for a, b in zip(q, p)]
+    np.testing.assert_allclose(bounds.kl_bernoulli(q, p), want, rtol=1e-14)
+
+
+def test_the_cli_bound_of_a_subnormal_emp(capsys):
+    from helpers import cli
+
+    code, out, _ = cli(["bound", "--emp", "5e-324", "--kl", "0", "-n", "1000000", "--json"],
+                       capsys)
+    true = float(-mp.expm1(-2 * _r_exact(0.0, 10**6, 0.01)))
+    assert code == 0 and json.loads(out)["klinv"] == pytest.approx(true, rel=1e-10)
+    assert json.loads(out)["klinv"] >= true
+
+
+@settings(max_examples=300, deadline=None)
+@given(q=st.one_of(st.floats(0.0, 1e-6, allow_subnormal=True), st.floats(0.0, 1.0)),
+       c=st.floats(1e-300, 60.0))
+def test_kl_inverse_brackets_its_root(q: float, c: float) -> None:
+    """Property: kl(q‖x) ≥ c at the returned x (it is beyond the root, in exact arithmetic) and
+    kl(q‖x') ≤ c a hair below, at x' = x − 1e-10·x − 1e-300 (it is no further beyond)."""
+    x = float(bounds.kl_inverse(q, c))
+    assert q <= x <= 1.0
+    if x < 1.0:
+        assert _kl_precise(q, x) >= c
+    below = x - 1e-10 * x - 1e-300
+    if below > q:
+        assert _kl_precise(q, below) <= c

@@ -3,6 +3,8 @@ optimizer over the simplex as oracles for the exactness of the Gibbs solver."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from scipy.optimize import minimize
@@ -162,3 +164,35 @@ def test_bad_choices():
         posterior.optimize(c, DELTA, solver="nope")
     with pytest.raises(PacplanError, match="delta"):
         posterior.optimize(c, 2.0)
+
+
+def test_the_smallest_delta_still_chooses_a_posterior(tmp_path, capsys):
+    """δ = 5e-324 overflowed the search's ln(2√N/δ) to +inf: every posterior's bound was
+    vacuous, and the prior was returned (`certify-matrix --delta 5e-324`). ln(2√N/δ) is ≈ 752
+    there, a bound like any other. Oracle: Gibbs posteriors on a dense β grid, scored by the
+    public bound functions (which took ln 2 + ½ ln N − ln δ already)."""
+    from helpers import cli
+
+    delta = 5e-324
+    rng = np.random.default_rng(4)
+    c = _random_matrix(rng, 4000, 6)
+    n, m = c.shape
+    cbar = c.mean(axis=0)
+    betas = np.geomspace(1e-2, 1e4, 20001)
+    logw = -np.outer(betas, cbar - cbar.min())
+    ps = np.exp(logw - np.log(np.exp(logw).sum(axis=1, keepdims=True)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kl = np.sum(np.where(ps > 0, ps * np.log(ps * m), 0.0), axis=1)
+    brute = bounds.bound_value("best", np.clip(ps @ cbar, 0, 1), kl, n, delta)
+    prior_bound = float(bounds.bound_value("best", cbar.mean(), 0.0, n, delta))
+    assert brute.min() < prior_bound - 0.01  # the case is one where choosing matters
+    gibbs = posterior.optimize_gibbs(c, delta, "best")
+    assert gibbs.value <= brute.min() + 1e-12 and gibbs.beta > 0
+    rep = optimize_rep(c, delta, "mcallester", grid_points=10, refine_steps=8)
+    gibbs_m = posterior.optimize_gibbs(c, delta, "mcallester")
+    assert gibbs_m.value <= rep.value + 1e-6 and rep.value <= gibbs_m.value + 1e-3
+    np.save(tmp_path / "c.npy", c)
+    code, out, _ = cli(["certify-matrix", str(tmp_path / "c.npy"), "--delta", "5e-324",
+                        "--json"], capsys)
+    assert code == 0
+    assert json.loads(out)["certified"] == pytest.approx(gibbs.value, rel=1e-12)

@@ -26,7 +26,8 @@ from pacplan.validation import (
 )
 
 _NEWTON_STEPS = 60
-_NUDGE = 1e-12  # kl inverse is returned at most this far above the exact root (promise: 1e-9)
+_NUDGE = 1e-12  # kl inverse is returned this far above its root, relative (promise: 1e-9)
+_TINY = 2.0**-1070  # and a few subnormal ulps, where a relative nudge of x underflows to 0
 _ONE_MINUS = 1.0 - 1e-15
 
 
@@ -39,11 +40,19 @@ def kl_bernoulli(q: float | np.ndarray, p: float | np.ndarray) -> np.ndarray:
     q = np.asarray(q, dtype=np.float64)
     p = np.asarray(p, dtype=np.float64)
     d = p - q
-    with np.errstate(divide="ignore", invalid="ignore"):
-        a = np.where(q > 0.0, -q * np.log1p(d / np.where(q > 0.0, q, 1.0)), 0.0)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        a = np.where(q > 0.0, -q * _log_ratio(p, np.where(q > 0.0, q, 1.0), d), 0.0)
         b = np.where(q < 1.0, -(1.0 - q) * np.log1p(-d / np.where(q < 1.0, 1.0 - q, 1.0)), 0.0)
     out = a + b
     return np.where(np.isnan(out), np.inf, np.maximum(out, 0.0))
+
+
+def _log_ratio(x: np.ndarray, q: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """ln(x/q) for q > 0 and d = x − q: log1p(d/q), exact to the last digits when x is near q.
+    Where d/q overflows (a subnormal q, say Ĉ = 5e-324) x is ≫ q, so ln x − ln q loses nothing;
+    without this the term was −q·∞ and a kl of 0 made every p look inside the budget."""
+    r = d / q
+    return np.where(np.isfinite(r), np.log1p(r), np.log(x) - np.log(q))
 
 
 def kl_inverse(q: float | np.ndarray, c: float | np.ndarray) -> np.ndarray:
@@ -51,7 +60,9 @@ def kl_inverse(q: float | np.ndarray, c: float | np.ndarray) -> np.ndarray:
 
     f(p) = kl(q‖p) − c is convex and increasing on [q, 1), so Newton's method started right of
     the root (Pinsker: the root is ≤ q + √(c/2)) stays right of it and converges monotonically;
-    each iterate is the upper end of a bracket. A final nudge of 1e-12 covers round-off.
+    each iterate is the upper end of a bracket, stopped when a step is below 1e-15 of it. A
+    final nudge of 1e-12 relative covers round-off (the error of f's evaluation moves the root
+    by a few ulps of p, so a tiny bound, from a huge N, stays within 1e-12 of itself).
     """
     q = check_emp_cost(q)
     c = check_kl_budget(c)
@@ -61,9 +72,11 @@ def kl_inverse(q: float | np.ndarray, c: float | np.ndarray) -> np.ndarray:
 def _kl_inverse(q: np.ndarray, c: np.ndarray) -> np.ndarray:
     """kl_inverse without input checks, for inner loops whose inputs are already valid."""
     q, c = np.broadcast_arrays(np.asarray(q, dtype=np.float64), np.asarray(c, dtype=np.float64))
-    # two upper starts: Pinsker, and kl ≥ (p − q)²/(2p), which is tighter for small q
+    # two upper starts: Pinsker, and kl ≥ (p − q)²/(2p), which is tighter for small q; its
+    # √(c² + 2qc) taken as √c·√(c + 2q), which does not underflow to 0 (q = c = 1e-300 put the
+    # start, and so the result, left of the root)
     with np.errstate(over="ignore"):  # a huge budget: the start is +inf, clipped below 1
-        start = np.minimum(q + np.sqrt(c / 2.0), q + c + np.sqrt(c * c + 2.0 * q * c))
+        start = np.minimum(q + np.sqrt(c / 2.0), q + c + np.sqrt(c) * np.sqrt(c + 2.0 * q))
     x = np.clip(start, q, _ONE_MINUS)
     active = (q < 1.0) & (c > 0.0)
     # where even p → 1 stays inside the budget, the supremum is 1
@@ -75,13 +88,13 @@ def _kl_inverse(q: np.ndarray, c: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         for _ in range(_NEWTON_STEPS):
             d = x - q
-            f = -wa * np.log1p(d / qa) - wb * np.log1p(-d / qb) - c
+            f = -wa * _log_ratio(x, qa, d) - wb * np.log1p(-d / qb) - c
             slope = d / (x * (1.0 - x))
             step = np.where(active & (f > 0) & (slope > 0), f / slope, 0.0)
             x = np.maximum(x - step, q)
-            if not np.any(step > 1e-15):
+            if not np.any(step > 1e-15 * x):
                 break
-    out = np.where(active, np.minimum(x + _NUDGE, 1.0), np.where(c > 0, 1.0, q))
+    out = np.where(active, np.minimum(x + (_NUDGE * x + _TINY), 1.0), np.where(c > 0, 1.0, q))
     out = np.where(q >= 1.0, 1.0, out)
     return np.where(reaches_one, 1.0, out)
 
@@ -95,12 +108,18 @@ def kl_inverse_lower(q: float | np.ndarray, c: float | np.ndarray) -> np.ndarray
 def r_term(kl: float | np.ndarray, n: int | np.ndarray, delta: float | np.ndarray) -> np.ndarray:
     """R = (KL + ln(2√N/δ)) / (2N), the complexity term shared by the three bounds."""
     k, nn, d = check_kl(kl), check_n(n), check_delta(delta)
+    return (k + log_term(nn, d)) / (2.0 * nn)
+
+
+def log_term(n: int | np.ndarray, delta: float | np.ndarray) -> np.ndarray:
+    """ln(2√N/δ), unchecked: the one formula of R's confidence term, shared with the posterior
+    search so that it optimizes the very numbers a certificate reports. A tiny δ (5e-324)
+    overflows 2√N/δ, not its logarithm: there it is ln 2 + ½ ln N − ln δ (the same bits
+    wherever 2√N/δ fits, so no certificate moved)."""
+    nn, d = np.asarray(n, dtype=np.float64), np.asarray(delta, dtype=np.float64)
     with np.errstate(over="ignore", divide="ignore"):
-        log_term = np.log(2.0 * np.sqrt(nn) / d)
-    # a tiny δ overflows 2√N/δ; its logarithm is still finite (same bits whenever it fits)
-    log_term = np.where(np.isfinite(log_term), log_term,
-                        np.log(2.0) + 0.5 * np.log(nn) - np.log(d))
-    return (k + log_term) / (2.0 * nn)
+        direct = np.log(2.0 * np.sqrt(nn) / d)
+    return np.where(np.isfinite(direct), direct, np.log(2.0) + 0.5 * np.log(nn) - np.log(d))
 
 
 def mcallester(emp: float | np.ndarray, kl: float | np.ndarray, n: int | np.ndarray,

@@ -191,7 +191,9 @@ def _gibbs_search(curve: _GibbsCurve, objective: Objective, grid_points: int) ->
 def _objective(bound: str, n: int, delta: float) -> Objective:
     """The bound as a function of (Ĉ, KL) arrays, with N and δ checked once, not per call."""
     bounds.bound_value(bound, 0.0, 0.0, n, delta)  # validates every argument once
-    log_term = float(np.log(2.0 * np.sqrt(n) / delta))
+    # bounds' own ln(2√N/δ): computed naively, δ = 5e-324 made it +inf, every posterior's bound
+    # vacuous and the search settled on the prior
+    log_term = float(bounds.log_term(n, delta))
 
     def f(emp: np.ndarray, kl: np.ndarray) -> np.ndarray:
         r = (np.maximum(kl, 0.0) + log_term) / (2.0 * n)

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from pacplan.errors import PacplanError
+from pacplan.pacbayes import bounds
 from pacplan.pacbayes.posterior import (
     Posterior,
     _check_inputs,
@@ -69,7 +70,7 @@ class _Rep:
         lam = np.exp(log_lam)
         self.weight.value = 1.0 / (2.0 * n * lam)
         q = self._solve(self.penalized)
-        log_const = np.log(2.0 * np.sqrt(n) / delta)
+        log_const = float(bounds.log_term(n, delta))  # finite for any δ > 0
         return float(self.penalized.value + log_const / (2.0 * n * lam) + lam / 4.0), q
 
     def at_target(self, c: float) -> np.ndarray | None:
