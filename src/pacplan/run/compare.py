@@ -15,9 +15,10 @@ config must agree artifact by artifact:
 - **the config** parsed, without its `executor` section (how the work was spread, never what
   it computes);
 - **not compared**: wall-clock times (`timings.json`, each ES line's `seconds`, a
-  certificate's `created` and the `content_sha256` that covers it), the manifest (a ledger of
-  the hashes compared above), the report and figures (drawn from the compared artifacts) and
-  crossval/ (replays in another engine, for people).
+  certificate's `created` and the `content_sha256` that covers it: those top-level fields only,
+  the same names anywhere else are compared), the manifest (a ledger of the hashes compared
+  above), the report and figures (drawn from the compared artifacts) and crossval/ (replays in
+  another engine, for people).
 
 `compare_runs` returns the first difference, or None; the CLI prints it and exits 1.
 """
@@ -42,7 +43,12 @@ TOLERANCE = 1e-9
 """|a − b| ≤ TOLERANCE · max(1, |a|, |b|): what `verify` allows a recomputed certificate number.
 Last-bit differences are about 1e-16; a certificate is printed to 0.01 %."""
 
-_UNTIMED = {"created", "content_sha256", "seconds"}  # wall-clock fields and their self-hash
+CERTIFICATE_UNCOMPARED = frozenset({"created", "content_sha256"})
+"""A certificate's top-level fields that are not compared: its wall-clock time and the hash that
+covers it. Only there: a `created` or `seconds` anywhere else (a world option, a provenance
+entry) is data, compared like any other field."""
+METRICS_UNCOMPARED = frozenset({"seconds"})
+"""An ES log line's top-level field that is not compared: the iteration's wall time."""
 _NOT_CONTRACT = {"executor"}  # config sections that choose how, not what, is computed
 
 
@@ -173,13 +179,13 @@ def _array_difference(x: np.ndarray, y: np.ndarray) -> str | None:
 
 
 def _compare_json(name: str, a: Path, b: Path) -> str | None:
-    return value_difference(_json(a), _json(b), "")
+    return value_difference(_json(a), _json(b), "", CERTIFICATE_UNCOMPARED)
 
 
 def _compare_jsonl(name: str, a: Path, b: Path) -> str | None:
     lines_a, lines_b = _json_lines(a), _json_lines(b)
     for number, (u, v) in enumerate(zip(lines_a, lines_b, strict=False), start=1):
-        detail = value_difference(u, v, "")
+        detail = value_difference(u, v, "", METRICS_UNCOMPARED)
         if detail is not None:
             return f"line {number}: {detail}"
     if len(lines_a) != len(lines_b):
@@ -194,7 +200,7 @@ def _compare_config(name: str, a: Path, b: Path) -> str | None:
         if not isinstance(data, dict):
             raise PacplanError(f"{path}: not a config (a YAML mapping)")
         configs.append({k: v for k, v in data.items() if k not in _NOT_CONTRACT})
-    return value_difference(*configs, "")
+    return value_difference(*configs, "", frozenset())
 
 
 def _json(path: Path) -> Any:
@@ -216,17 +222,20 @@ def _json_lines(path: Path) -> list[Any]:
     return out
 
 
-def value_difference(u: Any, v: Any, where: str = "") -> str | None:
+def value_difference(u: Any, v: Any, where: str = "",
+                     uncompared: frozenset[str] = CERTIFICATE_UNCOMPARED) -> str | None:
     """The first field (a dotted path, list indices in brackets) where two parsed JSON values
-    disagree under the contract (numbers to `TOLERANCE`, wall-clock fields ignored), or None."""
+    disagree under the contract (numbers to `TOLERANCE`), or None. `uncompared` names the
+    top-level keys left out (by default a certificate's wall-clock `created` and its hash):
+    only where the contract says so, never a key of that name deeper down."""
     label = f"field {where}" if where else "the value"
     if isinstance(u, dict) and isinstance(v, dict):
-        keys_u, keys_v = set(u) - _UNTIMED, set(v) - _UNTIMED
+        keys_u, keys_v = set(u) - uncompared, set(v) - uncompared
         if keys_u != keys_v:
             only = sorted(keys_u ^ keys_v)
             return f"field {_join(where, only[0])} is in one run only"
         for key in sorted(keys_u):
-            detail = value_difference(u[key], v[key], _join(where, key))
+            detail = value_difference(u[key], v[key], _join(where, key), frozenset())
             if detail is not None:
                 return detail
         return None
@@ -234,7 +243,7 @@ def value_difference(u: Any, v: Any, where: str = "") -> str | None:
         if len(u) != len(v):
             return f"{label} has {len(u)} entries vs {len(v)}"
         for i, (x, y) in enumerate(zip(u, v, strict=True)):
-            detail = value_difference(x, y, f"{where}[{i}]")
+            detail = value_difference(x, y, f"{where}[{i}]", frozenset())
             if detail is not None:
                 return detail
         return None
