@@ -345,3 +345,157 @@ def test_a_shipped_prior_is_named_not_shown_as_a_source_tree_path(
         in line and "../" not in line
     flat = " ".join(said.split())
     assert all(name in flat for name in ("report.md", "report.html", "figures"))
+
+
+# ------------------------------------------------- names from outside are shown, not obeyed
+def _rendered(md: str) -> tuple[list[str], list[str]]:
+    """What report.md turns into where Markdown is rendered with raw HTML on (GitHub): the
+    visible text of each paragraph, heading and cell, and every link, HTML or image token
+    whose target is not one of the report's own figures (what a name must never become)."""
+    from markdown_it import MarkdownIt
+
+    tokens = MarkdownIt("commonmark", {"html": True}).enable("table").parse(md)
+    shown, bad = [], []
+    for token in tokens:
+        if token.type == "html_block":
+            bad.append(token.content)
+        for child in token.children or []:
+            src = child.attrGet("src") if child.type == "image" else None
+            if child.type in ("link_open", "html_inline") or (
+                    src is not None and not str(src).startswith("figures/")):
+                bad.append(f"{child.type} {child.content or src or child.attrs}")
+        shown.append("".join(c.content for c in token.children or []
+                             if c.type in ("text", "code_inline")))
+    return shown, bad
+
+
+HOSTILE_STEMS = ["z`[click me](mailto:a@b)`", "![i](x)", "**b**", "<script>x"]
+
+
+@pytest.mark.parametrize("stem", HOSTILE_STEMS)
+def test_a_prior_file_name_is_shown_verbatim(finished_run: Path, tmp_path: Path, stem: str):
+    """A given prior's file name appears as its own characters wherever the report names it
+    (the source, and the damaged training record beside it): never a link, image, emphasis
+    or HTML, and the report step does not fail on it."""
+    given = tmp_path / "given"
+    given.mkdir()
+    prior = given / f"{stem}.safetensors"
+    shutil.copy(finished_run / "prior.safetensors", prior)
+    (given / f"{stem}-metrics.jsonl").write_text("not json\n")
+    out = tmp_path / "run"
+    run(parse_config(json.loads(json.dumps(CONFIG))), out, prior_file=prior, progress=False)
+    md, page = _md_html(out)
+    shown, bad = _rendered(md)
+    assert bad == []
+    assert any(f"given/{stem}.safetensors" in line for line in shown)
+    assert any(f"{stem}-metrics.jsonl is unreadable" in line for line in shown)
+    assert "<a " not in page and "<script" not in page and "href=" not in page
+    assert page.count("<img ") == md.count("](figures/")
+
+
+def _crossval(rundir: Path, **changes: object) -> dict:
+    """A crossval record made for the run's last certificate (as the benchmark writes one)."""
+    from pacplan.pacbayes.record import Certificate
+
+    c = Certificate.load(rundir / "certificate.json")
+    record = {"benchmark": "quadruped_result_crossval", "run": str(rundir), "engine": "bullet",
+              "run_engine": "mujoco", "terrains": [20_000, 20_010],
+              "draws": "one per terrain from p", "replayed_mean_cost": 0.25,
+              "stored_same_draws_mean_cost": 0.3, "paired_diff": -0.05,
+              "paired_diff_ci99": [-0.1, 0.0], "run_test_cost": 0.28,
+              "run_test_ci99": [0.2, 0.35], "within_test_ci": True, "certificate_n": c.n,
+              "posterior_sha256": c.posterior_sha256(),
+              "test_matrix_sha256": c.test_matrix.sha256, "wall_s": 1.0}
+    return {**record, **changes}
+
+
+def _crossval_section(rundir: Path) -> tuple[str, list[str], list[str]]:
+    md = write_report(rundir).read_text()
+    section = md.split("## The certificate in another engine", 1)[1].split("\n## ", 1)[0]
+    shown, bad = _rendered(section)
+    return section, shown, bad
+
+
+def test_a_crossval_file_is_quoted_only_once_checked(rundir: Path):
+    """crossval/*.json is not hash-checked: each field the report quotes is checked first
+    (type and range); a file that fails is named, the field said, and none of it quoted, and
+    the rest of the report is still written."""
+    folder = rundir / "crossval"
+    folder.mkdir()
+    (folder / "bullet.json").write_text(json.dumps(_crossval(rundir)))
+    section, shown, bad = _crossval_section(rundir)
+    assert "replayed in **bullet** on the first 10 test environments" in section
+    assert "mean cost **25.00 %**" in section and "lies inside it" in section and bad == []
+    link = "[click me](mailto:a@b)"
+    for field, value, said in (
+            ("run_engine", link, "run_engine"), ("engine", f"x **{link}**", "engine"),
+            ("replayed_mean_cost", link, "replayed_mean_cost"),
+            ("paired_diff_ci99", [link, 0.1], "paired_diff_ci99"),
+            ("run_test_ci99", [0.3, 0.2], "run_test_ci99"),
+            ("stored_same_draws_mean_cost", float("nan"), "stored_same_draws_mean_cost"),
+            ("terrains", [5, "6"], "terrains"), ("within_test_ci", "yes", "within_test_ci"),
+            ("test_matrix_sha256", link, "test_matrix_sha256"),
+            ("certificate_n", link, "certificate_n")):
+        (folder / "bullet.json").write_text(json.dumps(_crossval(rundir, **{field: value})))
+        section, shown, bad = _crossval_section(rundir)
+        assert bad == [] and "click me" not in section, (field, section)
+        assert "`crossval/bullet.json` is not quoted" in section and said in section, field
+        assert "**bullet**" not in section
+    (folder / "bullet.json").unlink()
+    name = f"z`{link}`.json"
+    (folder / name).write_text(json.dumps(_crossval(rundir)))
+    section, shown, bad = _crossval_section(rundir)
+    assert bad == [] and any(f"crossval/{name}" in line for line in shown)
+    assert "replayed in **bullet**" in section
+
+
+def test_table_cells_and_times_from_timings_json_are_text(rundir: Path):
+    """timings.json is for people and unhashed: its step names and dates reach the table and
+    its note as text, never as a link or an extra cell."""
+    link = "[click me](mailto:a@b)"
+    history = [{"finished": f"**{link}**", "seconds": {"a|b": 1.0, link: 2.0, "<b>c": 3.0}}]
+    (rundir / "timings.json").write_text(json.dumps(history))
+    md = write_report(rundir).read_text()
+    shown, bad = _rendered(md)
+    assert bad == []
+    rows = [line for line in md.splitlines() if line.startswith("| ")]
+    section = md.split("## Wall time", 1)[1]
+    table = [line for line in section.splitlines() if line.startswith("| ")]
+    assert {line.count("|") - line.count("\\|") for line in table} == {4}
+    assert rows and all(s in shown for s in ("a|b", link, "<b>c"))
+    assert any(f"**{link}**" in line for line in shown)
+
+
+def test_world_options_and_prior_metadata_are_text(finished_run: Path, tmp_path: Path):
+    """Strings a config or a prior's metadata carries (world options, a teacher's name, the
+    iteration count recorded in the prior) are shown as text; metadata of the wrong type is
+    called unreadable, not a traceback."""
+    from types import SimpleNamespace
+
+    from pacplan.config import load_config
+    from pacplan.run.report import _header
+    from pacplan.run.report_prior import _es_record_summary, _taught
+    from pacplan.run.rundir import RunDir
+
+    link = "[click me](mailto:a@b)"
+    cfg = load_config(finished_run / "config.yaml")
+    last = SimpleNamespace(provenance={"world": {"name": "w`x", "options": {"k": f"**{link}"}},
+                                       "seeds": {"prior": [0, 1], "cert": [1, 2],
+                                                 "test": [2, 3]}},
+                           m=6, delta=0.05, solver="gibbs", bound="best", n=60)
+    shown, bad = _rendered("\n".join(_header(cfg, last)))
+    assert bad == [] and any(f'{{"k": "**{link}"}}' in line for line in shown)
+    assert any("World w`x " in line for line in shown)
+    records = [{"iteration": i, "cost": 0.5, "best": 0.5, "sigma_mean": 0.1, "utility": False}
+               for i in range(3)]
+    shown, bad = _rendered(_es_record_summary(records, {"iteration": f"<b>{link}"}))
+    assert bad == [] and any(f"The prior records <b>{link} iterations" in s for s in shown)
+    distill = {"teacher": f"![i](x) {link}", "seeds": [0, 10], "rounds": 2, "states": 100,
+               "eval_cost": None}
+    rd = RunDir(tmp_path)
+    shown, bad = _rendered("\n".join(_taught({"distill": json.dumps(distill)}, None, rd)))
+    assert bad == [] and any(f"{distill['teacher']} labelled" in s for s in shown)
+    for broken in ({"states": "many"}, {"eval_cost": "low", "eval_envs": 3},
+                   {"seeds": [0, link]}):
+        said = _taught({"distill": json.dumps({**distill, **broken})}, None, rd)
+        assert said == ["The prior's `distill` metadata is unreadable.", ""], broken

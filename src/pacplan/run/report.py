@@ -6,7 +6,10 @@ metrics, timings), so a report can be redrawn at any time without rerunning anyt
 nothing it has not checked: every certificate is verified (recomputed from its hash-checked
 matrices) and every matrix, the policies and the prior are read only after their sha256 matches
 manifest.json. What is for people only (metrics.jsonl, timings.json, a shipped prior's training
-record) is labelled as such.
+record, crossval/*.json) is labelled as such, and a field of it is quoted only once its type and
+range are checked. A string from outside (a file name, a config value, a JSON field) is written
+with `pacplan.run.markdown` (`text`, `code`): it shows as its own characters and can never
+become a link, an image, emphasis, HTML or a new table cell.
 
 report.html is the same Markdown rendered by `pacplan.run.report_html`, figures embedded: one
 file to share.
@@ -15,6 +18,9 @@ file to share.
 from __future__ import annotations
 
 import json
+import math
+import re
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +35,7 @@ from pacplan.files import (
 from pacplan.pacbayes.matrices import matrix_from_bytes
 from pacplan.pacbayes.record import Certificate
 from pacplan.run.figures import report_figures
+from pacplan.run.markdown import code, text
 from pacplan.run.provenance import verify_certificate
 from pacplan.run.report_html import markdown_to_html
 from pacplan.run.report_prior import prior_section
@@ -43,7 +50,7 @@ from pacplan.run.report_tables import (
     timing_table,
 )
 from pacplan.run.rundir import Manifest, RunDir, read_timings, timing_number
-from pacplan.validation import check_unit_costs
+from pacplan.validation import SAFE_NAME, check_unit_costs
 from pacplan.worlds.base import world_renderer
 
 
@@ -181,12 +188,14 @@ def _returns_section(cfg: RunConfig, last: Certificate,
     try:  # the bounds as the world derives them (return_bounds, or reward_bounds × horizon)
         gym_world = make_world("gym", **world["options"])
     except PacplanError as exc:
-        return ["## In returns", "", f"Not shown: the world cannot be rebuilt here ({exc}).", ""]
+        return ["## In returns", "",
+                f"Not shown: the world cannot be rebuilt here ({text(exc)}).", ""]
     lo, hi = gym_world.r_min, gym_world.r_max
     return ["## In returns", "",
             f"The cost of return R is (R_max − R)/(R_max − R_min) with [R_min, R_max] = "
             f"[{lo:g}, {hi:g}], so each certified cost gives a lower bound on the posterior's "
-            f"expected return in `{world['options']['env_id']}`, with the same probability:", "",
+            f"expected return in {code(world['options']['env_id'])}, with the same "
+            "probability:", "",
             returns_table(certs, lo, hi), ""]
 
 
@@ -201,7 +210,7 @@ def _timings_section(rd: RunDir, rollouts: int) -> list[str]:
         return []
     history, problem = read_timings(path)
     if problem is not None:
-        return ["## Wall time", "", f"{RunDir.TIMINGS} is unreadable ({problem}).", ""]
+        return ["## Wall time", "", f"{RunDir.TIMINGS} is unreadable ({text(problem)}).", ""]
     body = timing_table(history)
     counted = [e for e in history if isinstance(e, dict) and isinstance(e.get("rollouts"), dict)]
     done = int(sum(timing_number(e, "rollouts", step) or 0 for e in counted
@@ -217,11 +226,71 @@ def _timings_section(rd: RunDir, rollouts: int) -> list[str]:
 
 
 # ------------------------------------------------------------------------- other engine
+def _is_number(v: Any, lo: float = -math.inf, hi: float = math.inf) -> bool:
+    return (isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+            and lo <= v <= hi)
+
+
+def _is_pair(v: Any, item: Any) -> bool:
+    """[a, b] with a ≤ b, each passing `item`."""
+    return (isinstance(v, list) and len(v) == 2 and all(item(x) for x in v)
+            and v[0] <= v[1])
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_CROSSVAL_FIELDS: dict[str, tuple[str, Any]] = {
+    # field: (what it must be, its check); engines are also put into a shell command
+    "engine": ("an engine name (letters, digits, '_', '.', '-')",
+               lambda v: isinstance(v, str) and SAFE_NAME.fullmatch(v) is not None),
+    "run_engine": ("an engine name (letters, digits, '_', '.', '-')",
+                   lambda v: isinstance(v, str) and SAFE_NAME.fullmatch(v) is not None),
+    "terrains": ("a seed range [start, stop) of two integers, 0 ≤ start < stop",
+                 lambda v: _is_pair(v, lambda x: _is_int(x) and x >= 0) and v[0] < v[1]),
+    "replayed_mean_cost": ("a number in [0, 1]", lambda v: _is_number(v, 0.0, 1.0)),
+    "stored_same_draws_mean_cost": ("a number in [0, 1]", lambda v: _is_number(v, 0.0, 1.0)),
+    "paired_diff": ("a number in [-1, 1]", lambda v: _is_number(v, -1.0, 1.0)),
+    "paired_diff_ci99": ("an interval [lower, upper] of two finite numbers",
+                         lambda v: _is_pair(v, _is_number)),
+    "run_test_ci99": ("an interval [lower, upper] of two numbers in [0, 1]",
+                      lambda v: _is_pair(v, lambda x: _is_number(x, 0.0, 1.0))),
+    "within_test_ci": ("true or false", lambda v: isinstance(v, bool)),
+    "test_matrix_sha256": ("a sha256 (64 lowercase hex digits)",
+                           lambda v: isinstance(v, str) and _SHA256.fullmatch(v) is not None),
+    "certificate_n": ("an integer ≥ 1 (or absent, in a file from before it was recorded)",
+                      lambda v: v is None or (_is_int(v) and v >= 1)),
+    "posterior_sha256": ("a sha256 (or absent, in a file from before it was recorded)",
+                         lambda v: v is None or (isinstance(v, str)
+                                                 and _SHA256.fullmatch(v) is not None)),
+}
+_CROSSVAL_OPTIONAL = {"certificate_n", "posterior_sha256"}
+
+
+def _crossval_problem(r: Any) -> str | None:
+    """Why a crossval record may not be quoted (None: every field the report shows or compares
+    has its type and range): it is not hash-checked, so nothing in it is printed unchecked."""
+    if not isinstance(r, dict):
+        return f"it holds a JSON {type(r).__name__}, not an object"
+    for field, (rule, ok) in _CROSSVAL_FIELDS.items():
+        if field not in r and field not in _CROSSVAL_OPTIONAL:
+            return f"it has no `{field}`"
+        if not ok(r.get(field)):
+            return f"its `{field}` is not {rule}"
+    if not r["paired_diff_ci99"][0] <= r["paired_diff"] <= r["paired_diff_ci99"][1]:
+        return "its `paired_diff` lies outside its `paired_diff_ci99`"
+    return None
+
+
 def _crossval_section(rd: RunDir, last: Certificate) -> list[str]:
     """## The certificate in another engine: crossval/<engine>.json, written by
     benchmarks/quadruped_result_crossval.py --save. A replay for people (not part of what
     `pacplan verify` checks); one made from another posterior or test matrix (a certificate
-    at another N, or recomputed rows) is named stale, not quoted."""
+    at another N, or recomputed rows) is named stale, not quoted. Every field quoted is checked
+    first (`_crossval_problem`): a file that fails is named with the reason and skipped, so a
+    stray or damaged file neither stops the report nor gets into it."""
     folder = rd / RunDir.CROSSVAL
     files = sorted(folder.glob("*.json")) if folder.is_dir() else []
     if not files:
@@ -229,49 +298,55 @@ def _crossval_section(rd: RunDir, last: Certificate) -> list[str]:
     lines = ["## The certificate in another engine", ""]
     own = (last.test_matrix.sha256 if last.test_matrix is not None else None)
     for path in files:
-        rel = f"{RunDir.CROSSVAL}/{path.name}"
+        rel = code(f"{RunDir.CROSSVAL}/{path.name}")
         try:
-            r = json.loads(path.read_text())
-            fields = (r["engine"], r["run_engine"], r["terrains"], r["replayed_mean_cost"],
-                      r["stored_same_draws_mean_cost"], r["paired_diff"], r["paired_diff_ci99"],
-                      r["run_test_ci99"], r["within_test_ci"], r["test_matrix_sha256"])
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            lines += [f"`{rel}` is unreadable ({exc}).", ""]
+            r = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError) as exc:
+            lines += [f"{rel} is unreadable ({text(type(exc).__name__)}: {text(exc)}).", ""]
             continue
-        engine, run_engine, seeds, replayed, stored, diff, diff_ci, test_ci, inside, _ = fields
+        problem = _crossval_problem(r)
+        if problem is not None:
+            lines += [f"{rel} is not quoted: {problem} (a crossval file is not hash-checked, "
+                      "so every field the report shows is checked first).", ""]
+            continue
+        engine, run_engine, seeds = r["engine"], r["run_engine"], r["terrains"]
+        diff, diff_ci, test_ci = r["paired_diff"], r["paired_diff_ci99"], r["run_test_ci99"]
         stale = _crossval_stale(r, last, own)
         if stale is not None:
-            lines += [f"`{rel}` was made from {stale}: rerun `python benchmarks/"
-                      f"quadruped_result_crossval.py {rd.path.name} --engine {engine} --save`.",
-                      ""]
+            again = (f"python benchmarks/quadruped_result_crossval.py {shlex.quote(rd.path.name)}"
+                     f" --engine {engine} --save")
+            lines += [f"{rel} was made from {stale}: rerun {code(again)}.", ""]
             continue
-        k = int(seeds[1]) - int(seeds[0])
+        k = seeds[1] - seeds[0]
         lines += [
-            f"From `{rel}` (`python benchmarks/quadruped_result_crossval.py RUN --engine {engine}"
+            f"From {rel} (`python benchmarks/quadruped_result_crossval.py RUN --engine {engine}"
             " --save`; a replay for people, not part of what `pacplan verify` checks). The "
             f"posterior of N = {last.n} replayed in **{engine}** on the first {k} test "
-            f"environments (seeds {seeds[0]}–{int(seeds[1]) - 1}), one draw from the posterior "
-            f"per environment: mean cost **{pct(replayed)}**; the same draws in this run's "
-            f"engine ({run_engine}), read from the stored test matrix: {pct(stored)}; paired "
+            f"environments (seeds {seeds[0]}–{seeds[1] - 1}), one draw from the posterior "
+            f"per environment: mean cost **{pct(r['replayed_mean_cost'])}**; the same draws in "
+            f"this run's engine ({run_engine}), read from the stored test matrix: "
+            f"{pct(r['stored_same_draws_mean_cost'])}; paired "
             f"difference {100 * diff:+.2f} points (99 % interval [{100 * diff_ci[0]:+.2f}, "
             f"{100 * diff_ci[1]:+.2f}]). The run's test cost has the 99 % interval "
             f"[{pct(test_ci[0])}, {pct(test_ci[1])}]: the {engine} mean lies "
-            f"{'inside' if inside else 'OUTSIDE'} it.", ""]
+            f"{'inside' if r['within_test_ci'] else 'OUTSIDE'} it.", ""]
     return lines
 
 
 def _crossval_stale(r: dict[str, Any], last: Certificate, own_test: str | None) -> str | None:
-    """What in a crossval file is not this certificate's (None: it was made for it). A file
-    from before posteriors were recorded is judged by its certificate's N."""
+    """What in a (checked) crossval file is not this certificate's (None: it was made for it).
+    A file from before posteriors were recorded is judged by its certificate's N."""
     sha = r["test_matrix_sha256"]
     if sha != own_test:
-        return (f"another test matrix (sha256 {str(sha)[:12]}…, this certificate's is "
+        return (f"another test matrix (sha256 {sha[:12]}…, this certificate's is "
                 f"{str(own_test)[:12]}…)")
-    if r.get("certificate_n") != last.n:
-        return f"the posterior of N = {r.get('certificate_n')}, not this certificate's N = {last.n}"
+    n = r.get("certificate_n")
+    if n != last.n:
+        return (f"the posterior of N = {n}" if n is not None else "a posterior of unrecorded N"
+                ) + f", not this certificate's N = {last.n}"
     posterior, own_posterior = r.get("posterior_sha256"), last.posterior_sha256()
     if posterior is not None and posterior != own_posterior:
-        return (f"another posterior (sha256 {str(posterior)[:12]}…, this certificate's is "
+        return (f"another posterior (sha256 {posterior[:12]}…, this certificate's is "
                 f"{own_posterior[:12]}…)")
     return None
 
@@ -284,9 +359,10 @@ def _header(cfg: RunConfig, last: Certificate) -> list[str]:
         "prior": list(cfg.seeds.prior), "cert": [cfg.seeds.cert[0], cfg.seeds.cert[0] + last.n],
         "test": list(cfg.seeds.test)}
     return [
-        f"# pacplan report: {cfg.name}",
+        f"# pacplan report: {text(cfg.name)}",
         "",
-        f"World `{world['name']}` {json.dumps(world['options']) if world['options'] else ''}; "
+        f"World {code(world['name'])} "
+        f"{text(json.dumps(world['options'])) if world['options'] else ''}; "
         f"m = {last.m} policies drawn from the prior; δ = {last.delta:g}; posterior by "
         f"`{last.solver}` minimizing the `{last.bound}` bound. Seeds: prior "
         f"{seeds['prior']}, certification {seeds['cert']}, test {seeds['test']} "

@@ -5,6 +5,7 @@ training went (for people: metrics are labelled as unhashed where they are).
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -15,22 +16,31 @@ from pacplan.es.checkpoint import read_prior
 from pacplan.files import atomic_write_bytes, safetensors_metadata, sha256_file
 from pacplan.pacbayes.record import relative_path
 from pacplan.run.figures import plot_training_curve
+from pacplan.run.markdown import code, text
 from pacplan.run.report_tables import duration
 from pacplan.run.rundir import Manifest, RunDir
 
 _METRIC_KEYS = ("iteration", "cost", "best", "sigma_mean", "utility")
+_NUMBER_KEYS = ("iteration", "cost", "best", "sigma_mean", "cost_ema", "eval_cost")
+"""Fields the summary formats and the curve plots: numbers where present (not bools)."""
+
+
+def _is_record(r: Any) -> bool:
+    return isinstance(r, dict) and all(k in r for k in _METRIC_KEYS) and all(
+        isinstance(r[k], int | float) and not isinstance(r[k], bool)
+        for k in _NUMBER_KEYS if k in r)
 
 
 def _read_training_metrics(path: Path) -> tuple[list[dict[str, Any]], str | None]:
-    """ES metrics records (for people, not hash-checked), or [] and why they cannot be used."""
+    """ES metrics records (for people, not hash-checked), or [] and why they cannot be used
+    (Markdown: the file's name written as text, since it comes from outside)."""
     try:
         records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
                    if line.strip()]
-    except (OSError, ValueError) as exc:
-        return [], f"{path.name} is unreadable ({type(exc).__name__})"
-    if not records or not all(isinstance(r, dict) and all(k in r for k in _METRIC_KEYS)
-                              for r in records):
-        return [], f"{path.name} holds no ES metrics records"
+    except (OSError, ValueError, RecursionError) as exc:
+        return [], f"{text(path.name)} is unreadable ({type(exc).__name__})"
+    if not records or not all(_is_record(r) for r in records):
+        return [], f"{text(path.name)} holds no ES metrics records"
     return records, None
 
 
@@ -43,19 +53,19 @@ def _es_record_summary(records: list[dict[str, Any]], meta: dict[str, str]) -> s
     if isinstance(envs, int) and isinstance(rollouts, int) and envs > 0:
         sizes += f" × {envs} environments × {rollouts // (2 * envs)} antithetic pairs"
     total = sum(r.get("rollouts", 0) for r in records if isinstance(r.get("rollouts"), int))
-    seconds = sum(float(r.get("seconds", 0.0)) for r in records
-                  if isinstance(r.get("seconds"), (int, float)))
+    seconds = sum(float(r["seconds"]) for r in records
+                  if isinstance(r.get("seconds"), int | float) and math.isfinite(r["seconds"]))
     lowest = min(r["cost"] for r in records)
-    text = (f"{sizes}: {total:,} rollouts in {duration(seconds)} of ES time. Training cost (mean "
-            f"over an iteration's perturbed policies) {records[0]['cost']:.3f} at the first "
-            f"iteration, {last['cost']:.3f} at the last, lowest {lowest:.3f}.")
-    recorded = meta.get("iteration")
+    summary = (f"{sizes}: {total:,} rollouts in {duration(seconds)} of ES time. Training cost "
+               f"(mean over an iteration's perturbed policies) {records[0]['cost']:.3f} at the "
+               f"first iteration, {last['cost']:.3f} at the last, lowest {lowest:.3f}.")
+    recorded = meta.get("iteration")  # the prior's metadata: any string
     if recorded is not None:
-        text += (f" The prior records {recorded} iterations, as many as the metrics."
-                 if recorded == str(n) else
-                 f" The prior records {recorded} iterations, the metrics {n}: they may not "
-                 "belong together.")
-    return text
+        summary += (f" The prior records {recorded} iterations, as many as the metrics."
+                    if recorded == str(n) else
+                    f" The prior records {text(recorded)} iterations, the metrics {n}: they may "
+                    "not belong together.")
+    return summary
 
 
 def _find_source(rd: RunDir, source: str, sha: str) -> Path | None:
@@ -64,7 +74,8 @@ def _find_source(rd: RunDir, source: str, sha: str) -> Path | None:
     directory), or shipped inside the pacplan package under the same name."""
     raw = Path(source)
     candidates = [raw] if raw.is_absolute() else [rd.path / raw, Path.cwd() / raw]
-    candidates += sorted(Path(pacplan.__file__).parent.rglob(raw.name))
+    # by name, not as a glob pattern: a name may hold '*', '?' or '[' ('**' is no pattern)
+    candidates += sorted(p for p in Path(pacplan.__file__).parent.rglob("*") if p.name == raw.name)
     for path in candidates:
         if path.is_file() and sha256_file(path) == sha:
             return path
@@ -78,7 +89,7 @@ def _shipped(found: Path | None) -> str | None:
     if found is None or not found.resolve().is_relative_to(package):
         return None
     inside = found.resolve().relative_to(package).as_posix()
-    return f"the shipped prior `{found.stem}` (`pacplan/{inside}` in the package)"
+    return f"the shipped prior {code(found.stem)} ({code(f'pacplan/{inside}')} in the package)"
 
 
 def _siblings(found: Path, *names: str) -> Path | None:
@@ -105,7 +116,7 @@ def prior_section(rd: RunDir, manifest: Manifest, cfg: RunConfig) -> list[str]:
              if prior.seeds is not None else
              "it records no training seeds, so the certificates state the config's seeds.prior "
              f"{list(cfg.seeds.prior)} (the run's own claim)")
-    what = f"N(μ, diag σ²) over {prior.mu.size:,} weights, sha256 `{sha}`"
+    what = f"N(μ, diag σ²) over {prior.mu.size:,} weights, sha256 {code(sha)}"
     lines = ["## The prior", ""]
     curve = rd / RunDir.TRAINING_CURVE
     records: list[dict[str, Any]] = []
@@ -115,9 +126,9 @@ def prior_section(rd: RunDir, manifest: Manifest, cfg: RunConfig) -> list[str]:
         es = cfg.es
         shared = (" (one set of pairs shared by all its environments)"
                   if es.shared_perturbations else "")
-        start = (f"mean from `{Path(es.init_mean).name}`" if isinstance(es.init_mean, str)
+        start = (f"mean from {code(Path(es.init_mean).name)}" if isinstance(es.init_mean, str)
                  else f"mean {es.init_mean:g}")
-        variance = (f"per weight from `{Path(es.init_var).name}`"
+        variance = (f"per weight from {code(Path(es.init_var).name)}"
                     if isinstance(es.init_var, str) else f"{es.init_var:g}")
         lines += [f"Trained in this run by Evolution Strategies: `{RunDir.PRIOR}` ({what}); "
                   f"{seeds}.", "",
@@ -131,7 +142,7 @@ def prior_section(rd: RunDir, manifest: Manifest, cfg: RunConfig) -> list[str]:
     else:
         found = None if source is None else _find_source(rd, str(source), sha)
         shipped_name = _shipped(found)
-        shown = f"`{source}`" if shipped_name is None else shipped_name
+        shown = code(source) if shipped_name is None else shipped_name
         lines += [f"Given as a file (`--prior` or `prior:` in the config): source {shown}, "
                   f"copied into the run as `{RunDir.PRIOR}` ({what}); {seeds}.", ""]
         if found is None:
@@ -148,16 +159,16 @@ def prior_section(rd: RunDir, manifest: Manifest, cfg: RunConfig) -> list[str]:
             problem = "none lies beside it"
             if metrics is not None:
                 records, problem = _read_training_metrics(metrics)
-            found_at = "" if where == source or shipped_name else f" (found at `{where}`)"
-            how = f"; how it was trained: `{config.name}`" if config is not None else ""
+            found_at = "" if where == source or shipped_name else f" (found at {code(where)})"
+            how = f"; how it was trained: {code(config.name)}" if config is not None else ""
             if records:
-                lines += [f"Its training record beside the source{found_at}, `{metrics.name}` "
+                lines += [f"Its training record beside the source{found_at}, {code(metrics.name)} "
                           f"(for people: not hash-linked to the prior{how}): "
                           f"{_es_record_summary(records, meta)}", ""]
             elif shipped is not None:
                 atomic_write_bytes(curve, shipped.read_bytes())
                 copied = True
-                lines += [f"Its training curve beside the source{found_at}: `{shipped.name}` "
+                lines += [f"Its training curve beside the source{found_at}: {code(shipped.name)} "
                           f"(for people: not hash-linked to the prior{how}); no metrics record "
                           f"({problem}).", ""]
             else:
@@ -171,6 +182,10 @@ def prior_section(rd: RunDir, manifest: Manifest, cfg: RunConfig) -> list[str]:
     return lines
 
 
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
 def _taught(meta: dict[str, str], found: Path | None, rd: RunDir) -> list[str]:
     """Where the prior's ES started from a net taught by a privileged teacher (metadata
     `distill`, `pacplan.run.distill`): what taught it, and the cost-per-stage figure shipped
@@ -179,21 +194,31 @@ def _taught(meta: dict[str, str], found: Path | None, rd: RunDir) -> list[str]:
         return []
     try:
         d = json.loads(meta["distill"])
-        seeds, rounds, states = d["seeds"], int(d["rounds"]), d.get("states")
-    except (ValueError, KeyError, TypeError):
+        seeds, rounds, states = d["seeds"], d["rounds"], d.get("states")
+        eval_cost = d.get("eval_cost")
+        ok = (isinstance(seeds, list) and len(seeds) == 2 and all(_is_int(x) for x in seeds)
+              and _is_int(rounds) and (states is None or _is_int(states))
+              and (eval_cost is None or (isinstance(eval_cost, int | float)
+                                         and not isinstance(eval_cost, bool)
+                                         and math.isfinite(eval_cost)
+                                         and _is_int(d.get("eval_envs")))))
+    except (ValueError, KeyError, TypeError, RecursionError):
+        ok = False
+    if not ok:  # the prior's own metadata, but any prior may be given: checked before shown
         return ["The prior's `distill` metadata is unreadable.", ""]
-    held = (f"; the taught net's held-out cost {100 * d['eval_cost']:.2f} % on "
-            f"{d['eval_envs']} prior_eval environments" if d.get("eval_cost") is not None else "")
-    lines = [f"Its ES started from a taught net (metadata `distill`): {d.get('teacher', '?')} "
-             f"labelled prior-training environments [{seeds[0]}, {seeds[1]}); behaviour cloning "
-             f"then {rounds} DAgger rounds on {states:,} states{held}.", ""]
+    held = (f"; the taught net's held-out cost {100 * eval_cost:.2f} % on "
+            f"{d['eval_envs']} prior_eval environments" if eval_cost is not None else "")
+    lines = [f"Its ES started from a taught net (metadata `distill`): "
+             f"{text(d.get('teacher', '?'))} labelled prior-training environments "
+             f"[{seeds[0]}, {seeds[1]}); behaviour cloning then {rounds} DAgger rounds"
+             f"{'' if states is None else f' on {states:,} states'}{held}.", ""]
     figure = None if found is None else _siblings(found, "{stem}-stages.png")
     target = rd / "figures" / "prior_stages.png"
     where = None
     if figure is not None:
         target.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(target, figure.read_bytes())
-        where = f"`{figure.name}` beside the source"
+        where = f"{code(figure.name)} beside the source"
     elif target.is_file():  # drawn into the run directory (benchmarks/uav_taught_eval.py)
         where = "`figures/prior_stages.png` in the run directory"
     if where is not None:

@@ -1,6 +1,7 @@
 """The report's tables: Table 1 in the paper's form (with the paper's own figures where the run
 reproduces its setting), the posterior against each baseline on the same test environments, and
-the wall time of each step. Pure functions of checked numbers: no files.
+the wall time of each step. Pure functions of checked numbers: no files; a name in a cell is
+written with `pacplan.run.markdown.text`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import numpy as np
 from pacplan.pacbayes.certificate import confidence_interval
 from pacplan.pacbayes.posterior import mixture_costs
 from pacplan.pacbayes.record import Certificate
+from pacplan.run.markdown import text
 
 # The paper's Table 1 (Veer & Majumdar, CoRL 2020), δ = 0.01, m = 50, per world: for each N the
 # bound it reports and, where it states one, the test cost of that N's posterior. UAV: the figures
@@ -117,8 +119,8 @@ def table1(certs: dict[int, Certificate], baselines: dict[str, np.ndarray],
     for name, costs in baselines.items():
         lo, hi = confidence_interval(costs[:, 0])
         extra = "  |" if paper else ""
-        lines.append(f"| baseline: {name} | — | — | — | — | — | — | {pct(float(costs.mean()))} "
-                     f"[{pct(lo)}, {pct(hi)}] | — |{extra}")
+        lines.append(f"| baseline: {text(name)} | — | — | — | — | — | — | "
+                     f"{pct(float(costs.mean()))} [{pct(lo)}, {pct(hi)}] | — |{extra}")
     return "\n".join(lines)
 
 
@@ -149,7 +151,8 @@ def paired_comparison(p: np.ndarray, test: np.ndarray, baselines: dict[str, np.n
         d[np.abs(d) <= TIE_TOLERANCE] = 0.0
         means = d[rng.integers(0, d.size, (resamples, d.size))].mean(axis=1)
         lo, hi = np.percentile(means, [0.5, 99.5])
-        lines.append(f"| {name} | {pct(float(costs.mean()))} | {pct(float(posterior.mean()))} "
+        lines.append(f"| {text(name)} | {pct(float(costs.mean()))} "
+                     f"| {pct(float(posterior.mean()))} "
                      f"| {100 * d.mean():+.2f} pts [{100 * lo:+.2f}, {100 * hi:+.2f}] "
                      f"| {int((d < 0).sum())} / {int((d > 0).sum())} / {int((d == 0).sum())} |")
     return "\n".join(lines)
@@ -187,9 +190,9 @@ def timing_table(history: list[Any]) -> list[str]:
     lines = ["| step | wall time (s) | share |", "|---|---:|---:|"]
     for step, value in totals.items():
         share = f"{100 * value / total:.1f} %" if total > 0 else "—"
-        lines.append(f"| {step} | {_seconds(value)} | {share} |")
+        lines.append(f"| {text(step)} | {_seconds(value)} | {share} |")
     lines.append(f"| **total** | **{_seconds(total)}** ({duration(total)}) | 100 % |")
-    stamps = [str(r.get("finished")) for r in runs if r.get("finished")]
+    stamps = [text(r.get("finished")) for r in runs if r.get("finished")]  # unhashed: text
     k = len(runs)
     when = ""
     if stamps:
