@@ -25,6 +25,7 @@ from pacplan.cli_output import (
     click_exception_types,
     console,
     err_console,
+    error_line,
     fail,
     interrupted_line,
     number_text,
@@ -399,7 +400,7 @@ def main() -> None:
     try:
         rc = command(standalone_mode=False, prog_name="pacplan")
     except PacplanError as exc:
-        fail(str(exc))
+        fail(error_line(exc, sys.argv))
     except OSError as exc:  # a read-only folder, a full disk, --out naming a file
         fail(os_error_line(exc))
     except KeyboardInterrupt:

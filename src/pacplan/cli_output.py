@@ -194,17 +194,38 @@ def sigterm_as_ctrl_c() -> contextlib.AbstractContextManager[None]:
     return sigterm_raises(lambda _signum: KeyboardInterrupt())
 
 
+def _command(argv: list[str]) -> str:
+    return next((a for a in argv[1:] if not a.startswith("-")), "")
+
+
+def _kept_and_resume(argv: list[str]) -> str:
+    """The same command resumes a run bit-identically: said once, here, for every stop."""
+    return ("finished work is kept in the run directory; resume with: "
+            + shlex.join(["pacplan", *argv[1:]]))
+
+
 def interrupted_line(argv: list[str]) -> str:
     """What Ctrl-C leaves behind: a run keeps its finished work in its run directory; other
     commands have none (a download keeps only complete, hash-checked files)."""
-    command = next((a for a in argv[1:] if not a.startswith("-")), "")
-    if command in _RUN_COMMANDS:  # the same command resumes it, bit-identically
-        return ("interrupted; finished work is kept in the run directory; resume with: "
-                + shlex.join(["pacplan", *argv[1:]]))
+    command = _command(argv)
+    if command in _RUN_COMMANDS:
+        return "interrupted; " + _kept_and_resume(argv)
     if command == "data":
         return "interrupted; files downloaded before it are kept (complete and hash-checked), " \
                "no partial file is left"
     return "interrupted"
+
+
+def error_line(exc: Exception, argv: list[str]) -> str:
+    """A `PacplanError`'s line; where the run lost its workers (a Ray node died: nothing is
+    wrong with its inputs), followed by what Ctrl-C's line says: the work kept, the command
+    that resumes it."""
+    if _command(argv) in _RUN_COMMANDS:
+        from pacplan.run.executors import WorkersLost
+
+        if isinstance(exc, WorkersLost):
+            return f"{exc}; {_kept_and_resume(argv)}"
+    return str(exc)
 
 
 def show_flags_as_flags(command: Any) -> None:

@@ -35,6 +35,13 @@ from pacplan.validation import check_choice, check_finite, check_seeds, check_un
 Block = tuple[np.ndarray, np.ndarray]  # (seeds (n,) int64, thetas (k, d) float32)
 
 
+class WorkersLost(PacplanError):
+    """The machines computing a task were lost (a Ray node or worker died, or the results it
+    held), after the executor's own retries. Not a problem of the inputs: every chunk finished
+    before was yielded (and a run has kept it), so the same command resumes; `pacplan run`
+    says so with the resume command."""
+
+
 @dataclass(frozen=True)
 class WorldSpec:
     """Enough to rebuild a world in any process: registry name and factory options."""

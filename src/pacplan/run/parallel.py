@@ -18,6 +18,7 @@ leaves no orphan workers computing; and a broken pool is dropped and named in on
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
@@ -30,7 +31,14 @@ from typing import Any
 import numpy as np
 
 from pacplan.errors import PacplanError
-from pacplan.run.executors import Block, Executor, WorldCache, WorldSpec, compute_task
+from pacplan.run.executors import (
+    Block,
+    Executor,
+    WorkersLost,
+    WorldCache,
+    WorldSpec,
+    compute_task,
+)
 
 RAY_CONNECT_TIMEOUT_S = 30.0
 """How long a Ray cluster address may take to answer before the run gives up with an error."""
@@ -233,6 +241,24 @@ def _ray_task(spec: WorldSpec, task: list[Block]) -> tuple[str, list[np.ndarray]
     return ray.util.get_node_ip_address(), _pool_task(spec, task)
 
 
+_LOST = (("NodeDiedError", "a Ray node died"),
+         ("LocalRayletDiedError", "this machine's Ray node died"),
+         ("OutOfMemoryError", "Ray killed a worker for memory"),
+         ("WorkerCrashedError", "a Ray worker process died"),
+         ("RayActorError", "a Ray worker process died"),
+         ("ObjectLostError", "a task's result was lost with the node that held it"))
+"""Ray's error types (by class name, subclasses included) in words, first match first."""
+
+
+def _lost_line(exc: BaseException, spec: WorldSpec) -> str:
+    """What Ray lost, in words, with Ray's own error type and first line."""
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    what = next((text for name, text in _LOST if name in names), "the Ray cluster failed")
+    detail = " ".join((str(exc).strip().splitlines() or [""])[0].split())[:200]
+    return (f"{what} while computing costs for world {spec.name!r} ({type(exc).__name__}"
+            f"{': ' + detail if detail else ''}); Ray's retries did not recover it")
+
+
 class RayExecutor(Executor):
     """Ray tasks on a local Ray (started with `workers` CPUs) or an existing cluster (`address`)."""
 
@@ -274,10 +300,11 @@ class RayExecutor(Executor):
     def _run(self, spec: WorldSpec, tasks: list[list[Block]]
              ) -> Iterator[tuple[int, list[np.ndarray]]]:
         ray = self._ray
-        spec_ref = ray.put(spec)
-        refs = {self._fn.remote(spec_ref, t): i for i, t in enumerate(tasks)}
-        pending = list(refs)
+        pending: list[Any] = []
         try:
+            spec_ref = ray.put(spec)
+            refs = {self._fn.remote(spec_ref, t): i for i, t in enumerate(tasks)}
+            pending = list(refs)
             while pending:
                 ready, pending = ray.wait(pending, num_returns=1)
                 for ref in ready:
@@ -288,16 +315,16 @@ class RayExecutor(Executor):
                         if isinstance(cause, PacplanError):
                             raise PacplanError(str(cause)) from None
                         raise
-                    except ray.exceptions.RayError as exc:
-                        raise PacplanError(
-                            f"a Ray worker died while computing costs for world {spec.name!r}; "
-                            f"no partial result was kept: {type(exc).__name__}"
-                        ) from None
                     self._per_node[node] += 1
                     yield refs[ref], result
+        except ray.exceptions.RayTaskError:
+            raise  # the task's own code failed: its traceback is the report
+        except ray.exceptions.RayError as exc:  # Ray's retries are spent: the cluster lost it
+            raise WorkersLost(_lost_line(exc, spec)) from None
         finally:
-            for ref in pending:
-                ray.cancel(ref, force=False)
+            for ref in pending:  # a cluster that is gone cannot cancel: nothing left to stop
+                with contextlib.suppress(ray.exceptions.RayError, ConnectionError):
+                    ray.cancel(ref, force=False)
 
     def placement(self) -> str | None:
         """"ray: 63 tasks on 2 nodes (10.0.0.5: 40, 10.0.0.6: 23)" for the tasks so far."""

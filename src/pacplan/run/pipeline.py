@@ -20,7 +20,7 @@ from pacplan.config import RunConfig, config_to_dict, dump_config, parse_config
 from pacplan.errors import PacplanError
 from pacplan.files import load_npy, remove_stale_temps, sha256_bytes
 from pacplan.pacbayes.record import Certificate
-from pacplan.run.executors import Executor, executor_from_config
+from pacplan.run.executors import Executor, WorkersLost, executor_from_config
 from pacplan.run.rundir import Manifest, RunDir, identity
 from pacplan.run.stages import certify, ensure_costs, ensure_policies, ensure_prior, world_spec
 from pacplan.validation import count
@@ -199,8 +199,8 @@ def _run(cfg: RunConfig, rd: RunDir, prior_file: str | Path | None, progress: bo
         placement = ex.placement()
         if placement is not None:
             say(placement)
-    except KeyboardInterrupt:  # the finished chunks are kept, and so is the time they took
-        rd.save_timings(seconds, rollouts, interrupted=True)
+    except (KeyboardInterrupt, WorkersLost):  # the finished chunks are kept, and so is the
+        rd.save_timings(seconds, rollouts, interrupted=True)  # time they took
         raise
     finally:
         if own:
