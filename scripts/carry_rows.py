@@ -46,8 +46,16 @@ SAME_IN_BOTH = ("world", "storage", "baselines")
 
 
 def carry(source_dir: Path, dest_dir: Path) -> dict[str, int | list[str]]:
-    """Move the source's finished work into the destination; returns what was kept and added."""
+    """Move the source's finished work into the destination; returns what was kept and added.
+    Nothing is written anywhere until every check has passed: a mistyped path is refused
+    before the lock would create it (with its run.lock), and a refusal found under the lock
+    (a chunk that differs, a damaged matrix) leaves the destination as it was."""
     source, dest = RunDir(source_dir), RunDir(dest_dir)
+    for rd, role in ((source, "source"), (dest, "destination")):
+        if not (rd / RunDir.CONFIG).is_file():
+            what = "no such directory" if not rd.path.is_dir() else f"no {RunDir.CONFIG}"
+            raise PacplanError(f"{rd.path}: the {role} is not a run directory ({what}); "
+                               "nothing was written")
     with source.locked(), dest.locked():
         return _carry(source, dest)
 
@@ -87,33 +95,36 @@ def _carry(source: RunDir, dest: RunDir) -> dict[str, int | list[str]]:
                            "is damaged)")
     if md.sha(RunDir.costs("cert")) is not None:
         raise PacplanError(f"{dest.path} has finished its certification matrix already")
-    store = ChunkStore(dest.chunks("cert"), inputs)
+    # every check first (the destination's chunks, the source's matrices), then every write
+    existing = ChunkStore(dest.chunks("cert"), inputs) if dest.chunks("cert").is_dir() else None
     ex = cfg_d["executor"]
-    kept = added = 0
+    kept, new = 0, []
     for rows, cols in chunk_grid(n_dest, cert.shape[1], ex["chunk_seeds"], ex["chunk_policies"]):
         if rows.stop > cert.shape[0]:
             continue
         key, block = (rows.start, cols.start), cert[rows, cols]
         name = ChunkStore.chunk_name(key)
-        if name in store.ledger:
-            if (store.folder / name).read_bytes() != npy_bytes(block):
-                raise PacplanError(f"chunk {name} of {dest.path} differs from the source's "
-                                   "rows: the runs did not compute the same thing")
-            kept += 1
+        have = None if existing is None else existing.files.read(name)  # checked, or None
+        if have is None:
+            new.append((key, block))
+        elif have != npy_bytes(block):
+            raise PacplanError(f"chunk {name} of {dest.path} differs from the source's "
+                               "rows: the runs did not compute the same thing")
         else:
-            store.save(key, block)
-            added += 1
+            kept += 1
+    matrices = [name for name in sorted(ms.entries)
+                if name.startswith("costs/") and name != RunDir.costs("cert")
+                and name not in md.entries and ms.read_finished(name) is not None]
+    store = existing or ChunkStore(dest.chunks("cert"), inputs)
+    for key, block in new:
+        store.save(key, block)
     copied = []
-    for name in sorted(ms.entries):
-        if not name.startswith("costs/") or name == RunDir.costs("cert") or name in md.entries:
-            continue
-        if ms.read_finished(name) is None:
-            continue
+    for name in matrices:
         shutil.copyfile(source / name, dest / name)
         if md.record(name, **ms.inputs(name)) != ms.sha(name):  # the copy is what was checked
             raise PacplanError(f"{dest / name} changed while it was copied")
         copied.append(name)
-    return {"rows": int(cert.shape[0]), "chunks_kept": kept, "chunks_added": added,
+    return {"rows": int(cert.shape[0]), "chunks_kept": kept, "chunks_added": len(new),
             "copied": copied}
 
 

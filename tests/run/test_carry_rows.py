@@ -114,3 +114,35 @@ def test_what_the_big_run_does_not_compute_is_refused(runs: dict[str, Path],
         carry(runs["stage"], big)
     (folder / "ledger.jsonl").write_text("")
     assert carry(runs["stage"], big)["chunks_added"] == 6
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes()
+            for p in sorted(folder.rglob("*")) if p.is_file() and p.name != "run.lock"}
+
+
+def test_nothing_is_written_before_every_input_is_checked(
+        runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A mistyped path used to exit 2 having created <missing>/run.lock (the lock made the
+    folder); a chunk that differs, found after others were added, left those behind."""
+    script = _script()
+    missing, plain = tmp_path / "missing", tmp_path / "plain"
+    plain.mkdir()
+    for source, dest in ((runs["stage"], missing), (missing, runs["stage"]),
+                         (plain, runs["stage"])):
+        with pytest.raises(PacplanError, match="not a run directory"):
+            script.carry(source, dest)
+    assert not missing.exists() and list(plain.iterdir()) == []
+    assert script.main([str(runs["stage"]), str(missing)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and str(missing) in err
+    assert not missing.exists()
+
+    big = _started(BIG, tmp_path / "big")  # chunk (0, 0) of 6 to carry: the last one differs
+    folder = big / "costs" / "cert.chunks"
+    stamp = json.loads((folder / ChunkStore.STAMP).read_text())["inputs"]
+    ChunkStore(folder, stamp).save((20, 4), np.zeros((10, 2)) + 0.5)
+    before = _files(big)
+    with pytest.raises(PacplanError, match=r"s000000020_t000004\.npy .*differs"):
+        script.carry(runs["stage"], big)
+    assert _files(big) == before
