@@ -12,15 +12,27 @@ run resumes at the first unfinished round and reproduces every weight to the bit
 - `distill/theta.safetensors`: the result, which initialises the ES mean; `distill/record.json`
   summarises the stage (seeds, sizes, times, held-out costs) and goes into the prior's metadata.
 
+Every checkpoint (lattice chunk, round's states and weights, θ) is written atomically, then
+listed with its sha256 in `distill/ledger.jsonl` (`pacplan.run.chunks.Ledger`, as a cost
+matrix's chunks are), and read only once checked: what a kill leaves (a file not yet listed, a
+torn last line of the ledger or of rounds.jsonl) is recomputed silently, to the same bytes; a
+listed file whose bytes changed (an edit) is refused, naming it. A round is trusted only as a
+chain: the first round not finished and every round after it are recomputed. A round's log
+record lives in its weights file, so rounds.jsonl is for people only. The folder is stamped
+(inputs.json) with what the result depends on; other settings are refused, not mixed in.
+
 The teacher sees only seeds.prior; the stage refuses, before any work, a world the teacher does
 not support or teacher seeds overlapping seeds.cert / seeds.test.
 """
 
 from __future__ import annotations
 
+import io
 import json
-import os
+import re
 import time
+import zipfile
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -31,18 +43,25 @@ from pacplan.config import DistillConfig, RunConfig
 from pacplan.errors import PacplanError
 from pacplan.files import (
     append_json_line,
-    atomic_save_npy,
+    atomic_write_bytes,
     atomic_write_json,
-    load_npy,
-    save_safetensors,
+    npy_bytes,
+    npy_from_bytes,
+    safetensors_bytes,
+    safetensors_metadata,
+    sha256_bytes,
 )
-from pacplan.weights import load_theta
+from pacplan.run.chunks import ChunkStore, Ledger
+from pacplan.run.rundir import identity
+from pacplan.validation import check_finite
 
 DIR = "distill"
 THETA = "theta.safetensors"
 RECORD = "record.json"
 LOG = "rounds.jsonl"
+STAMP = "inputs.json"
 _CHUNK = 16  # environments per lattice file
+_FILES = re.compile(r"lattice/\d+\.npz|states-\d+\.npy|round-\d+\.safetensors|theta\.safetensors")
 
 
 def teacher_seeds(cfg: RunConfig) -> tuple[int, int]:
@@ -77,44 +96,90 @@ def check_request(cfg: RunConfig) -> None:
 
 
 def distill(cfg: RunConfig, run_dir: str | Path, log: Any = None) -> Path:
-    """Run (or resume) the distillation stage; returns the distilled θ file."""
+    """Run (or resume) the distillation stage; returns the distilled θ file (checked)."""
     check_request(cfg)
     d = _cfg(cfg)
     out = Path(run_dir) / DIR
     final = out / THETA
-    if final.is_file():
+    _stamp(out, _inputs(cfg))
+    files = Ledger(out, "file", lambda e: _FILES.fullmatch(e["file"]) is not None,
+                   "distillation file")
+    if files.read(THETA) is not None:
         return final
     say = log or (lambda _m: None)
-    (out / "lattice").mkdir(parents=True, exist_ok=True)
+    _mend_log(out / LOG)
     t0 = time.perf_counter()
     lo, hi = teacher_seeds(cfg)
     seeds = np.arange(lo, hi, dtype=np.int64)
-    _solve_lattices(seeds, d, out / "lattice", say)
-    lattice = _load_lattices(seeds, d, out / "lattice")
+    lattice = _lattices(seeds, d, files, say)
     t_lattice = time.perf_counter() - t0
     net_scale = float(cfg.world.options.get("net_scale", 5.0))
     sim = _sim()
     eval_seeds = _eval_seeds(cfg)
-    theta = None
+    done = [_finished_round(files, r) for r in range(d.rounds + 1)]  # checks every listed one
+    first = next((r for r, f in enumerate(done) if f is None), d.rounds + 1)
+    kept = [f for f in done[:first] if f is not None]
+    records = [f[2] for f in kept]
+    theta, states = (kept[-1][0], kept[-1][1]) if kept else (None, None)
     cache: dict[tuple[int, ...], np.ndarray] = {}
-    for r in range(d.rounds + 1):
-        tf = out / f"round-{r}.safetensors"
-        if tf.is_file():
-            theta = load_theta(tf, _dim())
-            continue
-        theta = _round(r, theta, lattice, seeds, d, net_scale, sim, out, eval_seeds, say, cache)
-        save_safetensors(tf, {"theta": theta})
+    for r in range(first, d.rounds + 1):
+        theta, states, rec = _round(r, theta, states, lattice, seeds, d, net_scale, sim, out,
+                                    files, eval_seeds, say, cache)
+        records.append(rec)
     assert theta is not None
     record = {
         "teacher": "uav lattice dynamic program (pacplan.worlds.uav.teacher)",
         "seeds": [lo, hi], "rounds": d.rounds, "config": d.model_dump(mode="json"),
         "seconds_this_call": round(time.perf_counter() - t0, 1),
         "seconds_lattice_this_call": round(t_lattice, 1),
-        "rounds_log": _read_log(out / LOG),
+        "rounds_log": records,
     }
     atomic_write_json(out / RECORD, record)
-    save_safetensors(final, {"theta": theta}, {"distill": json.dumps(summary(record))})
+    files.write(THETA, safetensors_bytes({"theta": theta},
+                                         {"distill": json.dumps(summary(record))}))
     return final
+
+
+def _inputs(cfg: RunConfig) -> dict[str, Any]:
+    """What the distilled θ depends on (the settings, the teacher's and held-out seeds, the
+    net's scale), not where it runs (workers)."""
+    settings = _cfg(cfg).model_dump(mode="json")
+    settings.pop("workers")
+    ev = _eval_seeds(cfg)
+    return {"distill": settings, "seeds": list(teacher_seeds(cfg)),
+            "eval_seeds": None if ev is None else [int(ev[0]), int(ev[-1]) + 1],
+            "net_scale": float(cfg.world.options.get("net_scale", 5.0))}
+
+
+def _stamp(out: Path, inputs: dict[str, Any]) -> None:
+    """Stamp `out` with `inputs`, or refuse a folder made from others: its checkpoints would
+    give another prior (a chunk folder's stamp, `ChunkStore`, in the same format)."""
+    path = out / STAMP
+    if not path.is_file():
+        atomic_write_json(path, {"identity": identity(inputs), "inputs": inputs})
+        return
+    old = ChunkStore.stamped_inputs(out)
+    if old is None:
+        raise PacplanError(f"{path}: damaged stamp, so the distillation beside it is unchecked; "
+                           f"delete {out} to distil again")
+    if identity(old) != identity(inputs):
+        changed = sorted(f"distill.{k}" for k in inputs["distill"]
+                         if identity(inputs["distill"][k]) != identity(
+                             (old.get("distill") or {}).get(k)))
+        changed += sorted(k for k in inputs if k != "distill"
+                          and identity(inputs[k]) != identity(old.get(k)))
+        raise PacplanError(f"{out} was distilled with other settings (changed: "
+                           f"{', '.join(changed) or 'its stamp'}); use a new --out directory, "
+                           f"or delete {out} to distil again")
+
+
+def _mend_log(path: Path) -> None:
+    """Drop a last line of rounds.jsonl that a kill cut short, so the next starts on its own
+    line (the log is for people: each round's record is read from its checked weights file)."""
+    if path.is_file():
+        data = path.read_bytes()
+        if data and not data.endswith(b"\n"):
+            atomic_write_bytes(path, data[: data.rfind(b"\n") + 1])
 
 
 def summary(record: dict[str, Any]) -> dict[str, Any]:
@@ -127,8 +192,6 @@ def summary(record: dict[str, Any]) -> dict[str, Any]:
 
 def distilled_summary(path: str | Path) -> dict[str, Any]:
     """The summary a distilled θ file carries in its metadata (`summary`)."""
-    from pacplan.files import safetensors_metadata
-
     meta = safetensors_metadata(Path(path).read_bytes())
     return json.loads(meta.get("distill", "{}"))
 
@@ -155,7 +218,8 @@ def _eval_seeds(cfg: RunConfig) -> np.ndarray | None:
 
 
 def _solve_chunk(args: tuple[list[int], float, str]) -> str:
-    """Solve one chunk of lattices into its file (a worker process)."""
+    """Solve one chunk of lattices into its file (a worker process); returns its sha256, which
+    the caller lists once the file is whole."""
     import torch
 
     from pacplan.worlds.uav.teacher import solve
@@ -163,57 +227,113 @@ def _solve_chunk(args: tuple[list[int], float, str]) -> str:
     torch.set_num_threads(1)
     seeds, cap, path = args
     lat = solve(seeds, clear_cap=cap)
-    tmp = path + ".tmp.npz"
-    np.savez(tmp, seeds=lat.seeds, first=lat.first, clear=lat.clear,
-             q_cost=lat.q_cost.astype(np.float32), q_clear=lat.q_clear.astype(np.float32))
-    os.replace(tmp, path)
-    return path
+    data = _npz_bytes({"seeds": lat.seeds, "first": lat.first, "clear": lat.clear,
+                       "q_cost": lat.q_cost.astype(np.float32),
+                       "q_clear": lat.q_clear.astype(np.float32)})
+    atomic_write_bytes(path, data)
+    return sha256_bytes(data)
 
 
-def _chunk_paths(seeds: np.ndarray, folder: Path) -> list[tuple[list[int], Path]]:
-    return [([int(s) for s in seeds[i : i + _CHUNK]], folder / f"{int(seeds[i])}.npz")
+_ZIP_TIME = (1980, 1, 1, 0, 0, 0)
+
+
+def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
+    """An uncompressed .npz (as np.savez writes) whose bytes depend only on the arrays: members
+    are dated 1980-01-01, not now, so a recomputed lattice is the same file, sha256 and all."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as z:
+        for key, array in arrays.items():
+            z.writestr(zipfile.ZipInfo(f"{key}.npy", _ZIP_TIME), npy_bytes(array))
+    return buf.getvalue()
+
+
+_LATTICE_KEYS = ("seeds", "first", "clear", "q_cost", "q_clear")
+
+
+def _npz_arrays(data: bytes, name: str) -> dict[str, np.ndarray]:
+    """A lattice chunk's arrays from bytes already checked (never a pickle)."""
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as z:
+            return {k: z[k] for k in _LATTICE_KEYS}
+    except (ValueError, OSError, KeyError, zipfile.BadZipFile, EOFError) as exc:
+        raise PacplanError(f"{name}: unreadable lattice file ({exc}); delete it to recompute "
+                           "it") from None
+
+
+def _chunk_names(seeds: np.ndarray) -> list[tuple[list[int], str]]:
+    return [([int(s) for s in seeds[i : i + _CHUNK]], f"lattice/{int(seeds[i])}.npz")
             for i in range(0, len(seeds), _CHUNK)]
 
 
-def _solve_lattices(seeds: np.ndarray, d: DistillConfig, folder: Path, say: Any) -> None:
-    todo = [(s, p) for s, p in _chunk_paths(seeds, folder) if not p.is_file()]
-    if not todo:
-        return
-    say(f"teacher: solving {sum(len(s) for s, _ in todo)} lattices")
-    jobs = [(s, d.clear_cap, str(p)) for s, p in todo]
-    if d.workers <= 1:
-        for j in jobs:
-            _solve_chunk(j)
-        return
-    import multiprocessing as mp
-
-    with ProcessPoolExecutor(d.workers, mp_context=mp.get_context("spawn")) as pool:
-        for _ in pool.map(_solve_chunk, jobs):
-            pass
-
-
-def _load_lattices(seeds: np.ndarray, d: DistillConfig, folder: Path) -> Any:
-    """One `Lattice` over all teacher environments (values as stored, float32)."""
+def _lattices(seeds: np.ndarray, d: DistillConfig, files: Ledger, say: Any) -> Any:
+    """One `Lattice` over all teacher environments (values as stored, float32): the listed
+    chunks, checked (an edited one is refused before any solving), and the others solved."""
     from pacplan.worlds.uav.teacher import Lattice
 
-    parts: dict[str, list[np.ndarray]] = {k: [] for k in ("seeds", "first", "clear", "q_cost",
-                                                           "q_clear")}
-    for _, p in _chunk_paths(seeds, folder):
-        with np.load(p, allow_pickle=False) as z:
-            for k in parts:
-                parts[k].append(z[k])
-    a = {k: np.concatenate(v) for k, v in parts.items()}
+    chunks = _chunk_names(seeds)
+    parts: dict[str, dict[str, np.ndarray]] = {}
+    for _, name in chunks:
+        data = files.read(name)
+        if data is not None:
+            parts[name] = _npz_arrays(data, str(files.folder / name))
+    todo = [(s, name) for s, name in chunks if name not in parts]
+    if todo:
+        say(f"teacher: solving {sum(len(s) for s, _ in todo)} lattices")
+        jobs = [(s, d.clear_cap, str(files.folder / name)) for s, name in todo]
+        for (_, name), sha in zip(todo, _solve_all(jobs, d.workers), strict=True):
+            files.record(name, sha)  # after the file is whole: a kill leaves it unlisted
+            parts[name] = _npz_arrays(files.checked(name), str(files.folder / name))
+    a = {k: np.concatenate([parts[name][k] for _, name in chunks]) for k in _LATTICE_KEYS}
     if not np.array_equal(a["seeds"], seeds):
-        raise PacplanError(f"{folder}: lattice files do not hold seeds {seeds[0]}…{seeds[-1]}")
+        raise PacplanError(f"{files.folder / 'lattice'}: lattice files do not hold seeds "
+                           f"{seeds[0]}…{seeds[-1]}; delete them to recompute them")
     empty = np.zeros(0)
     return Lattice(a["seeds"], a["first"], a["clear"], a["q_cost"], a["q_clear"], empty, empty,
                    d.clear_cap)
 
 
-def _round(r: int, theta: np.ndarray | None, lattice: Any, seeds: np.ndarray, d: DistillConfig,
-           net_scale: float, sim: Any, out: Path, eval_seeds: np.ndarray | None, say: Any,
-           cache: dict[tuple[int, ...], np.ndarray]) -> np.ndarray:
-    """One round: gather states, label, render, fit; logs a line to rounds.jsonl."""
+def _solve_all(jobs: list[tuple[list[int], float, str]], workers: int) -> Iterator[str]:
+    """The sha256 of each job's file, in order, as each is solved."""
+    if workers <= 1:
+        yield from map(_solve_chunk, jobs)
+        return
+    import multiprocessing as mp
+
+    with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as pool:
+        yield from pool.map(_solve_chunk, jobs)
+
+
+def _finished_round(files: Ledger, r: int) -> tuple[np.ndarray, np.ndarray, dict[str, Any]] | None:
+    """Round r's θ, states and log record when both its files are listed and whole (each
+    checked, so an edited one is refused); None when it is to be (re)computed."""
+    names = (f"round-{r}.safetensors", f"states-{r}.npy")
+    weights, states = (files.read(n) for n in names)
+    if weights is None or states is None:
+        return None
+    from safetensors.numpy import load
+
+    label = str(files.folder / names[0])
+    try:
+        theta = load(weights)["theta"]
+        rec = json.loads(safetensors_metadata(weights)["round"])
+    except Exception as exc:  # the safetensors reader's errors have no common base
+        why = str(exc).replace("\n", " ")
+        raise PacplanError(f"{label}: unreadable round file ({why}); delete it to recompute "
+                           "it") from None
+    theta = check_finite(theta, label)
+    if theta.shape != (_dim(),) or not isinstance(rec, dict):
+        raise PacplanError(f"{label}: not a round of this net; delete it to recompute it")
+    return theta.astype(np.float32), npy_from_bytes(states, str(files.folder / names[1])), rec
+
+
+def _round(r: int, theta: np.ndarray | None, before: np.ndarray | None, lattice: Any,
+           seeds: np.ndarray, d: DistillConfig, net_scale: float, sim: Any, out: Path,
+           files: Ledger, eval_seeds: np.ndarray | None, say: Any,
+           cache: dict[tuple[int, ...], np.ndarray]
+           ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """One round: gather states, label, render, fit; its states and θ (with its log record)
+    are listed in the ledger, θ last, and a line goes to rounds.jsonl for people. `before` is
+    the last round's states (seed, step, ix, iz columns) as stored."""
     import torch
 
     from pacplan.worlds.uav import distill as dl
@@ -229,13 +349,13 @@ def _round(r: int, theta: np.ndarray | None, lattice: Any, seeds: np.ndarray, d:
         torch.manual_seed(d.seed)
         theta = pol.flatten_net(pol.ResidualNet()).astype(np.float32)
     else:
-        assert theta is not None
-        before = dl.States(*(load_npy(out / f"states-{r - 1}.npy")[:, i] for i in range(4)))
+        assert theta is not None and before is not None
         res = sim.rollout(theta[None], seeds, net_scale=net_scale)
-        states = dl.States.concat([before, dl.visited(seeds, res.prims[:, 0], lattice)])
+        states = dl.States.concat([dl.States(*(before[:, i] for i in range(4))),
+                                   dl.visited(seeds, res.prims[:, 0], lattice)])
     states = states.unique()
-    atomic_save_npy(out / f"states-{r}.npy",
-                    np.stack([states.seed, states.step, states.ix, states.iz], 1))
+    stored = np.stack([states.seed, states.step, states.ix, states.iz], 1)
+    files.write(f"states-{r}.npy", npy_bytes(stored))
     target = dl.preferences(lattice, states, d.target_temperature)
     images = dl.render(sim, states, cache)
     t1 = time.perf_counter()
@@ -252,17 +372,8 @@ def _round(r: int, theta: np.ndarray | None, lattice: Any, seeds: np.ndarray, d:
         rec["eval_envs"] = len(eval_seeds)
         rec["seconds_eval"] = round(time.perf_counter() - t2, 1)
     append_json_line(out / LOG, rec)
+    files.write(f"round-{r}.safetensors",
+                safetensors_bytes({"theta": theta}, {"round": json.dumps(rec)}))
     say(f"distill round {r}: {len(states)} states, agreement {rec['agreement']:.3f}"
         + (f", held-out cost {rec['eval_cost']:.4f}" if "eval_cost" in rec else ""))
-    return theta
-
-
-def _read_log(path: Path) -> list[dict[str, Any]]:
-    if not path.is_file():
-        return []
-    rounds: dict[int, dict[str, Any]] = {}
-    for line in path.read_text().splitlines():
-        if line.strip():
-            rec = json.loads(line)
-            rounds[int(rec["round"])] = rec  # a round rerun after a kill replaces its line
-    return [rounds[k] for k in sorted(rounds)]
+    return theta, stored, rec
