@@ -6,9 +6,11 @@ cost matrices) is recorded in manifest.json once finished, with its sha256 and t
 made from; before a resumed run uses an artifact its hash is checked, so a changed or corrupted
 file is named, never silently reused or silently recomputed. Work in progress is checked too:
 each finished chunk of a cost matrix is listed with its sha256 and shape in its folder's
-ledger.jsonl, and the ES state carries its own sha256 (`pacplan.es.checkpoint`). "Were these the
-same inputs?" is always answered by `identity` (sha256 of canonical JSON): for the frozen
-config, the ES fingerprint and the stamp of a chunk folder alike.
+ledger.jsonl (`pacplan.run.chunks.Ledger`; the distillation's checkpoints are listed in
+distill/ledger.jsonl the same way), and the ES state carries its own sha256
+(`pacplan.es.checkpoint`). "Were these the same inputs?" is always answered by `identity`
+(sha256 of canonical JSON): for the frozen config, the ES fingerprint and the stamp of a chunk
+folder alike.
 
 One process at a time works in a run directory: `RunDir.locked` holds an OS-level lock on
 run.lock (released by the kernel when the process dies, however it dies), and a second process
