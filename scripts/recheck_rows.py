@@ -9,6 +9,12 @@ not across CPU models. Rows are drawn (numpy `default_rng(seed)`) from the run's
 leading rows (its matrix, or its chunk folder while it still computes), recomputed with the
 run's own world, policies and seeds, and compared exactly. Prints ONE JSON object; exit 1 when a
 value differs.
+
+A difference is only a machine's if the inputs are the ones the rows were computed from, so
+they are checked first, by hash: policies.npy against its manifest sha256 and the sha256 the
+rows were recorded with (the matrix's manifest entry, or the chunk folder's inputs.json), and
+config.yaml's world and certification seeds against those recorded there. A replaced
+policies.npy or an edited config is refused (exit 2), naming the input that changed.
 """
 
 from __future__ import annotations
@@ -22,12 +28,13 @@ from pathlib import Path
 
 import numpy as np
 
-from pacplan.config import load_config
+from pacplan.config import RunConfig, config_to_dict, load_config
 from pacplan.errors import PacplanError
-from pacplan.files import load_npy
+from pacplan.files import npy_from_bytes, sha256_bytes
+from pacplan.run.chunks import ChunkStore
 from pacplan.run.executors import make_executor
 from pacplan.run.rows import leading_cert_rows
-from pacplan.run.rundir import RunDir
+from pacplan.run.rundir import Manifest, RunDir, identity
 from pacplan.run.stages import world_spec
 
 
@@ -35,11 +42,11 @@ def recheck(run_dir: Path, rows: int, seed: int, workers: int) -> dict[str, obje
     """Recompute `rows` sampled certification rows of the run; what differed, if anything."""
     rd = RunDir(run_dir)
     cfg = load_config(rd / RunDir.CONFIG)
+    thetas = checked_inputs(rd, cfg)
     stored = leading_cert_rows(rd)
     pick = np.sort(np.random.default_rng(seed).choice(stored.shape[0], size=min(rows,
                    stored.shape[0]), replace=False))
     seeds = cfg.seeds.cert[0] + pick.astype(np.int64)
-    thetas = load_npy(rd / RunDir.POLICIES)
     executor = make_executor("serial" if workers <= 1 else "processes", max(1, workers), None,
                              cfg.executor.chunk_policies, 1)
     t0 = time.perf_counter()
@@ -59,8 +66,43 @@ def recheck(run_dir: Path, rows: int, seed: int, workers: int) -> dict[str, obje
             "row": int(pick[differs[0][0]]), "policy": int(differs[0][1]),
             "stored": float(stored[pick][tuple(differs[0])]),
             "recomputed": float(again[tuple(differs[0])])},
+        "inputs_checked": ["policies.npy", "world", "certification seeds"],
         "bit_identical": not len(differs), "wall_s": round(time.perf_counter() - t0, 1),
     }
+
+
+def checked_inputs(rd: RunDir, cfg: RunConfig) -> np.ndarray:
+    """The run's policies, once they and the config are what its certification rows were
+    computed from; else a refusal naming the input that changed (a recomputation from other
+    inputs differs for that reason, not for the CPU's). A run with no recorded rows is left to
+    `leading_cert_rows` to refuse."""
+    manifest, name = Manifest(rd.path), RunDir.costs("cert")
+    if manifest.sha(name) is not None:
+        recorded, where = manifest.inputs(name), f"{RunDir.MANIFEST} (for {name})"
+    else:
+        recorded = ChunkStore.stamped_inputs(rd.chunks("cert"))
+        where = (rd.chunks("cert") / ChunkStore.STAMP).relative_to(rd.path).as_posix()
+    data = manifest.read_finished(RunDir.POLICIES)  # refuses a file that is not its record
+    if data is None:
+        raise PacplanError(f"{rd.path} has no finished {RunDir.POLICIES}")
+    if recorded is None:
+        return npy_from_bytes(data, f"{RunDir.POLICIES} in {rd.path}")
+    sha = sha256_bytes(data)
+    if recorded.get("policies") != sha:
+        raise PacplanError(f"{RunDir.POLICIES} in {rd.path} is not the one its certification rows "
+                           f"were computed from (sha256 {sha[:12]}…, {where} says "
+                           f"{str(recorded.get('policies'))[:12]}…): an input changed, not the CPU")
+    edited = f"({where}): {RunDir.CONFIG} was edited, not the CPU"
+    world, was = config_to_dict(cfg)["world"], recorded.get("world")
+    if identity(was) != identity(world):
+        raise PacplanError(f"{rd.path} asks for world {json.dumps(world)}, but its certification "
+                           f"rows were computed in {json.dumps(was)} {edited}")
+    first = cfg.seeds.cert[0]
+    seeds = [first, first + max(cfg.certificate.n or [1])]
+    if recorded.get("seeds") != seeds:
+        raise PacplanError(f"{rd.path} asks for certification seeds {seeds}, but its rows were "
+                           f"computed for seeds {recorded.get('seeds')} {edited}")
+    return npy_from_bytes(data, f"{RunDir.POLICIES} in {rd.path}")
 
 
 def _cpu_model() -> str:

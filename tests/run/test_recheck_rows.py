@@ -4,7 +4,9 @@ world that now computes other bits (here, costs moved by one ulp) is caught and 
 
 from __future__ import annotations
 
+import hashlib
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,7 @@ from pacplan.errors import PacplanError
 from pacplan.run.pipeline import run
 from pacplan.worlds import base
 from pacplan.worlds.toy import ToyWorld
+from pacplan.yamlio import read_yaml, yaml_text
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "recheck_rows.py"
 CHUNKS = {"chunk_policies": 4, "chunk_seeds": 10}
@@ -77,3 +80,55 @@ def test_a_run_without_rows_is_refused(script: Any, tmp_path: Path) -> None:
     (out / "costs" / "cert.chunks" / "inputs.json").write_text("{damaged")
     with pytest.raises(PacplanError, match="nor certification chunks of its own inputs"):
         script.recheck(out, rows=1, seed=0, workers=1)
+
+
+def _edit_config(run_dir: Path, change: Any) -> None:
+    data = read_yaml(run_dir / "config.yaml")
+    change(data)
+    (run_dir / "config.yaml").write_text(yaml_text(data))
+
+
+def test_a_changed_input_is_named_not_taken_for_a_cpu(script: Any, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """A replaced policies.npy or an edited config recomputed other numbers and was reported as
+    `bit_identical: false`, a CPU difference; the inputs are now checked by hash first."""
+    finished, unfinished = tmp_path / "finished", tmp_path / "unfinished"
+    run(parse_config(json.loads(json.dumps(DATA))), finished, progress=False)
+    with pytest.raises(KeyboardInterrupt):
+        run(parse_config(json.loads(json.dumps(DATA))), unfinished, progress=False,
+            executor=StopAfter(3, **CHUNKS))
+    for rd in (finished, unfinished):
+        for name in ("policies.npy", "manifest.json", "config.yaml"):
+            shutil.copyfile(rd / name, tmp_path / f"{rd.name}.{name}")
+
+        def restore(rd: Path = rd) -> None:
+            for name in ("policies.npy", "manifest.json", "config.yaml"):
+                shutil.copyfile(tmp_path / f"{rd.name}.{name}", rd / name)
+
+        thetas = np.load(rd / "policies.npy")
+        np.save(rd / "policies.npy", (thetas * 1.5).astype(np.float32))
+        with pytest.raises(PacplanError, match=r"policies\.npy in .* has changed"):
+            script.recheck(rd, rows=2, seed=0, workers=1)
+        manifest = json.loads((rd / "manifest.json").read_text())  # re-recorded: still refused
+        manifest["policies.npy"]["sha256"] = hashlib.sha256((rd / "policies.npy").read_bytes()
+                                                           ).hexdigest()
+        (rd / "manifest.json").write_text(json.dumps(manifest))
+        with pytest.raises(PacplanError, match=r"not the one its certification rows were "
+                                               r"computed from .*not the CPU"):
+            script.recheck(rd, rows=2, seed=0, workers=1)
+        restore()
+        _edit_config(rd, lambda d: d["world"]["options"].update(shift=0.2))
+        with pytest.raises(PacplanError, match=r"asks for world .*\"shift\": 0\.2.*config\.yaml "
+                                               "was edited, not the CPU"):
+            script.recheck(rd, rows=2, seed=0, workers=1)
+        assert script.main([str(rd), "--rows", "1", "--workers", "1"]) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and len(err.strip().splitlines()) == 1 and "world" in err
+        restore()
+        _edit_config(rd, lambda d: d["seeds"].update(cert=[10_001, 10_061]))
+        with pytest.raises(PacplanError, match=r"seeds \[10001, 10061\], but its rows were "
+                                               r"computed for seeds \[10000, 10060\]"):
+            script.recheck(rd, rows=2, seed=0, workers=1)
+        restore()
+        result = script.recheck(rd, rows=2, seed=0, workers=1)
+        assert result["bit_identical"] and result["inputs_checked"]
