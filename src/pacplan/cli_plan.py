@@ -36,10 +36,12 @@ def plan_n_cmd(
     cost = f"{plan.rollouts:,} rollouts in all ({plan.target_n:,} × m = {plan.m})"
     if plan.rollouts_more:
         cost += f", {plan.rollouts_more:,} more than this run has"
-        if plan.predicted_seconds is not None:
+        if plan.predicted_seconds is not None and plan.seconds_per_rollout is not None:
             cost += (f": about {_duration(plan.predicted_seconds)} at this run's "
                      f"{1 / plan.seconds_per_rollout:,.0f} rollouts/s")
     console.print(cost, soft_wrap=True)
+    for note in plan.timing_notes:  # a damaged timings.json: said, not trusted
+        console.print(f"[dim]{escape(note)}[/]", soft_wrap=True)
 
 
 def _duration(seconds: float) -> str:

@@ -7,10 +7,17 @@ exact Gibbs search, `optimize_gibbs_means`); only sampling noise in c̄ separate
 certificate N environments would give. The cost comes from the run's own recorded time per
 certification rollout on the machine that made it. A run still computing its matrix is
 predicted from the leading rows its chunk folder holds whole.
+
+timings.json is for people and may be damaged or edited. The certificate prediction never
+depends on it, so an implausible entry does not stop plan-n: it is left out of the rate, and
+`timing_notes` says which entry and why (a count that is not a whole number, or more than the
+whole certification matrix; seconds not finite, negative, or 0 for rollouts computed). A rate
+that still leaves float64 (1e308 seconds) is no rate, said the same way.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -46,6 +53,7 @@ class NPlan:
     rollouts_more: int  # beyond the rows this run already has
     seconds_per_rollout: float | None  # as measured when this run computed its matrix
     predicted_seconds: float | None  # for rollouts_more at that rate
+    timing_notes: tuple[str, ...] = ()  # timings.json entries left out of the rate, and why
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -74,14 +82,19 @@ def plan_n(run_dir: str | Path, target_n: int, rows: int | None = None) -> NPlan
     by = min(values, key=values.get)
     m = cert.shape[1]
     more = max(0, target_n - available) * m
-    rate = _seconds_per_rollout(rd, available * m)
+    whole = max(available, *(cfg.certificate.n or [1])) * m  # what one invocation can compute
+    rate, notes = _seconds_per_rollout(rd, available * m, whole)
+    predicted = None if rate is None else rate * more
+    if predicted is not None and not math.isfinite(predicted):
+        notes.append(f"{more:,} rollouts at {rate:.3g} s each overflow float64: no time predicted")
+        rate = predicted = None
     return NPlan(
         run_dir=str(rd.path), rows=k, target_n=int(target_n), m=m, delta=delta, bound=bound,
         emp_cost=here.emp_cost,
         certified_at_rows=min(bounds.all_bounds(here.emp_cost, here.kl, k, delta).values()),
         predicted_certified=values[by], predicted_certified_by=by, predicted_kl=there.kl,
         rollouts=int(target_n) * m, rollouts_more=more, seconds_per_rollout=rate,
-        predicted_seconds=None if rate is None else rate * more)
+        predicted_seconds=predicted, timing_notes=tuple(notes))
 
 
 def _certification_matrix(rd: RunDir, rational: bool) -> np.ndarray:
@@ -102,25 +115,68 @@ def _certification_matrix(rd: RunDir, rational: bool) -> np.ndarray:
     return values
 
 
-def _seconds_per_rollout(rd: RunDir, rollouts: int) -> float | None:
-    """Seconds per certification rollout on the machine that computed them.
+STEP = "cert costs"
+
+
+def _seconds_per_rollout(rd: RunDir, rollouts: int, whole: int) -> tuple[float | None, list[str]]:
+    """Seconds per certification rollout on the machine that computed them, and the timings
+    entries left out (with why).
 
     Invocations that recorded how many rollouts they computed (chunks kept from an earlier
     invocation, or carried in from a stage run, are not counted) give the rate exactly. Only
     when none did (a run older than that record) is every invocation's 'cert costs' time spread
     over all of the matrix's `rollouts`, which overstates the rate if chunks came from
-    elsewhere."""
+    elsewhere. An entry is used only if plausible: seconds a finite number ≥ 0, rollouts a whole
+    number from 0 to `whole` (the full matrix, the most one invocation can compute), and
+    seconds > 0 where rollouts > 0."""
     history, _ = read_timings(rd / RunDir.TIMINGS)
     counted_s = counted_n = legacy_s = 0.0
-    for entry in history:
-        value = timing_number(entry, "seconds", "cert costs")
-        if value is None:
+    notes: list[str] = []
+    for number, entry in enumerate(history, start=1):
+        problem = _implausible(entry, whole)
+        if problem is not None:
+            notes.append(f"{RunDir.TIMINGS} entry {number} left out of the rate: {problem}")
             continue
-        done = timing_number(entry, "rollouts", "cert costs")
+        value = timing_number(entry, "seconds", STEP)
+        if value is None:  # no cert costs step in this invocation
+            continue
+        done = timing_number(entry, "rollouts", STEP)
         if done is None:
             legacy_s += value
         else:
             counted_s, counted_n = counted_s + value, counted_n + done
     if counted_n > 0:
-        return counted_s / counted_n
-    return legacy_s / rollouts if legacy_s > 0 and rollouts > 0 else None
+        rate = counted_s / counted_n
+    else:
+        rate = legacy_s / rollouts if legacy_s > 0 and rollouts > 0 else None
+    if rate is not None and not (math.isfinite(rate) and rate > 0 and math.isfinite(1 / rate)):
+        notes.append(f"the recorded {STEP} times give {rate:.3g} s per rollout, outside float64's "
+                     "range: no rate")
+        rate = None
+    return rate, notes
+
+
+def _implausible(entry: Any, whole: int) -> str | None:
+    """Why a timings entry's 'cert costs' numbers cannot be this machine's, or None."""
+    seconds, rollouts = _raw(entry, "seconds"), _raw(entry, "rollouts")
+    if seconds is None:
+        return None  # not recorded: nothing to use, nothing wrong
+    if timing_number(entry, "seconds", STEP) is None:
+        return f"{STEP} took {seconds!r} s, not a finite number ≥ 0"
+    if rollouts is None:
+        return None
+    done = timing_number(entry, "rollouts", STEP)
+    if done is None or not done.is_integer():
+        return f"{STEP} computed {rollouts!r} rollouts, not a whole number ≥ 0"
+    if done > whole:
+        return (f"{STEP} computed {rollouts!r} rollouts, more than the whole certification "
+                f"matrix ({whole:,})")
+    if done > 0 and seconds == 0:
+        return f"{STEP} computed {int(done):,} rollouts in 0 s"
+    return None
+
+
+def _raw(entry: Any, field: str) -> Any:
+    """entry[field]['cert costs'] as written, None where absent (for naming what is wrong)."""
+    block = entry.get(field) if isinstance(entry, dict) else None
+    return block.get(STEP) if isinstance(block, dict) else None
