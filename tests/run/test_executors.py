@@ -16,6 +16,7 @@ from pacplan.config import parse_config
 from pacplan.errors import PacplanError
 from pacplan.run.executors import (
     SerialExecutor,
+    WorkersLost,
     WorldSpec,
     chunk_grid,
     compute_task,
@@ -101,7 +102,7 @@ def test_a_crashed_worker_is_a_clear_error_and_the_pool_recovers(pool, data: tup
     thetas, seeds, _ = data
     bad = WorldSpec("toy", {**SPEC.options, "crash_on_seed": 512})
     got = []
-    with pytest.raises(PacplanError, match=r"worker process died.*no partial result"):
+    with pytest.raises(WorkersLost, match=r"worker process died.*only whole chunks"):
         for ch in pool.iter_chunks(bad, thetas, seeds):
             got.append(ch)
     # Nothing yielded covers the crashing seed: no partial block ever leaves the executor.

@@ -137,3 +137,21 @@ def test_a_dead_node_ends_pacplan_run_with_the_resume_line_and_keeps_the_chunks(
     run(parse_config(CONFIG), clean, progress=False)
     for name in ("prior.safetensors", "policies.npy", "costs/cert.npy", "costs/test.npy"):
         assert (out / name).read_bytes() == (clean / name).read_bytes(), name
+
+
+def test_a_dead_process_worker_ends_pacplan_run_with_the_resume_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A process-pool worker killed mid-chunk (the toy world's `crash_on_seed` calls
+    os._exit) is reported as Ray's lost nodes are: one line, exit 2, the resume command."""
+    crashing = {**SMALL_TOY_RUN, "world": {"name": "toy", "options": {
+        **SMALL_TOY_RUN["world"]["options"], "crash_on_seed": 10_045}},
+        "executor": {"kind": "processes", "workers": 2, **CHUNKS}}
+    config = tmp_path / "toy.yaml"
+    config.write_text(yaml.safe_dump(crashing))
+    args = ["run", str(config), "--out", str(tmp_path / "run"), "--quiet"]
+    code, _, err = cli(args, capsys)
+    assert code == 2
+    (line,) = err.strip().splitlines()
+    assert line.startswith("error: a worker process died while computing costs for world "
+                           "'toy' (crash or out of memory")
+    assert shlex.split(line.split("resume with: ", 1)[1]) == ["pacplan", *args]

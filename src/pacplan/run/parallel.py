@@ -141,9 +141,9 @@ class ProcessExecutor(Executor):
                     yield futures[fut], fut.result()
         except BrokenProcessPool as exc:
             self._discard_pool()
-            raise PacplanError(
+            raise WorkersLost(  # `pacplan run` adds the resume command, as for a Ray node
                 f"a worker process died while computing costs for world {spec.name!r} "
-                f"(crash or out of memory); no partial result was kept: {exc}"
+                f"(crash or out of memory: {exc}); only whole chunks are ever kept"
             ) from None
         finally:
             for fut in futures:
