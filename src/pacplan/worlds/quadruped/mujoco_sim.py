@@ -26,6 +26,7 @@ geom's bounding box is below the eye: the same image bit for bit, about 25 % les
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import mujoco
 import numpy as np
@@ -52,6 +53,17 @@ _RESET_MOTOR_ANGLE = math.pi / 2  # `scene`'s assembled rest pose
 _RESET_KNEE_ANGLE = -2.1834
 _STATE = mujoco.mjtState.mjSTATE_FULLPHYSICS.value
 _TOP_MARGIN_M = 1e-6  # clearance above the highest crest for the sky rays' shortcut
+
+
+@dataclass(frozen=True)
+class SimSnapshot:
+    """A saved MuJoCo simulator (`MujocoMinitaurSim.snapshot`): its data, clock and phase."""
+
+    model: mujoco.MjModel
+    data: mujoco.MjData
+    step_count: int
+    phase: float
+    plank_pos: np.ndarray
 
 
 class MujocoMinitaurSim(TorsoReadouts):
@@ -181,6 +193,30 @@ class MujocoMinitaurSim(TorsoReadouts):
         _, d = self._require()
         q = d.qpos[self._base_adr:self._base_adr + 7]
         return q[:3].copy(), np.array([q[4], q[5], q[6], q[3]])
+
+    def snapshot(self) -> SimSnapshot:
+        """Everything the next primitive depends on, for a look-ahead to come back to.
+
+        The whole MjData (the physics, and the solver warm start that `mujoco.rollout` is
+        handed: the physics state alone drifts by 1e-15 m within a few primitives), the step
+        count and the gait phase; `restore` puts them back bit for bit.
+        """
+        m, d = self._require()
+        copy = mujoco.MjData(m)
+        mujoco.mj_copyData(copy, m, d)
+        return SimSnapshot(model=m, data=copy, step_count=self.step_count, phase=self._phase,
+                           plank_pos=m.body_pos[self._plank_bodies].copy())
+
+    def restore(self, snap: SimSnapshot) -> None:
+        """Put the simulator back where `snapshot` found it (same model and terrain only)."""
+        m, d = self._require()
+        if snap.model is not m or not np.array_equal(m.body_pos[self._plank_bodies],
+                                                     snap.plank_pos):
+            raise PacplanError("this snapshot was taken on another model or terrain: a "
+                               "simulator restores only its own snapshots of its current terrain")
+        mujoco.mj_copyData(d, m, snap.data)
+        self.step_count = snap.step_count
+        self._phase = snap.phase
 
     # ------------------------------------------------------------------ camera
     def depth_image(self) -> np.ndarray:
