@@ -231,3 +231,124 @@ def test_cli_monitor_bad_costs_one_line_exit_2(uav_planner: Path, tmp_path: Path
     assert code == 2
     assert f"{path} line {line}: " in err and what in err, err
     assert len(err.strip().splitlines()) == 1 and out == ""
+
+
+# -- issue 36: numbers at the edge of float64, a fast exact path for logs, streamed input -------
+def test_an_alpha_whose_inverse_overflows_still_alarms() -> None:
+    """log(1/alpha) is +inf for alpha < 5.6e-309, so the evidence never reached it and the
+    monitor could not alarm; -log(alpha) is finite down to the smallest float."""
+    for alpha in (1e-310, 5e-324):
+        monitor = CertificateMonitor(C, alpha)
+        for _ in range(1000):
+            monitor.update(1.0)
+        assert monitor.alarm, alpha
+        assert monitor.log_e_value >= -math.log(alpha)
+
+
+def test_a_certified_cost_too_small_to_bet_against_is_refused() -> None:
+    """A subnormal certified cost makes cost / certified overflow (every wealth inf, the
+    evidence NaN: never an alarm); refused in one line. A normal one however small works."""
+    for tiny in (1e-310, 5e-324):
+        with pytest.raises(PlannerError, match="certified cost must be at least") as info:
+            CertificateMonitor(tiny, 0.01)
+        assert "\n" not in str(info.value)
+        with pytest.raises(PlannerError, match="certified cost must be at least"):
+            log_evidence(np.array([0.5]), tiny)
+    monitor = CertificateMonitor(1e-300, 0.01)
+    assert monitor.update(1.0) and math.isfinite(monitor.log_e_value)
+    assert monitor.lower == 1e-300  # the certified cost is a grid point, and it is rejected
+
+
+@pytest.mark.parametrize("resolution", [1e-7, 5e-5, 0.0, float("nan"), 0.2, True])
+def test_a_resolution_that_costs_minutes_or_memory_is_refused(resolution: float) -> None:
+    """The bound's grid has 1/resolution means and every episode costs 79 logs each: 1e-7
+    was 6 GB of state and seconds per episode."""
+    with pytest.raises(PlannerError, match="resolution must be"):
+        CertificateMonitor(C, 0.01, resolution=resolution)
+
+
+def test_the_finest_and_coarsest_resolutions_are_accepted() -> None:
+    for resolution in (1e-4, 0.1):
+        monitor = CertificateMonitor(C, 0.01, resolution=resolution)
+        monitor.update_many(np.ones(50))
+        assert monitor.alarm and monitor.lower > 0.5
+
+
+def _stream(kind: str, n: int, rng: np.random.Generator) -> np.ndarray:
+    if kind == "bernoulli":
+        return bernoulli(0.2, (1, n), rng)[0]
+    if kind == "uav":
+        return uav_like(0.12, (1, n), rng)[0]
+    if kind == "dense":
+        return np.clip(rng.normal(0.15, 0.1, n), 0.0, 1.0)
+    if kind == "holding":
+        return uav_like(0.06, (1, n), rng)[0]
+    if kind == "zeros-then-ones":
+        return np.concatenate([np.zeros(n // 2), np.ones(n - n // 2)])
+    return rng.choice([0.0, 0.5, 1.0], n)
+
+
+@pytest.mark.parametrize("kind", ["bernoulli", "uav", "dense", "holding", "zeros-then-ones",
+                                  "three-values"])
+@pytest.mark.parametrize(("certified", "alpha", "resolution"),
+                         [(C, 0.01, 2e-3), (0.1234567, 1e-6, 0.01), (1e-5, 0.05, 0.01)])
+def test_update_many_gives_the_same_alarm_and_bounds_as_one_at_a_time(
+        kind: str, certified: float, alpha: float, resolution: float) -> None:
+    """The oracle is `update` fed one cost at a time: `update_many` over blocks of any size
+    gives the same alarm episode, the same lower bound after every episode and the same
+    evidence at the certified cost."""
+    rng = np.random.default_rng(hash((kind, certified)) % 2**32)
+    x = _stream(kind, 1500, rng)
+    oracle = CertificateMonitor(certified, alpha, resolution=resolution)
+    expected = []
+    for v in x:
+        oracle.update(float(v))
+        expected.append(oracle.lower)
+    fast = CertificateMonitor(certified, alpha, resolution=resolution)
+    lowers: list[float] = []
+    start = 0
+    for size in [1, 7, 300, 1000, 10_000]:  # calls of any size, the last one past the end
+        lowers += fast.update_many(x[start:start + size]).tolist()
+        start += size
+    assert fast.episodes == oracle.episodes == x.size
+    assert fast.alarm_episode == oracle.alarm_episode and fast.alarm == oracle.alarm
+    assert lowers == expected
+    assert math.isclose(fast.log_e_value, oracle.log_e_value, rel_tol=1e-12, abs_tol=1e-12)
+    fast.update(0.3)  # the two paths share one state: either may follow the other
+    oracle.update(0.3)
+    assert fast.lower == oracle.lower and fast.episodes == oracle.episodes
+
+
+def test_update_many_refuses_a_bad_cost_naming_its_episode_and_adds_none() -> None:
+    monitor = CertificateMonitor(C, 0.01)
+    monitor.update_many(np.array([0.1, 0.2]))
+    for bad, word in [(np.array([0.1, np.nan]), "NaN"), (np.array([0.0, 1.5]), "not a cost"),
+                      ([0.1, True], "not a number"), ([0.1, "0.2"], "not a number")]:
+        with pytest.raises(PlannerError, match=f"episode 4: .*{word}"):
+            monitor.update_many(bad)
+    for bad in (np.array([True, False]), np.zeros((2, 2)), np.array(["0.1"])):
+        with pytest.raises(PlannerError, match="1-D array of numbers"):
+            monitor.update_many(bad)
+    assert monitor.episodes == 2
+    assert monitor.update_many([]).size == 0 and monitor.episodes == 2
+
+
+def test_update_many_is_much_faster_than_one_at_a_time() -> None:
+    """The reason it exists: a long log at 0.4 ms an episode took hours (the benchmark,
+    benchmarks/monitor_throughput.py, measures the ratio; here a floor of 5 × with a margin
+    for a loaded machine)."""
+    import time
+
+    x = uav_like(0.12, (1, 6000), np.random.default_rng(11))[0]
+    slow = CertificateMonitor(C, 0.01)
+    slow.update_many(x[:1000])  # both past the start, where the bound rises fastest
+    fast = CertificateMonitor(C, 0.01)
+    fast.update_many(x[:1000])
+    t0 = time.perf_counter()
+    for v in x[1000:2000]:
+        slow.update(float(v))
+    per_one = (time.perf_counter() - t0) / 1000
+    t0 = time.perf_counter()
+    fast.update_many(x[1000:])
+    per_many = (time.perf_counter() - t0) / 5000
+    assert per_many * 5 < per_one, (per_one, per_many)
