@@ -39,3 +39,29 @@ def paper_cert(paper_dir: Path) -> np.ndarray:
 @pytest.fixture(scope="session")
 def paper_test(paper_dir: Path) -> np.ndarray:
     return np.load(paper_dir / "C_quadrotor_emp_test.npy", allow_pickle=False).astype(np.float64)
+
+
+def _paper_file(paper_dir: Path, name: str) -> Path:
+    """A file of the paper's folder; a folder fetched before pacplan fetched it lacks it."""
+    path = paper_dir / name
+    if not path.is_file():
+        message = (f"{name} not in {paper_dir}: run `pacplan data paper` again (it fetches "
+                   "only the files missing)")
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
+
+
+@pytest.fixture(scope="session")
+def paper_minitaur_cert(paper_dir: Path) -> np.ndarray:
+    """The paper's quadruped certification matrix (4000 × 50), as published: 48 costs > 1."""
+    path = _paper_file(paper_dir, "C_minitaur.npy")
+    return np.load(path, allow_pickle=False).astype(np.float64)
+
+
+@pytest.fixture(scope="session")
+def paper_minitaur_test(paper_dir: Path) -> np.ndarray:
+    """The paper's quadruped test matrix (5000 × 50), as published: 80 costs > 1."""
+    path = _paper_file(paper_dir, "C_minitaur_emp_test.npy")
+    return np.load(path, allow_pickle=False).astype(np.float64)

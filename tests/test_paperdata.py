@@ -213,7 +213,8 @@ def test_oversized_body_refused(server: FileServer, tmp_path: Path) -> None:
     with pytest.raises(PacplanError) as excinfo:
         fetch_paper_data(server.url, tmp_path)
     assert "more than the expected" in _one_line_error(excinfo)
-    assert {p.name for p in tmp_path.iterdir()} == NAMES - {spec.name}
+    # the files fetched before it are kept; it and the ones after it are not there
+    assert {p.name for p in tmp_path.iterdir()} == {f.name for f in PAPER_FILES[:2]}
 
 
 def test_dropped_connection_is_one_line_and_leaves_nothing(server: FileServer,
@@ -310,6 +311,31 @@ def test_incomplete_or_wrong_cache_is_not_used(monkeypatch: pytest.MonkeyPatch, 
     assert paper_data_dir() is None
     (cache / spec.name).unlink()
     assert paper_data_dir() is None
+
+
+def test_minitaur_files_are_fetched_and_make_a_cache_complete(
+        server: FileServer, tmp_path: Path) -> None:
+    """`pacplan data paper` fetches the paper's quadruped matrices and posterior too; a cache
+    without one of them (an older pacplan's) is not complete, and a rerun fetches just it."""
+    minitaur = {"C_minitaur.npy", "C_minitaur_emp_test.npy", "p_minitaur.npy"}
+    assert minitaur <= NAMES
+    cache = tmp_path / "cache"
+    fetch_paper_data(server.url, cache)
+    c = np.load(cache / "C_minitaur.npy", allow_pickle=False)
+    t = np.load(cache / "C_minitaur_emp_test.npy", allow_pickle=False)
+    p = np.load(cache / "p_minitaur.npy", allow_pickle=False)
+    assert c.shape == (4000, 50) and t.shape == (5000, 50) and p.shape == (50,)
+    assert int((c > 1).sum()) == 48 and c.min() >= 0  # the paper's unclipped cost
+    assert p.sum() == pytest.approx(1.0, abs=1e-6)
+    assert paperdata.is_complete(cache)
+    for name in sorted(minitaur):
+        (cache / name).unlink()
+        assert not paperdata.is_complete(cache)
+        before = len(server.requests)
+        report = fetch_paper_data(server.url, cache)
+        assert report.downloaded == (name,)
+        assert server.requests[before:] == [f"/Weights/{name}"]
+        assert paperdata.is_complete(cache)
 
 
 def test_checkout_shared_dir_is_beside_the_repository() -> None:
