@@ -201,6 +201,7 @@ def export_cmd(
     certificate) for `pacplan.runtime`; refuses a certificate that does not verify."""
     from pacplan.export import export_planner, verify_planner
 
+    refuse_overwriting(out, "--out", {"RUN_DIR": run_dir})  # not into a planner or run dir
     export_planner(run_dir, out, n)
     c = verify_planner(out)
     console.print(f"[green]Exported[/] {shown(out)}: certified cost ≤ {100 * c.certified:.2f} % "
@@ -234,6 +235,7 @@ def run_cmd(
     check_worlds(cfg)  # before the run directory is made
     _apply_executor_options(cfg, executor, workers, address)
     run_dir = out or Path("runs") / cfg.name
+    refuse_overwriting(run_dir, "--out", {"--prior": prior_file}, resumes=True)
     # one lock for the run and its report; `kill` stops it as Ctrl-C does
     with sigterm_as_ctrl_c(), discard_if_refused(run_dir), RunDir(run_dir).locked():
         result = run(cfg, run_dir, prior_file=prior_file, progress=not quiet,
@@ -354,6 +356,7 @@ def train_prior_cmd(
 
     cfg = load_config(resolve_config(config))
     check_worlds(cfg)  # the whole config is checked, baselines included
+    refuse_overwriting(out, "--out", resumes=True)  # not into a planner or another run
     _apply_executor_options(cfg, executor, workers, address)
     with discard_if_refused(out):
         state = train_prior(cfg, out, progress=not quiet,

@@ -15,6 +15,7 @@ import typer
 
 from pacplan import paperdata
 from pacplan.cli_output import sigterm_raises
+from pacplan.outputs import refuse_overwriting
 
 data_app = typer.Typer(
     help="Download data sets (the paper's published cost matrices, UAV and Minitaur priors).",
@@ -65,6 +66,8 @@ def paper_cmd(
     """Download the paper's published UAV cost matrices and its UAV and Minitaur priors, each
     checked against a pinned sha256 (a prior's torch files before they are read; stored as
     .npy)."""
+    if cache is not None:  # never into a planner or run directory
+        refuse_overwriting(cache, "--cache")
     with _terminate_cleanly():
         report = paperdata.fetch_paper_data(url, cache, force=force, timeout=timeout)
     stored = {t.source.name: t.stored.name for t in paperdata.PRIOR_FILES}

@@ -1,7 +1,18 @@
-"""Output paths that would destroy an input: refused before anything is read or written.
+"""Output paths that would destroy something: refused before anything is read or written.
 
-`certify-matrix --out costs.npy` or `render --out theta.npy` would replace the very file the
-command reads; a hard link or another spelling of the same path is the same file.
+One rule for every command that writes (`certify-matrix --out`, `render --out`, `monitor --plot`,
+`export --out`, `run --out`, `train-prior --out`, `data paper --cache`):
+
+- an output that is one of the command's inputs is refused: `monitor P costs.csv --plot
+  costs.csv` would replace the cost log with a PNG (a hard link or another spelling of the same
+  path is the same file);
+- an output that is, or lies inside, a planner directory or a run directory is refused:
+  `--plot P/planner.json` replaces the planner, and even a new file there is one its
+  manifest.json does not record, which `verify` and a resumed run refuse. `run` and
+  `train-prior` may name a run directory itself: they resume it.
+
+A planner directory holds planner.json and manifest.json (`pacplan export`); a run directory
+holds config.yaml with manifest.json or run.lock (`pacplan run`, from its first step on).
 """
 
 from __future__ import annotations
@@ -10,6 +21,10 @@ import os
 from pathlib import Path
 
 from pacplan.errors import PacplanError
+
+_PLANNER_FILES = ("planner.json", "manifest.json")  # pacplan_runtime.bundle.PLANNER, MANIFEST
+_RUN_CONFIG = "config.yaml"  # RunDir.CONFIG
+_RUN_MARKS = ("manifest.json", "run.lock")  # RunDir.MANIFEST, RunDir.LOCK
 
 
 def same_file(a: str | Path, b: str | Path) -> bool:
@@ -22,10 +37,55 @@ def same_file(a: str | Path, b: str | Path) -> bool:
         return False
 
 
+def folder_kind(folder: str | Path) -> str | None:
+    """"planner directory" or "run directory" if `folder` is one, else None."""
+    folder = Path(folder)
+    try:
+        if all((folder / name).is_file() for name in _PLANNER_FILES):
+            return "planner directory"
+        if (folder / _RUN_CONFIG).is_file() and any((folder / name).is_file()
+                                                      for name in _RUN_MARKS):
+            return "run directory"
+    except OSError:  # an unreadable folder: nothing known to protect there
+        return None
+    return None
+
+
+def protecting_folder(out: str | Path, itself: bool = True) -> tuple[str, Path] | None:
+    """(kind, folder) of the planner or run directory that `out` is inside (or is, with
+    `itself`), by its path as written and with symlinks resolved; None if there is none."""
+    written = Path(os.path.abspath(out))
+    try:
+        resolved = Path(out).resolve()
+    except (OSError, RuntimeError):  # a symlink loop
+        resolved = written
+    for path in dict.fromkeys((written, resolved)):
+        for folder in ([path] if itself else []) + list(path.parents):
+            kind = folder_kind(folder)
+            if kind is not None:
+                return kind, folder
+    return None
+
+
 def refuse_overwriting(out: str | Path, option: str,
-                       inputs: dict[str, str | Path | None]) -> None:
-    """Refuse an output path that is one of the command's inputs (it would be lost)."""
-    for name, path in inputs.items():
+                       inputs: dict[str, str | Path | None] | None = None, *,
+                       resumes: bool = False) -> None:
+    """Refuse an output path that is one of the command's inputs, or that is or lies inside a
+    planner or run directory (module docstring); `resumes`: `out` may itself be a run
+    directory (run and train-prior resume it)."""
+    for name, path in (inputs or {}).items():
         if path is not None and same_file(out, path):
             raise PacplanError(f"{option} {out} is the input {name}; writing there would "
                                "destroy it: choose another output path")
+    found = protecting_folder(out)
+    if found is None:
+        return
+    kind, folder = found
+    if resumes and kind == "run directory" and same_file(folder, out):
+        inside = protecting_folder(out, itself=False)
+        if inside is None:
+            return
+        kind, folder = inside
+    where = f"is a {kind}" if same_file(folder, out) else f"is inside the {kind} {folder}"
+    raise PacplanError(f"{option} {out} {where}, whose manifest.json records every file; "
+                       "writing there would change or destroy it: choose a path outside it")

@@ -1,0 +1,167 @@
+"""One overwrite rule for every command that writes (issue 36): an output that is an input, or
+that is or lies inside a planner or run directory, is refused in one line before anything is
+read or written (`pacplan.outputs.refuse_overwriting`). `monitor --plot` is tested in
+test_monitor.py; here the rule itself and every other command that writes."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from helpers import SMALL_TOY_RUN, cli
+from pacplan.errors import PacplanError
+from pacplan.outputs import folder_kind, refuse_overwriting
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _tree(folder: Path) -> dict[Path, bytes]:
+    return {p: p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def planner_dir(tmp_path: Path) -> Path:
+    """The two files that make a folder a planner directory (pacplan export writes more)."""
+    folder = tmp_path / "planner"
+    folder.mkdir()
+    (folder / "planner.json").write_text('{"format": "pacplan-planner/1"}\n')
+    (folder / "manifest.json").write_text('{"format": "pacplan-planner-manifest/1"}\n')
+    return folder
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path) -> Path:
+    """A run directory as `pacplan run` leaves it after its first finished step."""
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "config.yaml").write_text(yaml.safe_dump(SMALL_TOY_RUN))
+    (folder / "manifest.json").write_text("{}\n")
+    return folder
+
+
+def test_what_counts_as_a_planner_or_run_directory(tmp_path: Path, planner_dir: Path,
+                                                   run_dir: Path) -> None:
+    assert folder_kind(planner_dir) == "planner directory"
+    assert folder_kind(run_dir) == "run directory"
+    started = tmp_path / "started"  # a run still training its prior: no manifest yet
+    started.mkdir()
+    (started / "config.yaml").write_text("name: x\n")
+    (started / "run.lock").write_text("")
+    assert folder_kind(started) == "run directory"
+    for files in (["manifest.json"], ["config.yaml"], ["planner.json"]):  # a web app's, …
+        other = tmp_path / "-".join(files)
+        other.mkdir()
+        for name in files:
+            (other / name).write_text("{}")
+        assert folder_kind(other) is None
+        refuse_overwriting(other / "plot.png", "--out")
+    assert folder_kind(tmp_path / "nothing") is None
+    assert folder_kind(ROOT / "results" / "uav") == "run directory"
+
+
+@pytest.mark.parametrize("where", ["planner", "run", "deep-in-run", "through-a-symlink"])
+def test_a_file_inside_a_planner_or_run_directory_is_refused(planner_dir: Path, run_dir: Path,
+                                                             tmp_path: Path, where: str) -> None:
+    out = {"planner": planner_dir / "plot.png", "run": run_dir / "certificate.json",
+           "deep-in-run": run_dir / "new" / "folders" / "x.json"}.get(where)
+    if where == "through-a-symlink":
+        os.symlink(planner_dir, tmp_path / "link")
+        out = tmp_path / "link" / "plot.png"
+    with pytest.raises(PacplanError) as info:
+        refuse_overwriting(out, "--out", {"COSTS": tmp_path / "c.npy"})
+    kind = "run" if "run" in where else "planner"
+    assert f"--out {out} is inside the {kind} directory" in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_a_run_may_resume_its_own_directory_but_nothing_else(planner_dir: Path, run_dir: Path
+                                                             ) -> None:
+    refuse_overwriting(run_dir, "--out", resumes=True)  # run / train-prior resume it
+    with pytest.raises(PacplanError, match="is a run directory"):
+        refuse_overwriting(run_dir, "--out")  # export, data --cache: never
+    with pytest.raises(PacplanError, match="is a planner directory"):
+        refuse_overwriting(planner_dir, "--out", resumes=True)
+    nested = run_dir / "runs" / "other"
+    nested.mkdir(parents=True)
+    (nested / "config.yaml").write_text("name: x\n")
+    (nested / "run.lock").write_text("")
+    with pytest.raises(PacplanError, match=f"is inside the run directory {run_dir}"):
+        refuse_overwriting(nested, "--out", resumes=True)
+
+
+@pytest.mark.parametrize("inside", ["run", "planner"])
+def test_certify_matrix_out_inside_a_run_or_planner_directory(
+        planner_dir: Path, run_dir: Path, tmp_path: Path, inside: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    np.save(tmp_path / "cert.npy", np.random.default_rng(0).random((40, 4)))
+    folder = run_dir if inside == "run" else planner_dir
+    before = _tree(folder)
+    out = folder / "certificates" / "N40.json"
+    code, out_text, err = cli(["certify-matrix", str(tmp_path / "cert.npy"), "--out", str(out)],
+                              capsys)
+    assert code == 2 and f"inside the {inside} directory" in err and out_text == "", err
+    assert len(err.strip().splitlines()) == 1
+    assert _tree(folder) == before
+
+
+def _fake_render(seed: int, out: str, theta_path: str | None,
+                 world_options: dict | None = None) -> str:
+    from pacplan.files import atomic_write_bytes
+
+    atomic_write_bytes(out, b"\x89PNG fake")
+    return out
+
+
+def test_render_out_inside_a_planner_directory(planner_dir: Path, monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    from pacplan.worlds import base
+
+    entry = base.WorldEntry("pacplan.worlds.toy:ToyWorld", renderer=f"{__name__}:_fake_render")
+    monkeypatch.setitem(base._REGISTRY, "painted", entry)
+    before = _tree(planner_dir)
+    for out in (planner_dir / "planner.json", planner_dir / "render.png"):
+        code, _, err = cli(["render", "painted", "--seed", "1", "--out", str(out)], capsys)
+        assert code == 2 and "inside the planner directory" in err, err
+    assert _tree(planner_dir) == before
+
+
+def test_export_out_inside_a_run_directory(run_dir: Path, capsys: pytest.CaptureFixture[str]
+                                           ) -> None:
+    before = _tree(run_dir)
+    out = run_dir / "planner"
+    code, _, err = cli(["export", str(ROOT / "results" / "uav"), "--out", str(out)], capsys)
+    assert code == 2 and "inside the run directory" in err, err
+    assert _tree(run_dir) == before and not out.exists()
+
+
+@pytest.mark.parametrize("command", ["run", "train-prior"])
+def test_run_and_train_prior_out_inside_another_run_or_a_planner(
+        command: str, planner_dir: Path, run_dir: Path, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "toy.yaml"
+    config.write_text(yaml.safe_dump(SMALL_TOY_RUN))
+    before = _tree(tmp_path)
+    for out, words in [(run_dir / "toy", "inside the run directory"),
+                       (planner_dir, "is a planner directory"),
+                       (planner_dir / "toy", "inside the planner directory")]:
+        code, _, err = cli([command, str(config), "--out", str(out), "--quiet"], capsys)
+        assert code == 2 and words in err, err
+        assert len(err.strip().splitlines()) == 1
+    assert _tree(tmp_path) == before
+    # a run directory itself is resumed, not refused (train-prior trains its prior there)
+    code, _, err = cli([command, str(config), "--out", str(run_dir), "--quiet"], capsys)
+    assert "directory" not in err and code == 0, err
+
+
+def test_data_cache_inside_a_run_directory(run_dir: Path, capsys: pytest.CaptureFixture[str]
+                                           ) -> None:
+    before = _tree(run_dir)
+    for cache in (run_dir, run_dir / "paper"):
+        code, _, err = cli(["data", "paper", "--cache", str(cache), "--url",
+                            "file:///nonexistent/pacplan"], capsys)
+        assert code == 2 and "--cache" in err and "run directory" in err, err
+    assert _tree(run_dir) == before and not (run_dir / "paper").exists()
