@@ -352,3 +352,189 @@ def test_update_many_is_much_faster_than_one_at_a_time() -> None:
     fast.update_many(x[1000:])
     per_many = (time.perf_counter() - t0) / 5000
     assert per_many * 5 < per_one, (per_one, per_many)
+
+
+def test_cli_monitor_alarms_at_an_alpha_of_the_smallest_float(uav_planner: Path, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]
+                                                              ) -> None:
+    costs = tmp_path / "c.csv"
+    costs.write_text("1\n" * 1500)
+    code, out, err = cli(["monitor", str(uav_planner), str(costs), "--alpha", "5e-324"], capsys)
+    assert code == 1, err
+    assert "ALARM at episode" in out and "level 1 − 4.94066e-324" in out
+
+
+@pytest.mark.parametrize(("name", "text", "line"), [
+    ("c.csv", "cost,cost\n0.9,0.1\n", 1),
+    ("c.csv", "\nepisode, Cost ,cost\n1,0.9,0.1\n", 2),
+    ("c.jsonl", "{\"cost\": 0.9, \"cost\": 0.1}\n", 1),
+    ("c.jsonl", "0.5\n{\"episode\": 2, \"cost\": 0.9, \"x\": 1, \"cost\": 0.1}\n", 2),
+])
+def test_cli_monitor_refuses_two_cost_fields_alike_in_both_formats(
+        uav_planner: Path, tmp_path: Path, name: str, text: str, line: int,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """CSV took the first column, JSON the last value: 0.9 or 0.1 for the same record."""
+    path = tmp_path / name
+    path.write_text(text)
+    code, out, err = cli(["monitor", str(uav_planner), str(path)], capsys)
+    assert code == 2 and out == ""
+    assert f"{path} line {line}: two 'cost' fields" in err, err
+    assert len(err.strip().splitlines()) == 1
+
+
+BIG = 10 * 2**20
+DEEP = 100_000
+
+
+@pytest.mark.parametrize(("name", "text", "what"), [
+    ("c.jsonl", "0.1\n" + "1" * 400 + "\n", "inf is not a cost"),  # was an OverflowError
+    ("c.jsonl", "0.1\n{\"cost\": " + "9" * 5000 + "}\n", "inf is not a cost"),
+    ("c.jsonl", "0.1\n1e999999\n", "inf is not a cost"),
+    ("c.jsonl", "0.1\n" + "[" * DEEP + "]" * DEEP + "\n", "nested too deeply"),  # RecursionError
+    ("c.jsonl", "0.1\n" + "{\"a\":" * DEEP + "1" + "}" * DEEP + "\n", "nested too deeply"),
+    ("c.jsonl", "0.1\n" + "1" * BIG + "\n", "longer than 1,048,576 characters"),
+    ("c.csv", "0.1\n0." + "0" * 200_000 + "1\n", "field larger than field limit"),  # _csv.Error
+    ("c.csv", "0.1\n" + "1" * BIG + "\n", "longer than 1,048,576 characters"),
+    ("c.csv", "0.1\n1e999999\n", "inf is not a cost"),
+    ("c.csv", "0.1\n0.0_1\n", "'0.0_1' is not a number"),  # Python's float() took 0.01
+    ("c.csv", "0.1\n\u0660.\u0665\n", "is not a number"),  # Arabic-Indic digits, 0.5 to float()
+])
+def test_cli_monitor_over_long_and_over_deep_lines_are_one_line_errors(
+        uav_planner: Path, tmp_path: Path, name: str, text: str, what: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    code, out, err = cli(["monitor", str(uav_planner), str(path)], capsys)
+    assert code == 2 and out == ""
+    assert f"{path} line 2: " in err and what in err, err[:300]
+    assert len(err.strip().splitlines()) == 1 and len(err) < 500
+
+
+def test_cli_monitor_refuses_a_fifo_instead_of_waiting_on_it(uav_planner: Path, tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]
+                                                             ) -> None:
+    """It blocked forever in open(). A writer that turns up after 20 s feeds the FIFO, so the
+    old behaviour fails this test instead of hanging it."""
+    import os
+    import threading
+    import time
+
+    fifo = tmp_path / "costs.csv"
+    os.mkfifo(fifo)
+    done = threading.Event()
+
+    def late_writer() -> None:
+        if done.wait(20):
+            return
+        try:  # only succeeds if a reader is blocked on the FIFO
+            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:
+            return
+        os.write(fd, b"0.1\n")
+        os.close(fd)
+
+    writer = threading.Thread(target=late_writer, daemon=True)
+    writer.start()
+    t0 = time.perf_counter()
+    try:
+        code, out, err = cli(["monitor", str(uav_planner), str(fifo)], capsys)
+    finally:
+        done.set()
+        writer.join()
+    assert code == 2 and "not a regular file" in err and out == "", err
+    assert time.perf_counter() - t0 < 15
+    for other in (tmp_path, Path("/dev/null")):
+        code, _, err = cli(["monitor", str(uav_planner), str(other)], capsys)
+        assert code == 2 and "not a regular file" in err, err
+
+
+def test_cli_monitor_streams_the_log_in_constant_memory(uav_planner: Path, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]
+                                                        ) -> None:
+    """The whole file, its lines and their floats were held at once (a 1 GB log was a
+    MemoryError); now a block of costs at a time: peak memory does not grow with the log."""
+    import tracemalloc
+
+    rng = np.random.default_rng(12)
+    peaks = []
+    for n in (10_000, 100_000):
+        path = tmp_path / f"c{n}.csv"
+        path.write_text("".join("0.5\n" if v else "0\n" for v in rng.random(n) < 0.1))
+        tracemalloc.start()
+        code, out, err = cli(["monitor", str(uav_planner), str(path)], capsys)
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+        assert code == 0 and f"holding: no alarm in {n} episodes" in out, err
+    # 10 × the episodes, the same peak (the planner's own load is most of it); the old reader
+    # held ~200 bytes a line more: 18 MB more here
+    assert peaks[1] < peaks[0] + 2**20, peaks
+
+
+def test_cli_monitor_feeds_the_same_verdict_as_one_cost_at_a_time(
+        uav_planner: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Costs go to the monitor in blocks; the printed verdict and bound are those of update()
+    fed each cost in turn, across the reader's chunk boundaries."""
+    from pacplan import cli_monitor
+
+    monkeypatch.setattr(cli_monitor, "CHUNK", 700)
+    x = uav_like(0.2, (1, 2500), np.random.default_rng(13))[0]
+    path = tmp_path / "c.csv"
+    path.write_text("".join(f"{float(v)!r}\n" for v in x))
+    assert np.array_equal(cli_monitor.read_costs(path), x)
+    certified = Planner.load(uav_planner).certified_cost
+    oracle = CertificateMonitor(certified, 0.01)
+    for v in x:
+        oracle.update(float(v))
+    code, out, _ = cli(["monitor", str(uav_planner), str(path)], capsys)
+    assert code == 1 and f"ALARM at episode {oracle.alarm_episode}:" in out
+    assert f"lower bound on the deployed mean cost: {100 * oracle.lower:.1f} %" in out
+
+
+def test_the_plot_trace_keeps_the_bound_exactly_and_the_mean_thinned() -> None:
+    from pacplan.cli_monitor import _Trace
+
+    x = uav_like(0.2, (1, 30_000), np.random.default_rng(14))[0]
+    monitor = CertificateMonitor(C, 0.01)
+    trace, total, lowers = _Trace(points=500), 0.0, []
+    for chunk in np.array_split(x, 7):
+        start = monitor.episodes
+        got = monitor.update_many(chunk)
+        trace.add(start, chunk, got, total)
+        total += float(chunk.sum())
+        lowers += got.tolist()
+    rose = np.flatnonzero(np.diff(lowers, prepend=0.0) > 0)
+    assert trace.rises == [(int(i) + 1, lowers[i]) for i in rose]
+    assert 500 <= len(trace.episodes) <= 1000
+    e = np.asarray(trace.episodes)
+    assert np.allclose(trace.means, np.cumsum(x)[e - 1] / e, rtol=1e-12)
+
+
+@pytest.mark.parametrize("target", ["costs", "costs-link", "planner.json", "manifest.json",
+                                    "planner-dir", "new-file-in-planner"])
+def test_cli_monitor_plot_never_writes_over_an_input_or_into_the_planner(
+        uav_planner: Path, tmp_path: Path, target: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`--plot costs.csv` replaced the log with a PNG, `--plot P/planner.json` the planner."""
+    import os
+    import shutil
+
+    planner = shutil.copytree(uav_planner, tmp_path / "planner")
+    costs = tmp_path / "costs.csv"
+    costs.write_text("0.1\n0.2\n")
+    plot = {"costs": costs, "planner.json": planner / "planner.json",
+            "manifest.json": planner / "manifest.json", "planner-dir": planner,
+            "new-file-in-planner": planner / "plot.png"}.get(target)
+    if target == "costs-link":
+        plot = tmp_path / "link.csv"
+        os.link(costs, plot)
+    files = [costs, *(p for p in planner.rglob("*") if p.is_file())]
+    before = {p: p.read_bytes() for p in files}
+    code, out, err = cli(["monitor", str(planner), str(costs), "--plot", str(plot)], capsys)
+    assert code == 2 and out == "" and "--plot" in err, err
+    inputs = ("costs", "costs-link", "planner-dir")
+    assert ("is the input" if target in inputs else "inside the planner directory") in err
+    assert len(err.strip().splitlines()) == 1
+    assert sorted(p for p in planner.rglob("*") if p.is_file()) == sorted(files[1:])
+    assert {p: p.read_bytes() for p in files} == before
+    Planner.load(planner)  # still a planner
