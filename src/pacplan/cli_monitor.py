@@ -65,17 +65,19 @@ def _number(text: str, where: str) -> float:
     return _checked(x, where)
 
 
-class _TwoCosts(Exception):
-    """A JSON object with "cost" twice (raised from inside json.loads)."""
+class _Record(dict):
+    """A JSON object, remembering whether it named "cost" twice (json keeps the last value
+    silently, so `{"cost": 0.9, "cost": 0.1}` would count as 0.1)."""
+
+    two_costs = False
 
 
-def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """json's object_pairs_hook: a dict, refusing a second "cost" key (json would keep the
-    last silently, so `{"cost": 0.9, "cost": 0.1}` would count as 0.1)."""
-    out: dict[str, Any] = {}
+def _object(pairs: list[tuple[str, Any]]) -> _Record:
+    """json's object_pairs_hook: a `_Record` of the pairs."""
+    out = _Record()
     for key, value in pairs:
         if key == "cost" and key in out:
-            raise _TwoCosts
+            out.two_costs = True
         out[key] = value
     return out
 
@@ -140,13 +142,13 @@ def json_costs(stream: TextIO, label: str) -> Iterator[float]:
         where = f"{label} line {n}"
         try:  # integers as floats: a 400-digit one is inf (refused), not an OverflowError
             value = json.loads(line, object_pairs_hook=_object, parse_int=float)
-        except _TwoCosts:
-            raise _two_costs(where) from None
         except RecursionError:
             raise PacplanError(f"{where}: JSON nested too deeply to be a cost") from None
         except ValueError:
             raise PacplanError(f"{where}: not JSON ({line.strip()[:40]!r})") from None
         if isinstance(value, dict):
+            if getattr(value, "two_costs", False):
+                raise _two_costs(where)
             if "cost" not in value:
                 raise PacplanError(f"{where}: an object without a \"cost\" key")
             value = value["cost"]
