@@ -285,11 +285,13 @@ def _stream(kind: str, n: int, rng: np.random.Generator) -> np.ndarray:
         return uav_like(0.06, (1, n), rng)[0]
     if kind == "zeros-then-ones":
         return np.concatenate([np.zeros(n // 2), np.ones(n - n // 2)])
+    if kind == "twelve-values":  # more repeated costs than the tables kept
+        return rng.choice(np.linspace(0.0, 0.4, 12), n)
     return rng.choice([0.0, 0.5, 1.0], n)
 
 
 @pytest.mark.parametrize("kind", ["bernoulli", "uav", "dense", "holding", "zeros-then-ones",
-                                  "three-values"])
+                                  "three-values", "twelve-values"])
 @pytest.mark.parametrize(("certified", "alpha", "resolution"),
                          [(C, 0.01, 2e-3), (0.1234567, 1e-6, 0.01), (1e-5, 0.05, 0.01)])
 def test_update_many_gives_the_same_alarm_and_bounds_as_one_at_a_time(

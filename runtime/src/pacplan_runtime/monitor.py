@@ -23,12 +23,15 @@ non-increasing in m, so {m : K_t(m) ≥ 1/alpha} is an interval [0, L_t]; with p
 grid of m with step `resolution` (rounded down: conservative). The alarm is K_t(certified) ≥
 1/alpha, computed exactly at the certified cost; once raised it stays.
 
-A log of many episodes goes through `update_many`, which gives the same alarm episode and bound
-as `update` one cost at a time at a small fraction of the cost: the wealth is a product, so a
-block's factors are multiplied and one log taken per block (a zero cost multiplies every bet
-at every m by 1 − u, whatever m), and the bound can only rise at an episode where the next
-grid mean's own evidence reaches 1/alpha; that one column is checked per episode, and only
-such episodes take `update`'s full step.
+A log of many episodes goes through `update_many`: the same alarm episode and bounds as
+`update` one cost at a time, at a small fraction of the cost (benchmarks/monitor_throughput.py).
+The alarm statistic is computed per episode with `update`'s own operations (the same floats).
+The grid's wealth is a product, so a block's factors are multiplied and one log is taken per
+block (a zero cost's factor is 1 − u at every m; a cost repeated in the block adds count × a
+table of its log factors); and the bound can only rise at an episode where the next grid mean's
+own evidence reaches 1/alpha, so that one column is followed per episode and only such episodes
+take `update`'s full step. The grid's sums differ from `update`'s by rounding alone (about
+1e-13 relative), which could move the bound only at a tie with 1/alpha to that precision.
 """
 
 from __future__ import annotations
@@ -51,6 +54,8 @@ MIN_RESOLUTION = 1e-4  # a finer grid costs 79 × 1/resolution logs an episode (
 MAX_RESOLUTION = 0.1
 _BLOCK = 64  # most nonzero costs folded into one product before its log (see _block_size)
 _SPAN = 1024  # most episodes in one block
+_TABLE_COUNT = 8  # a cost this often in one block gets a table of its log factors …
+_TABLES = 8  # … and this many such tables are kept (0/1 or a few discrete costs)
 _MARGIN = 1e-9  # a grid mean whose evidence comes this close to 1/alpha takes the exact step
 
 
@@ -180,6 +185,7 @@ class CertificateMonitor:
         self._block = _block_size(float(self._m[0]))
         self._log_keep = np.log((1.0 - self._u) + self._u * 0.0)  # a zero cost's step
         self._scratch: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # update_many's
+        self._tables: dict[float, np.ndarray] = {}  # … and its log factors of repeated costs
 
     @property
     def lower(self) -> float:
@@ -264,21 +270,37 @@ class CertificateMonitor:
                 self.alarm = True
                 self.alarm_episode = self.episodes + int(hits[0]) + 1
         self._log_c = wealth[-1].copy()
-        nonzero = x[x > 0]
         # (1 − u) + u·x/m = (1 − u)(1 + r·x) with r = u / ((1 − u) m): the 1 − u of every
-        # episode is one term, the rest a product of factors ≥ 1 (a zero cost's is 1)
+        # episode is one term, the rest a product of factors ≥ 1 (a zero cost's is 1); a cost
+        # repeated in the block (0/1 costs) adds count × its table of log(1 + r·x)
         self._log_m += x.size * np.log1p(-self._u)[:, None]
-        if nonzero.size:
-            if self._scratch is None:  # kept: fresh pages for every block cost more than the sums
-                r = (self._u / (1.0 - self._u))[:, None] / self._m[None, :]
-                self._scratch = (r, np.empty_like(r), np.empty_like(r))
-            r, product, factor = self._scratch
-            np.multiply(r, nonzero[0], out=product)
-            product += 1.0
-            for value in nonzero[1:]:
-                np.multiply(r, value, out=factor)
-                factor += 1.0
-                product *= factor
+        values, counts = np.unique(x[x > 0], return_counts=True)
+        if not values.size:
+            self.episodes += x.size
+            return
+        if self._scratch is None:  # kept: fresh pages for every block cost more than the sums
+            r = (self._u / (1.0 - self._u))[:, None] / self._m[None, :]
+            self._scratch = (r, np.empty_like(r), np.empty_like(r))
+        r, product, factor = self._scratch
+        multiplied = False
+        for value, count in zip(values.tolist(), counts.tolist()):
+            table = self._tables.get(value)
+            if table is None and count >= _TABLE_COUNT:
+                if len(self._tables) == _TABLES:
+                    del self._tables[next(iter(self._tables))]
+                table = self._tables[value] = np.log1p(r * value)
+            if table is not None:
+                self._log_m += np.multiply(table, count, out=factor)
+                continue
+            for _ in range(count):
+                np.multiply(r, value, out=factor if multiplied else product)
+                if multiplied:
+                    factor += 1.0
+                    product *= factor
+                else:
+                    product += 1.0
+                    multiplied = True
+        if multiplied:
             self._log_m += np.log(product, out=product)
         self.episodes += x.size
 
