@@ -10,6 +10,11 @@ import pytest
 
 from pacplan.paperdata import default_cache_dir, paper_data_dir
 
+if os.environ.get("PACPLAN_TEST_OTHER_LIBM") == "1":  # scripts/test-as-another-cpu.sh
+    import other_libm
+
+    other_libm.install()
+
 
 def _missing_message(d: Path | None) -> str:
     """Why the matrices are missing and the one command that fetches them."""

@@ -56,7 +56,7 @@ def _start(cfg_file: Path, out: Path) -> subprocess.Popen:
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
-def _kill_when(proc: subprocess.Popen, ready: Callable[[], bool], timeout: float = 90) -> None:
+def _kill_when(proc: subprocess.Popen, ready: Callable[[], bool], timeout: float = 300) -> None:
     """SIGKILL `proc` as soon as `ready()` holds; it must still be running then."""
     deadline = time.time() + timeout
     while not ready():
@@ -93,7 +93,7 @@ def test_sigkill_in_es_matrix_and_report_then_resume_is_bit_identical(tmp_path: 
         "killed while the report was written")
 
     last = _start(cfg_file, out)
-    assert last.wait(timeout=120) == 0, last.stderr.read() if last.stderr else ""
+    assert last.wait(timeout=300) == 0, last.stderr.read() if last.stderr else ""
     assert (out / "report.md").is_file()
     assert not (out / "costs" / "cert.chunks").exists()
 
