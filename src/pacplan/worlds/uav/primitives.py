@@ -18,11 +18,18 @@ _HI = 1.0 / (1.0 + math.exp(-spec.SIGMOID_GAIN * 0.5))
 
 
 def s_curve(t: np.ndarray | float) -> np.ndarray:
-    """Rescaled logistic σ(6.5 (t − ½)) with s(0) = 0, s(1) = 1 (clamped outside [0, 1])."""
+    """Rescaled logistic σ(6.5 (t − ½)) with s(0) = 0, s(1) = 1 (clamped outside [0, 1]).
+
+    exp is the C library's (`math.exp`), not NumPy's: on AVX-512 CPUs `np.exp` takes NumPy's
+    own kernels, whose last bits differ, and these values are the collision checks' positions
+    and an exported planner's fixed parts (checked by sha256 in the runtime)."""
     t = np.clip(np.asarray(t, dtype=np.float64), 0.0, 1.0)
-    sig = 1.0 / (1.0 + np.exp(-spec.SIGMOID_GAIN * (t - 0.5)))
+    sig = 1.0 / (1.0 + _libm_exp(-spec.SIGMOID_GAIN * (t - 0.5)))
     out = (sig - _LO) / (_HI - _LO)
     return np.where(t >= 1.0, 1.0, np.where(t <= 0.0, 0.0, out))
+
+
+_libm_exp = np.vectorize(math.exp, otypes=[np.float64])
 
 
 def s_inverse(s: float) -> float:
