@@ -11,6 +11,7 @@ from scipy.optimize import minimize
 
 from pacplan.errors import PacplanError
 from pacplan.pacbayes import bounds, posterior
+from pacplan.pacbayes.posterior import DECISION_TOLERANCE
 from pacplan.pacbayes.rep import optimize_rep
 
 DELTA = 0.01
@@ -105,7 +106,7 @@ def test_gibbs_equals_brute_force_on_two_and_three_policies(bound):
                 kl = np.nansum(np.where(ps > 0, ps * np.log(ps * m), 0.0), axis=1)
             brute = float(np.min(bounds.bound_value(bound, np.clip(ps @ cbar, 0, 1), kl, n, DELTA)))
             gibbs = posterior.optimize_gibbs(c, DELTA, bound).value
-            assert gibbs <= brute + 1e-12
+            assert gibbs <= brute * (1 + DECISION_TOLERANCE) + 1e-12  # optimal to that
             assert gibbs >= brute - 2e-3  # the grid is within a step of the optimum
 
 
@@ -187,7 +188,7 @@ def test_the_smallest_delta_still_chooses_a_posterior(tmp_path, capsys):
     prior_bound = float(bounds.bound_value("best", cbar.mean(), 0.0, n, delta))
     assert brute.min() < prior_bound - 0.01  # the case is one where choosing matters
     gibbs = posterior.optimize_gibbs(c, delta, "best")
-    assert gibbs.value <= brute.min() + 1e-12 and gibbs.beta > 0
+    assert gibbs.value <= brute.min() * (1 + DECISION_TOLERANCE) + 1e-12 and gibbs.beta > 0
     rep = optimize_rep(c, delta, "mcallester", grid_points=10, refine_steps=8)
     gibbs_m = posterior.optimize_gibbs(c, delta, "mcallester")
     assert gibbs_m.value <= rep.value + 1e-6 and rep.value <= gibbs_m.value + 1e-3

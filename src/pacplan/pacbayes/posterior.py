@@ -4,7 +4,7 @@ Why Gibbs is exact: every bound grows with both the empirical cost Ĉ(p) = c̄�
 For any fixed KL budget, the p of least Ĉ is the Gibbs distribution p_β ∝ p0·exp(−β c̄)
 (Lagrange duality of a linear objective under a KL ball), so the optimum lies on the
 one-parameter curve β ∈ [0, ∞], β = ∞ meaning all mass on the best column(s). Minimizing a
-bound is then a 1-D search: a dense log-grid over β, refined by bounded Brent steps around the
+bound is then a 1-D search: a dense log-grid over β, refined by zooming grids around the
 best grid points.
 
 `rep` (`pacplan.pacbayes.rep`) is the paper's relative-entropy program, kept as the slow
@@ -13,6 +13,7 @@ baseline that Gibbs is checked against.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -144,14 +145,30 @@ class _GibbsCurve:
         return w / w.sum()
 
 
+# A search decision is never made on a smaller relative difference of two bound values: far
+# above the last-bit noise another CPU's exp and log put into them (≈1e-15; AVX-512 kernels
+# differ from the C library's), far below what a certificate shows (1e-4). So the search takes
+# the same path, and returns the same β, on every CPU (docs/reproducibility.md).
+DECISION_TOLERANCE = 1e-9
+
+
+def _first_minimum(values: np.ndarray) -> int:
+    """The first index whose value is within DECISION_TOLERANCE of the least: the argmin,
+    except that near-ties, which rounding decides, go to the earliest point."""
+    least = float(values.min())
+    return int(np.flatnonzero(values <= least + DECISION_TOLERANCE * abs(least))[0])
+
+
 def _gibbs_search(curve: _GibbsCurve, objective: Objective, grid_points: int) -> float:
     """β minimizing `objective(Ĉ, KL)` over [0, ∞]: a log-grid, then zooming grids around minima.
 
-    The bound along the curve need not be unimodal, so the best few local minima of the coarse
-    grid are each refined by repeated 33-point grids (each round shrinks the bracket 16-fold)
-    until the bracket in ln β is narrower than 1e-6 (the bound is flat to ~1e-12 there).
-    β = 0 (p = p0) rides along in the coarse grid and β = ∞ is compared in closed form.
-    Everything is vectorized over β.
+    The bound along the curve need not be unimodal, so every local minimum of the coarse grid
+    within 1e-3 of its least value is refined by repeated 33-point grids (each round shrinks the
+    bracket 16-fold) until the bracket in ln β is narrower than 1e-6 (the bound is flat to
+    ~1e-12 there). β = 0 (p = p0) rides along in the coarse grid and β = ∞ is compared in closed
+    form. Values closer than DECISION_TOLERANCE (relative) count as equal, the earlier point
+    (smaller β) winning, and β = ∞ over any finite β, so rounding never steers the search; the
+    bound found is the least to within that tolerance. Everything is vectorized over β.
     """
     if curve.gap == 0.0:  # all columns equal on the prior's support: nothing to choose
         return 0.0
@@ -160,32 +177,42 @@ def _gibbs_search(curve: _GibbsCurve, objective: Objective, grid_points: int) ->
         emp, kl = curve.stats(np.exp(log_beta))
         return objective(emp, kl)
 
+    def better(a: float, b: float) -> bool:  # a below b by more than rounding can explain
+        return a < b - DECISION_TOLERANCE * abs(b)
+
     # β·gap ≈ 60 already puts e^-60 of relative mass off the best columns: the β = ∞ limit.
-    xs = np.concatenate([[-np.inf], np.linspace(np.log(1e-4 / curve.spread),
-                                                np.log(60.0 / curve.gap), grid_points)])
+    # The grid's ends from the C library's log: the same bits on every CPU.
+    xs = np.concatenate([[-np.inf], np.linspace(math.log(1e-4 / curve.spread),
+                                                math.log(60.0 / curve.gap), grid_points)])
     values = f(xs)  # exp(−inf) = 0: the first entry is β = 0
-    interior = np.flatnonzero((values[1:-1] <= values[:-2]) & (values[1:-1] <= values[2:])) + 1
-    # other local minima are refined too when the coarse grid cannot rule them out
-    close = interior[values[interior] <= values.min() + 1e-3]
-    starts = {int(np.argmin(values)), *sorted(close.tolist(), key=lambda i: values[i])[:2]}
+    least = float(values.min())
+    near = least + 1e-3 + DECISION_TOLERANCE * abs(least)
+    inner = values[1:-1]
+    interior = np.flatnonzero((inner <= values[:-2] * (1 + DECISION_TOLERANCE))
+                              & (inner <= values[2:] * (1 + DECISION_TOLERANCE))
+                              & (inner <= near)) + 1
+    starts = sorted({_first_minimum(values), *interior.tolist()} - {0})
 
     best_x, best_value = -np.inf, float(values[0])
-    for i in starts - {0}:
+    for i in starts:  # in order of β: of equal minima, the smallest β wins
         lo, hi = xs[max(i - 1, 1)], xs[min(i + 1, xs.size - 1)]
         x, value = xs[i], float(values[i])
+        least = value  # the least seen: the reference, so that near-ties cannot drift upwards
         while hi - lo > 1e-6:
             zoom = np.linspace(lo, hi, 33)
             zv = f(zoom)
-            j = int(np.argmin(zv))
-            if zv[j] <= value:
+            j = _first_minimum(zv)
+            least = min(least, float(zv.min()))
+            if not better(least, float(zv[j])):
                 x, value = zoom[j], float(zv[j])
             lo, hi = zoom[max(j - 1, 0)], zoom[min(j + 1, 32)]
-        if value < best_value:
+        if better(value, best_value):
             best_x, best_value = x, value
     kl_inf = -float(np.log(curve.p0[curve.p_inf > 0].sum()))
-    if float(objective(np.array([curve.cmin]), np.array([kl_inf]))[0]) < best_value:
+    # the β = ∞ limit unless a finite β is clearly better: where they tie, the canonical answer
+    if not better(best_value, float(objective(np.array([curve.cmin]), np.array([kl_inf]))[0])):
         return float("inf")
-    return float(np.exp(best_x))
+    return math.exp(best_x)
 
 
 def _objective(bound: str, n: int, delta: float) -> Objective:
