@@ -13,12 +13,12 @@ certifies it. The terrains are held out: from `--first-seed` on, checked disjoin
 shipped quadruped preset's prior, prior_eval, certification and test seeds (the default range is
 also past the seeds the teacher's weights were chosen on, 9,470,000–9,470,047).
 
-Reported: per controller the mean cost with a normal 95 % interval, falls, finishes, CPU seconds
-per rollout (process time in the worker) and rollouts per second of the `--workers` processes
-(their rollouts' wall time, so a resumed run adds up); paired
-on the same terrains, the teacher's mean minus the gait's with its 95 % interval and the ratio of
-the means. A teacher rollout costs a few CPU seconds, so 500 terrains take 15–30 minutes of two
-cores: every finished terrain is appended to `--rows` (a JSON line, after a first line that
+Reported: per controller the mean cost with a normal 95 % interval (cut at 0: costs are ≥ 0),
+falls, finishes, CPU seconds per rollout (process time in the worker) and rollouts per second
+of the `--workers` processes (from their rollouts' wall time, so a resumed run adds up); paired
+on the same terrains, the teacher's mean minus the gait's with its 95 % interval and the ratio
+of the means. A teacher rollout costs a few CPU seconds, so 500 terrains take 15–40 minutes of
+two cores: every finished terrain is appended to `--rows` (a JSON line, after a first line that
 stamps the settings), and a rerun with the same settings resumes from it (other settings are
 refused). `--save` writes the JSON to benchmarks/data/quadruped-teacher.json.
 """
@@ -120,8 +120,9 @@ def _summary(rows: list[dict[str, Any]], who: str, workers: int) -> dict[str, An
     half = 1.96 * float(c.std(ddof=1)) / math.sqrt(c.size)
     cpu = sum(r[who]["cpu_s"] for r in rows)
     wall = sum(r[who]["wall_s"] for r in rows)
-    out = {"mean_cost": round(float(c.mean()), 4),
-           "cost_95ci": [round(float(c.mean()) - half, 4), round(float(c.mean()) + half, 4)],
+    lo, hi = max(0.0, float(c.mean()) - half), min(1.0, float(c.mean()) + half)
+    out = {"mean_cost": round(float(c.mean()), 6),
+           "cost_95ci": [round(lo, 6), round(hi, 6)],  # normal, within [0, 1]
            "falls": int(sum(r[who]["fell"] for r in rows)),
            "finishes": int(sum(r[who]["finished"] for r in rows)),
            "cpu_s_per_rollout": round(cpu / len(rows), 3),
@@ -179,6 +180,8 @@ def main(argv: list[str] | None = None) -> None:
                                              for r in rows)),
            "teacher_falls_gait_not": int(sum(r["teacher"]["fell"] and not r["gait"]["fell"]
                                              for r in rows)),
+           "wall_s_all_rollouts": round(sum(r[w]["wall_s"] for r in rows
+                                            for w in ("teacher", "gait")) / args.workers, 1),
            "wall_s_this_invocation": round(wall, 1), "rollouts_this_invocation": 2 * len(todo)}
     del out["teacher"]["candidates"]
     out["teacher"]["candidates"] = len(TeacherConfig().candidates)
