@@ -519,3 +519,22 @@ def test_cli_monitor_plot_never_writes_over_an_input_or_into_the_planner(
     assert sorted(p for p in planner.rglob("*") if p.is_file()) == sorted(files[1:])
     assert {p: p.read_bytes() for p in files} == before
     Planner.load(planner)  # still a planner
+
+
+@pytest.mark.parametrize("target", ["fifo", "folder", "."])
+def test_cli_monitor_plot_to_a_fifo_or_folder_is_refused_before_reading(
+        uav_planner: Path, tmp_path: Path, target: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """--plot over a FIFO (or /dev/null, as root) replaced it with the PNG; `.` was a
+    ValueError traceback, after the whole log had been read."""
+    import os
+
+    costs = tmp_path / "costs.csv"
+    costs.write_text("0.1\n0.2\n")
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "folder").mkdir()
+    plot = target if target == "." else str(tmp_path / target)
+    code, out, err = cli(["monitor", str(uav_planner), str(costs), "--plot", plot], capsys)
+    assert code == 2 and out == "" and "--plot" in err, err
+    assert len(err.strip().splitlines()) == 1
+    assert (tmp_path / "fifo").is_fifo() and (tmp_path / "folder").is_dir()

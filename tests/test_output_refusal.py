@@ -165,3 +165,39 @@ def test_data_cache_inside_a_run_directory(run_dir: Path, capsys: pytest.Capture
                             "file:///nonexistent/pacplan"], capsys)
         assert code == 2 and "--cache" in err and "run directory" in err, err
     assert _tree(run_dir) == before and not (run_dir / "paper").exists()
+
+
+@pytest.mark.parametrize("target", ["fifo", "folder", ".", "", "/", "through-a-file"])
+def test_a_file_output_must_name_a_file(tmp_path: Path, target: str,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """certify-matrix --out (render --out, monitor --plot alike) replaced a FIFO or device with
+    its file (`--plot /dev/null` as root replaced the system's /dev/null), and `.`, `/` or an
+    empty path were a ValueError traceback."""
+    np.save(tmp_path / "cert.npy", np.random.default_rng(0).random((40, 4)))
+    (tmp_path / "notes.txt").write_text("kept\n")
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "folder").mkdir()
+    out = {"fifo": str(tmp_path / "fifo"), "folder": str(tmp_path / "folder"),
+           "through-a-file": str(tmp_path / "notes.txt" / "cert.json")}.get(target, target)
+    before = sorted(os.listdir(tmp_path))
+    code, out_text, err = cli(["certify-matrix", str(tmp_path / "cert.npy"), "--out", out],
+                              capsys)
+    assert code == 2 and out_text == "" and "--out" in err, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert sorted(os.listdir(tmp_path)) == before
+    assert (tmp_path / "fifo").is_fifo() and (tmp_path / "folder").is_dir()
+    assert (tmp_path / "notes.txt").read_text() == "kept\n"
+
+
+@pytest.mark.skipif(not hasattr(os, "mknod") or os.geteuid() != 0, reason="mknod needs root")
+def test_a_device_is_never_replaced_by_a_file_output(tmp_path: Path) -> None:
+    import stat
+
+    device = tmp_path / "null"
+    os.mknod(device, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    with pytest.raises(PacplanError, match="not a regular file"):
+        refuse_overwriting(device, "--plot", file=True)
+    assert device.is_char_device()
+    refuse_overwriting(tmp_path / "new.png", "--plot", file=True)  # a new file is fine
+    (tmp_path / "old.png").write_bytes(b"png")
+    refuse_overwriting(tmp_path / "old.png", "--plot", file=True)  # … and a regular one

@@ -128,7 +128,7 @@ def certify_matrix(
     check_choice("bound", bound, BOUND_CHOICES)
     check_choice("solver", solver, SOLVERS)
     if out is not None:  # never write the certificate over the matrix it is made from
-        refuse_overwriting(out, "--out", {"COSTS": costs, "--test": test})
+        refuse_overwriting(out, "--out", {"COSTS": costs, "--test": test}, file=True)
     cert = load_cost_matrix(costs, rows=rows, clip=clip, name=str(costs))
     test_m = load_cost_matrix(test, clip=clip, name=str(test)) if test is not None else None
     c = build_certificate(cert, delta, bound=bound, solver=solver, test=test_m)
@@ -292,7 +292,8 @@ def render(
     from pacplan.worlds.check_report import parse_world_options
 
     check_whole_number(seed, "--seed", minimum=0, maximum=INT64_MAX)
-    refuse_overwriting(out, "--out", {"--theta": theta})  # a PNG over the weights loses them
+    # a PNG over the weights loses them; over a device or FIFO replaces it
+    refuse_overwriting(out, "--out", {"--theta": theta}, file=True)
     options = parse_world_options(option)
     render_figure = world_renderer(world)
     if render_figure is None:

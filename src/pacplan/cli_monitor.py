@@ -252,7 +252,8 @@ def monitor_cmd(
     from pacplan.runtime import CertificateMonitor, Planner, PlannerError
 
     if plot is not None:  # a PNG over the log or into the planner would destroy it
-        refuse_overwriting(plot, "--plot", {"COSTS": costs, "PLANNER": planner})
+        refuse_overwriting(plot, "--plot", {"COSTS": costs, "PLANNER": planner},
+                           file=True)
     try:
         certified = Planner.load(planner).certified_cost
         monitor = CertificateMonitor(certified, alpha)

@@ -13,11 +13,18 @@ One rule for every command that writes (`certify-matrix --out`, `render --out`, 
 
 A planner directory holds planner.json and manifest.json (`pacplan export`); a run directory
 holds config.yaml with manifest.json or run.lock (`pacplan run`, from its first step on).
+
+A file output (`certify-matrix --out`, `render --out`, `monitor --plot`) must also name a file:
+the atomic write replaces whatever the path names, so a device (`--plot /dev/null` run as root
+replaced the system's /dev/null with a PNG), a FIFO or a socket there is refused, as are a
+folder, a path with no file name (`.`, `/`, an empty string: a traceback before) and a path
+through a file (`costs.csv/plot.png`).
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from pacplan.errors import PacplanError
@@ -67,18 +74,52 @@ def protecting_folder(out: str | Path, itself: bool = True) -> tuple[str, Path] 
     return None
 
 
+def refuse_non_file(out: str | Path, option: str) -> None:
+    """Refuse a file output that does not name a regular file or a new one (module docstring):
+    writing it atomically would replace a device or FIFO, or fail with a traceback or an
+    OSError that names another path."""
+    text = os.fspath(out)
+    name = os.path.basename(text.rstrip(os.sep))
+    if name in ("", ".", ".."):
+        raise PacplanError(f"{option} {text!r} names no file: give a file path")
+    try:
+        mode = os.stat(text).st_mode
+    except FileNotFoundError:
+        mode = None
+    except NotADirectoryError:
+        mode = None  # a parent is a file: named below
+    except OSError as exc:  # a symlink loop, no permission
+        raise PacplanError(f"{option} {text}: cannot write ({exc.strerror or exc})") from None
+    if mode is not None:
+        if stat.S_ISDIR(mode):
+            raise PacplanError(f"{option} {text} is a folder: give a file path")
+        if not stat.S_ISREG(mode):
+            raise PacplanError(f"{option} {text} is not a regular file (a device, FIFO or "
+                               "socket); writing would replace it: give a file path")
+        return
+    for parent in Path(os.path.abspath(text)).parents:
+        if os.path.lexists(parent):
+            if not parent.is_dir():
+                raise PacplanError(f"{option} {text}: {parent} is not a folder")
+            return
+
+
 def refuse_overwriting(out: str | Path, option: str,
                        inputs: dict[str, str | Path | None] | None = None, *,
-                       resumes: bool = False) -> None:
+                       resumes: bool = False, file: bool = False) -> None:
     """Refuse an output path that is one of the command's inputs, or that is or lies inside a
     planner or run directory (module docstring); `resumes`: `out` may itself be a run
-    directory (run and train-prior resume it)."""
+    directory (run and train-prior resume it); `file`: `out` is a file to write, so it must
+    not be a folder, device or FIFO (`refuse_non_file`, after the rules above, whose message
+    says more)."""
     for name, path in (inputs or {}).items():
         if path is not None and same_file(out, path):
             raise PacplanError(f"{option} {out} is the input {name}; writing there would "
                                "destroy it: choose another output path")
     found = protecting_folder(out)
     if found is None:
+        if file:
+            refuse_non_file(out, option)
         return
     kind, folder = found
     if resumes and kind == "run directory" and same_file(folder, out):
