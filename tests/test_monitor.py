@@ -538,3 +538,20 @@ def test_cli_monitor_plot_to_a_fifo_or_folder_is_refused_before_reading(
     assert code == 2 and out == "" and "--plot" in err, err
     assert len(err.strip().splitlines()) == 1
     assert (tmp_path / "fifo").is_fifo() and (tmp_path / "folder").is_dir()
+
+
+@pytest.mark.parametrize(("name", "text"), [("bom.csv", "cost\n0.1\n0.3\n"),
+                                            ("bom.csv", "0.1\n0.3\n"),
+                                            ("bom.jsonl", '{"cost": 0.1}\n0.3\n')])
+def test_cli_monitor_reads_a_log_that_starts_with_a_byte_order_mark(
+        uav_planner: Path, tmp_path: Path, name: str, text: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Excel's "CSV UTF-8" starts with a BOM: its header '\\ufeffcost' was 'not a number'."""
+    path = tmp_path / name
+    path.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    code, out, err = cli(["monitor", str(uav_planner), str(path)], capsys)
+    assert code == 0, err
+    assert "2 episodes, mean cost 20.00 %" in out
+    from pacplan.cli_monitor import read_costs
+
+    assert read_costs(path).tolist() == [0.1, 0.3]

@@ -176,7 +176,8 @@ def open_log(path: Path) -> TextIO:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise PacplanError(f"{path}: not a regular file (a cost log is read to its end; "
                                "a FIFO or a device would block)")
-        return open(fd, encoding="utf-8", newline="")
+        # utf-8-sig: a leading byte-order mark (Excel's "CSV UTF-8") is not part of the header
+        return open(fd, encoding="utf-8-sig", newline="")
     except BaseException:
         os.close(fd)
         raise
