@@ -502,3 +502,41 @@ def test_world_options_and_prior_metadata_are_text(finished_run: Path, tmp_path:
                    {"seeds": [0, link]}):
         said = _taught({"distill": json.dumps({**distill, **broken})}, None, rd)
         assert said == ["The prior's `distill` metadata is unreadable.", ""], broken
+
+
+def test_a_fifo_for_metrics_or_a_crossval_file_is_named_not_waited_on(rundir: Path):
+    """report read metrics.jsonl and crossval/*.json with read_text: a FIFO there blocked it
+    forever. A writer that turns up after 20 s closes each FIFO a reader waits on, so the old
+    behaviour fails this test instead of hanging it."""
+    import contextlib
+    import os
+    import threading
+    import time
+
+    (rundir / "crossval").mkdir()
+    fifos = [rundir / "metrics.jsonl", rundir / "crossval" / "bullet.json"]
+    fifos[0].unlink()
+    for fifo in fifos:
+        os.mkfifo(fifo)
+    done = threading.Event()
+
+    def late_writer() -> None:
+        if done.wait(20):
+            return
+        while not done.wait(0.2):
+            for fifo in fifos:
+                with contextlib.suppress(OSError):  # succeeds only if a reader waits on it
+                    os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+
+    writer = threading.Thread(target=late_writer, daemon=True)
+    writer.start()
+    t0 = time.perf_counter()
+    try:
+        md = write_report(rundir).read_text()
+    finally:
+        done.set()
+        writer.join()
+    assert time.perf_counter() - t0 < 15
+    assert "metrics.jsonl is unreadable" in md
+    assert "`crossval/bullet.json` is unreadable" in md and "not a regular file" in md
+    assert all(fifo.is_fifo() for fifo in fifos)

@@ -31,6 +31,7 @@ from pacplan.errors import PacplanError
 from pacplan.files import (
     atomic_save_npy,
     atomic_write_text,
+    read_file_bytes,
 )
 from pacplan.pacbayes.matrices import matrix_from_bytes
 from pacplan.pacbayes.record import Certificate
@@ -306,8 +307,9 @@ def _crossval_section(rd: RunDir, last: Certificate) -> list[str]:
     for path in files:
         rel = code(f"{RunDir.CROSSVAL}/{path.name}")
         try:
-            r = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError, RecursionError) as exc:
+            # read_file_bytes: a FIFO among the crossval files is named, not waited on
+            r = json.loads(read_file_bytes(path, path.name).decode("utf-8"))
+        except (PacplanError, ValueError, RecursionError) as exc:
             lines += [f"{rel} is unreadable ({text(type(exc).__name__)}: {text(exc)}).", ""]
             continue
         problem = _crossval_problem(r)

@@ -13,7 +13,12 @@ import pacplan
 from pacplan.config import RunConfig
 from pacplan.errors import PacplanError
 from pacplan.es.checkpoint import read_prior
-from pacplan.files import atomic_write_bytes, safetensors_metadata, sha256_file
+from pacplan.files import (
+    atomic_write_bytes,
+    read_file_bytes,
+    safetensors_metadata,
+    sha256_file,
+)
 from pacplan.pacbayes.record import relative_path
 from pacplan.run.figures import plot_training_curve
 from pacplan.run.markdown import code, text
@@ -33,11 +38,12 @@ def _is_record(r: Any) -> bool:
 
 def _read_training_metrics(path: Path) -> tuple[list[dict[str, Any]], str | None]:
     """ES metrics records (for people, not hash-checked), or [] and why they cannot be used
-    (Markdown: the file's name written as text, since it comes from outside)."""
+    (Markdown: the file's name written as text, since it comes from outside). Read as
+    `read_file_bytes` reads: a FIFO there is named, not waited on (the report hung)."""
     try:
-        records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
-                   if line.strip()]
-    except (OSError, ValueError, RecursionError) as exc:
+        records = [json.loads(line) for line
+                   in read_file_bytes(path).decode("utf-8").splitlines() if line.strip()]
+    except (PacplanError, ValueError, RecursionError) as exc:
         return [], f"{text(path.name)} is unreadable ({type(exc).__name__})"
     if not records or not all(_is_record(r) for r in records):
         return [], f"{text(path.name)} holds no ES metrics records"
