@@ -123,8 +123,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0, help="which rows: numpy seed (default 0)")
     ap.add_argument("--workers", type=int, default=2)
     args = ap.parse_args(argv)
-    if args.rows < 1:
-        print("error: --rows must be at least 1", file=sys.stderr)
+    # numpy refuses a negative seed with a traceback; workers < 1 silently ran serially
+    for option, value in (("--rows", args.rows), ("--workers", args.workers)):
+        if value < 1:
+            print(f"error: {option} must be at least 1, got {value}", file=sys.stderr)
+            return 2
+    if args.seed < 0:
+        print(f"error: --seed must be a whole number ≥ 0, got {args.seed}", file=sys.stderr)
         return 2
     try:
         result = recheck(args.run_dir, args.rows, args.seed, args.workers)

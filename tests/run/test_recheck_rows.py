@@ -132,3 +132,16 @@ def test_a_changed_input_is_named_not_taken_for_a_cpu(script: Any, tmp_path: Pat
         restore()
         result = script.recheck(rd, rows=2, seed=0, workers=1)
         assert result["bit_identical"] and result["inputs_checked"]
+
+
+@pytest.mark.parametrize(("args", "said"), [(["--seed", "-1"], "--seed must be"),
+                                            (["--workers", "0"], "--workers must be"),
+                                            (["--workers", "-2"], "--workers must be"),
+                                            (["--rows", "0"], "--rows must be")])
+def test_odd_arguments_are_one_line_refusals(script: Any, tmp_path: Path, args: list[str],
+                                             said: str, capsys: pytest.CaptureFixture[str]
+                                             ) -> None:
+    """--seed -1 was numpy's ValueError traceback; --workers 0 or -2 ran serially unsaid."""
+    assert script.main([str(tmp_path / "any-run"), *args]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and said in err and len(err.strip().splitlines()) == 1, err
