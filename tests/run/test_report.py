@@ -540,3 +540,28 @@ def test_a_fifo_for_metrics_or_a_crossval_file_is_named_not_waited_on(rundir: Pa
     assert "metrics.jsonl is unreadable" in md
     assert "`crossval/bullet.json` is unreadable" in md and "not a regular file" in md
     assert all(fifo.is_fifo() for fifo in fifos)
+
+
+@pytest.mark.parametrize("into", ["planner", "other run", "elsewhere"])
+def test_a_figures_link_out_of_the_run_is_refused_before_writing(rundir: Path, tmp_path: Path,
+                                                                 into: str):
+    """figures/ as a link into a planner directory: the report wrote its PNGs there (the
+    planner no longer loaded: unlisted files), then failed embedding them; a link to any
+    folder outside the run failed the same way, after writing."""
+    target = tmp_path / "target"
+    target.mkdir()
+    if into == "planner":
+        (target / "planner.json").write_text("{}\n")
+        (target / "manifest.json").write_text("{}\n")
+    elif into == "other run":
+        (target / "config.yaml").write_text((rundir / "config.yaml").read_text())
+        (target / "manifest.json").write_text("{}\n")
+    before = {p.name: p.read_bytes() for p in target.iterdir()}
+    report_before = (rundir / "report.md").read_bytes()
+    shutil.rmtree(rundir / "figures")
+    (rundir / "figures").symlink_to(target, target_is_directory=True)
+    words = ("link to" if into == "elsewhere" else
+             f"link into the {'planner' if into == 'planner' else 'run'} directory")
+    _report_fails(rundir, "figures", words)
+    assert {p.name: p.read_bytes() for p in target.iterdir()} == before
+    assert (rundir / "report.md").read_bytes() == report_before

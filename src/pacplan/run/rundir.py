@@ -102,11 +102,48 @@ class RunDir:
         return CheckpointFiles(state=self / self.ES_STATE, state_json=self / self.ES_STATE_JSON,
                                prior=self / self.PRIOR, metrics=self / self.METRICS)
 
+    WRITTEN = ("figures", "certificates", "costs", "distill", "crossval")
+    """The folders a run or report writes into (a link here sends those writes elsewhere)."""
+
     def locked(self) -> contextlib.AbstractContextManager[None]:
-        """Hold this directory's lock (`pacplan.run.lock`); re-entrant within a process."""
+        """Hold this directory's lock (`pacplan.run.lock`); re-entrant within a process. Every
+        writer takes it, so its folders are checked first (`refuse_linked_folders`)."""
         from pacplan.run.lock import hold
 
+        self.refuse_linked_folders()
         return hold(self.path, self / self.LOCK)
+
+    def refuse_linked_folders(self) -> None:
+        """Refuse a folder of `WRITTEN` that is a link into a planner or another run directory
+        (the report wrote its PNGs into the planner a `figures` link named, which then no
+        longer loaded), or a `figures` that leaves the run at all (the report embeds its
+        figures from inside the run, and failed only after writing them). A link elsewhere
+        (costs/ on a larger disk) is the user's choice and kept."""
+        from pacplan.outputs import protecting_folder
+
+        try:
+            own = self.path.resolve()
+        except (OSError, RuntimeError):  # a symlink loop: the lock names it
+            return
+        for name in self.WRITTEN:
+            folder = self.path / name
+            if not folder.is_symlink():
+                continue
+            try:
+                target = folder.resolve(strict=False)
+            except (OSError, RuntimeError):
+                raise PacplanError(f"{folder} is a symbolic link that does not resolve (a loop); "
+                                   "remove it") from None
+            if target == own or target.is_relative_to(own):
+                continue
+            found = protecting_folder(target)
+            if found is not None:
+                raise PacplanError(f"{folder} is a link into the {found[0]} {found[1]}; writing "
+                                   "there would change or destroy it: remove the link")
+            if name == self.FIGURES:
+                raise PacplanError(f"{folder} is a link to {target}, outside the run directory: "
+                                   "the report embeds its figures from inside it; remove the "
+                                   "link")
 
     def save_timings(self, seconds: dict[str, float], rollouts: dict[str, int] | None = None,
                      interrupted: bool = False) -> str | None:
