@@ -201,3 +201,19 @@ def test_a_device_is_never_replaced_by_a_file_output(tmp_path: Path) -> None:
     refuse_overwriting(tmp_path / "new.png", "--plot", file=True)  # a new file is fine
     (tmp_path / "old.png").write_bytes(b"png")
     refuse_overwriting(tmp_path / "old.png", "--plot", file=True)  # … and a regular one
+
+
+@pytest.mark.parametrize("kind", ["file", "fifo"])
+def test_data_cache_that_is_not_a_folder_is_named(tmp_path: Path, kind: str,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """--cache naming a file or FIFO said only 'File exists', naming no option."""
+    cache = tmp_path / "cache"
+    if kind == "file":
+        cache.write_text("kept\n")
+    else:
+        os.mkfifo(cache)
+    code, _, err = cli(["data", "paper", "--cache", str(cache), "--url",
+                        "file:///nonexistent/pacplan"], capsys)
+    assert code == 2 and "--cache" in err and "not a folder" in err, err
+    assert len(err.strip().splitlines()) == 1
+    assert cache.read_text() == "kept\n" if kind == "file" else cache.is_fifo()

@@ -15,6 +15,7 @@ import typer
 
 from pacplan import paperdata
 from pacplan.cli_output import sigterm_raises
+from pacplan.errors import PacplanError
 from pacplan.outputs import refuse_overwriting
 
 data_app = typer.Typer(
@@ -68,6 +69,9 @@ def paper_cmd(
     .npy)."""
     if cache is not None:  # never into a planner or run directory
         refuse_overwriting(cache, "--cache")
+        if cache.exists() and not cache.is_dir():  # was "File exists", naming no option
+            raise PacplanError(f"--cache {cache} is not a folder: give a folder for the "
+                               "paper's files")
     with _terminate_cleanly():
         report = paperdata.fetch_paper_data(url, cache, force=force, timeout=timeout)
     stored = {t.source.name: t.stored.name for t in paperdata.PRIOR_FILES}
