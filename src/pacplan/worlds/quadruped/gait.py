@@ -66,11 +66,17 @@ class GaitParams:
         return cls(a1=float(a1), a2=float(a2), a_st=float(a_st), omega=float(omega))
 
 
+_libm_sin = np.vectorize(math.sin, otypes=[np.float64])
+
+
 def gait_actions(params: GaitParams, phase: np.ndarray) -> np.ndarray:
     """Leg-model actions (len(phase), 8) of the sine gait at gait phases φ (rad)."""
     ph = np.asarray(phase, dtype=np.float64)
-    s = np.sin(ph)
-    s_shift = np.sin(ph + math.pi)
+    # the C library's sin, not NumPy's: on AVX-512 CPUs np.sin takes NumPy's own kernels, whose
+    # last bits differ, and these targets drive the simulation whose costs must be the same
+    # bits on every CPU (docs/reproducibility.md); on other CPUs the two agree bit for bit
+    s = _libm_sin(ph)
+    s_shift = _libm_sin(ph + math.pi)
     u1 = (params.a1 + params.a_st) * s
     u2 = (params.a1 - params.a_st) * s_shift
     u3 = params.a2 * s

@@ -1,0 +1,31 @@
+"""The quadruped's costs are the same bits on every CPU (docs/reproducibility.md).
+
+Oracle: results/quadruped's stored test matrix, recomputed here with NumPy's float64 sin, tanh,
+exp, … one ulp off in half their results (tests/other_libm.py, what an AVX-512 CPU's kernels
+do). With `np.sin` in the gait, 95 of 150 such cells moved (by up to 2e-7): an AVX-512 machine
+could not have resumed or rechecked the shipped run bit for bit.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+import other_libm
+from pacplan.worlds import make_world
+
+RUN = Path(__file__).resolve().parents[3] / "results" / "quadruped"
+
+
+def test_costs_do_not_depend_on_numpys_transcendental_kernels() -> None:
+    world = make_world("quadruped", robot="derpy", physics="mujoco", max_slope_deg=23.3)
+    policies = np.load(RUN / "policies.npy", allow_pickle=False)
+    stored = np.load(RUN / "costs" / "test.npy", allow_pickle=False)
+    columns, seeds = [49, 8], np.arange(200_000, 200_006)
+    other_libm.install()
+    try:
+        costs = world.costs(policies[columns].astype(np.float32), seeds)
+    finally:
+        other_libm.uninstall()
+    assert costs.tobytes() == stored[: seeds.size][:, columns].tobytes()
