@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -73,3 +74,16 @@ def uninstall() -> None:
     for name, ufunc in _installed.items():
         setattr(np, name, ufunc)
     _installed.clear()
+
+
+@contextlib.contextmanager
+def active() -> Iterator[None]:
+    """The stand-in for a block; left in force afterwards when it already was (a whole session
+    run by scripts/test-as-another-cpu.sh must not get NumPy's own functions back midway)."""
+    already = bool(_installed)
+    install()
+    try:
+        yield
+    finally:
+        if not already:
+            uninstall()

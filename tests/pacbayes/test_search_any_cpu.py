@@ -27,11 +27,8 @@ def _matrices(paper_dir=None) -> list[tuple[str, np.ndarray]]:
 
 def _both(costs: np.ndarray, delta: float, bound: str):
     here = optimize_gibbs(costs, delta, bound)
-    other_libm.install()
-    try:
+    with other_libm.active():
         other = optimize_gibbs(costs, delta, bound)
-    finally:
-        other_libm.uninstall()
     return here, other
 
 

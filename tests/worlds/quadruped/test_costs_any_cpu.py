@@ -23,9 +23,6 @@ def test_costs_do_not_depend_on_numpys_transcendental_kernels() -> None:
     policies = np.load(RUN / "policies.npy", allow_pickle=False)
     stored = np.load(RUN / "costs" / "test.npy", allow_pickle=False)
     columns, seeds = [49, 8], np.arange(200_000, 200_006)
-    other_libm.install()
-    try:
+    with other_libm.active():
         costs = world.costs(policies[columns].astype(np.float32), seeds)
-    finally:
-        other_libm.uninstall()
     assert costs.tobytes() == stored[: seeds.size][:, columns].tobytes()
