@@ -356,3 +356,21 @@ def overlapping_ranges(ranges: dict[str, Sequence[int]]) -> list[tuple[str, str]
             if a0 < b1 and b0 < a1:
                 pairs.append((a, b))
     return pairs
+
+
+def check_teacher_seeds(seeds: Sequence[int], forbidden: Mapping[str, Sequence[int] | None],
+                        may_see: str) -> None:
+    """Refuse teacher seeds [start, stop) that overlap a forbidden role's range (certification
+    and test: a teacher's labels there would void the bound and the test estimate), naming the
+    first clash; `may_see` says which environments a teacher may see instead."""
+    lo, hi = int(seeds[0]), int(seeds[1])
+    ranges: dict[str, tuple[int, int]] = {"teacher": (lo, hi)}
+    for role, r in forbidden.items():
+        if r is not None:
+            ranges[role] = (int(r[0]), int(r[1]))
+    clashes = [b if a == "teacher" else a for a, b in overlapping_ranges(ranges)
+               if "teacher" in (a, b)]
+    if clashes:
+        b0, b1 = ranges[clashes[0]]
+        raise PacplanError(f"teacher seeds [{lo}, {hi}) overlap {clashes[0]} seeds [{b0}, {b1}):"
+                           f" the teacher may only see {may_see} environments")

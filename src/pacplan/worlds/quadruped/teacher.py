@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 
 from pacplan.errors import PacplanError
-from pacplan.validation import check_seeds, overlapping_ranges
+from pacplan.validation import check_seeds, check_teacher_seeds
 from pacplan.worlds.quadruped.episode import RolloutConfig
 from pacplan.worlds.quadruped.gait import GaitParams
 from pacplan.worlds.quadruped.rollout import Controller, RolloutResult, rollout
@@ -128,17 +128,7 @@ def check_teacher_request(world: str, options: Mapping[str, Any] | None,
     [start, stop) that overlap a forbidden role's (certification and test: labels or choices
     made there would void the bound and the test estimate)."""
     check_teacher_world(world, options)
-    lo, hi = int(seeds[0]), int(seeds[1])
-    ranges: dict[str, tuple[int, int]] = {"teacher": (lo, hi)}
-    for role, r in (forbidden or {}).items():
-        if r is not None:
-            ranges[role] = (int(r[0]), int(r[1]))
-    clashes = [b if a == "teacher" else a for a, b in overlapping_ranges(ranges)
-               if "teacher" in (a, b)]
-    if clashes:
-        b0, b1 = ranges[clashes[0]]
-        raise PacplanError(f"teacher seeds [{lo}, {hi}) overlap {clashes[0]} seeds [{b0}, {b1}):"
-                           " the teacher may only see prior-training or held-out environments")
+    check_teacher_seeds(seeds, forbidden or {}, "prior-training or held-out")
 
 
 def forbidden_seeds(config: Any) -> dict[str, Sequence[int]]:

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from pacplan.errors import PacplanError
-from pacplan.validation import overlapping_ranges
+from pacplan.validation import check_teacher_seeds
 from pacplan.worlds.uav import dynamics as dyn
 from pacplan.worlds.uav import primitives as prims
 from pacplan.worlds.uav import spec
@@ -51,18 +51,7 @@ def check_teacher_request(world: str, seeds: Sequence[int],
     if world not in SUPPORTED_WORLDS:
         raise PacplanError(f"the privileged teacher plans only in the {', '.join(SUPPORTED_WORLDS)}"
                            f" world, not {world!r}")
-    ranges: dict[str, tuple[int, int]] = {"teacher": (int(seeds[0]), int(seeds[1]))}
-    for role, r in (forbidden or {}).items():
-        if r is not None:
-            ranges[role] = (int(r[0]), int(r[1]))
-    clashes = [b if a == "teacher" else a for a, b in overlapping_ranges(ranges)
-               if "teacher" in (a, b)]
-    if clashes:
-        role = clashes[0]
-        b0, b1 = ranges[role]
-        raise PacplanError(f"teacher seeds [{ranges['teacher'][0]}, {ranges['teacher'][1]}) "
-                           f"overlap {role} seeds [{b0}, {b1}): the teacher may only see "
-                           "prior-training environments")
+    check_teacher_seeds(seeds, forbidden or {}, "prior-training")
 
 
 @dataclass(frozen=True)
