@@ -237,9 +237,9 @@ def test_certify_matrix_out_naming_a_file_or_a_folder(tmp_path: Path, capsys):
     ok = tmp_path / "ok.npy"
     np.save(ok, np.full((10, 3), 0.2))
     code, _, err = run(["certify-matrix", str(ok), "--out", str(ok / "cert.json")], capsys)
-    _assert_os_error(code, err, ok, "File exists")  # its folder cannot be made: a file is there
+    _assert_os_error(code, err, ok, "is not a folder")  # its folder cannot be made: a file
     code, _, err = run(["certify-matrix", str(ok), "--out", str(tmp_path)], capsys)
-    _assert_os_error(code, err, tmp_path, "Is a directory")
+    _assert_os_error(code, err, tmp_path, "is a folder: give a file path")
 
 
 def test_disk_full_is_one_line_naming_the_file(tmp_path: Path, capsys,
