@@ -18,7 +18,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from pacplan.cli_monitor import read_costs
@@ -152,6 +152,9 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @settings(max_examples=400, deadline=5000, suppress_health_check=[HealthCheck.too_slow])
 @given(text=_texts(), raw=st.one_of(st.none(), st.none(), st.none(), st.binary(max_size=30)))
+@example(text="\ufeff0", raw=None)  # a byte-order mark opens the log (Excel's CSV UTF-8)
+@example(text="\ufeffcost\n0.5\n", raw=None)
+@example(text="0\n\ufeff0", raw=None)  # but not a line of it
 @pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
 def test_the_parser_returns_the_reference_costs_or_one_line_error(
         folder: Path, suffix: str, text: str, raw: bytes | None) -> None:
@@ -159,7 +162,7 @@ def test_the_parser_returns_the_reference_costs_or_one_line_error(
     data = text.encode("utf-8") if raw is None else raw
     path.write_bytes(data)
     try:
-        decoded: str | None = data.decode("utf-8")
+        decoded: str | None = data.decode("utf-8-sig")  # a leading BOM is not the log's
     except UnicodeDecodeError:
         decoded = None
     if decoded is None:
