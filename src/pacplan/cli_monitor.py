@@ -16,10 +16,9 @@ would block or never end.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
-import os
-import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
@@ -29,6 +28,7 @@ import typer
 
 from pacplan.cli_output import console, fail, shown
 from pacplan.errors import PacplanError
+from pacplan.files import open_regular
 from pacplan.outputs import refuse_overwriting
 
 JSON_SUFFIXES = (".jsonl", ".ndjson", ".json")
@@ -164,23 +164,10 @@ def _short(value: Any) -> str:
 
 def open_log(path: Path) -> TextIO:
     """The cost log opened as UTF-8 text for streaming; a PacplanError unless it is a regular
-    file (opened without blocking, so a FIFO is refused, not waited on, as
-    `pacplan.files.read_file_bytes` does)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except FileNotFoundError:
-        raise PacplanError(f"{path}: no such file") from None
-    except OSError as exc:
-        raise PacplanError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise PacplanError(f"{path}: not a regular file (a cost log is read to its end; "
-                               "a FIFO or a device would block)")
-        # utf-8-sig: a leading byte-order mark (Excel's "CSV UTF-8") is not part of the header
-        return open(fd, encoding="utf-8-sig", newline="")
-    except BaseException:
-        os.close(fd)
-        raise
+    file (a FIFO or a device would block, or never end: `files.open_regular`)."""
+    raw = open_regular(path, "the cost log")
+    # utf-8-sig: a leading byte-order mark (Excel's "CSV UTF-8") is not part of the header
+    return io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
 
 
 def iter_costs(path: Path, chunk: int | None = None) -> Iterator[np.ndarray]:

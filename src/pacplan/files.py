@@ -164,16 +164,27 @@ def read_file_bytes(path: str | Path, name: str | None = None) -> bytes:
     """A regular file's bytes, read once: hash these and parse these, never the path again (a
     file swapped in between would be used unchecked). Every problem is a `PacplanError`."""
     label = name or str(path)
-    try:  # non-blocking open: a FIFO must be refused, not waited on
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        with os.fdopen(fd, "rb") as fh:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise PacplanError(f"{label}: not a regular file")
+    with open_regular(path, label) as fh:
+        try:
             return fh.read()
+        except OSError as exc:
+            raise PacplanError(f"{label}: cannot read {path} ({exc.strerror or exc})") from None
+
+
+def open_regular(path: str | Path, name: str | None = None) -> BinaryIO:
+    """`path` opened for reading if it is a regular file; every problem is a `PacplanError`.
+    The open does not block, so a FIFO or a device is refused, not waited on."""
+    label = name or str(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
         raise PacplanError(f"{label}: no such file {path}") from None
     except OSError as exc:
         raise PacplanError(f"{label}: cannot read {path} ({exc.strerror or exc})") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise PacplanError(f"{label}: not a regular file")
+    return os.fdopen(fd, "rb")
 
 
 _ZIP_MAGIC = b"PK\x03\x04"
