@@ -150,6 +150,24 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("logs")
 
 
+def _both(path: Path, data: bytes) -> tuple[list[float] | None, list[float] | None]:
+    """`data` written to `path`, then (read_costs's costs, the reference parse's costs), None
+    for an error; read_costs's error must be one line naming the file."""
+    path.write_bytes(data)
+    try:
+        decoded = data.decode("utf-8-sig")  # a leading byte-order mark is not the log's
+    except UnicodeDecodeError:
+        expected = None
+    else:
+        expected = (reference_json if path.suffix == ".jsonl" else reference_csv)(decoded)
+    try:
+        got: list[float] | None = read_costs(path).tolist()
+    except PacplanError as exc:
+        assert "\n" not in str(exc) and str(path) in str(exc)
+        got = None
+    return got, expected
+
+
 @settings(max_examples=400, deadline=5000, suppress_health_check=[HealthCheck.too_slow])
 @given(text=_texts(), raw=st.one_of(st.none(), st.none(), st.none(), st.binary(max_size=30)))
 @example(text="\ufeff0", raw=None)  # a byte-order mark opens the log (Excel's CSV UTF-8)
@@ -158,22 +176,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
 def test_the_parser_returns_the_reference_costs_or_one_line_error(
         folder: Path, suffix: str, text: str, raw: bytes | None) -> None:
-    path = folder / f"costs{suffix}"
-    data = text.encode("utf-8") if raw is None else raw
-    path.write_bytes(data)
-    try:
-        decoded: str | None = data.decode("utf-8-sig")  # a leading BOM is not the log's
-    except UnicodeDecodeError:
-        decoded = None
-    if decoded is None:
-        expected = None
-    else:
-        expected = (reference_json if suffix == ".jsonl" else reference_csv)(decoded)
-    try:
-        got: list[float] | None = read_costs(path).tolist()
-    except PacplanError as exc:
-        assert "\n" not in str(exc) and str(path) in str(exc)
-        got = None
+    got, expected = _both(folder / f"costs{suffix}", text.encode("utf-8") if raw is None else raw)
     assert got == expected
     assert got is None or all(0.0 <= c <= 1.0 for c in got)
 
@@ -185,15 +188,7 @@ def test_the_parser_returns_the_reference_costs_or_one_line_error(
 def test_one_field_is_the_reference_cost_or_one_line_error(folder: Path, suffix: str, form: str,
                                                            field: str) -> None:
     """The same property for a log of one field, where the number's syntax is all there is."""
-    path = folder / f"one{suffix}"
-    text = form.format(field)
-    path.write_text(text, encoding="utf-8")
-    expected = (reference_json if suffix == ".jsonl" else reference_csv)(text)
-    try:
-        got: list[float] | None = read_costs(path).tolist()
-    except PacplanError as exc:
-        assert "\n" not in str(exc)
-        got = None
+    got, expected = _both(folder / f"one{suffix}", form.format(field).encode("utf-8"))
     assert got == expected
 
 
@@ -204,12 +199,5 @@ def test_every_token_alone_and_among_good_lines(folder: Path, token: str) -> Non
     for form in FORMATS:
         for suffix in (".csv", ".jsonl"):
             text = _log(form, [0.25, 1.0], token, 0.5, "\n")
-            path = folder / f"token{suffix}"
-            path.write_text(text, encoding="utf-8")
-            expected = (reference_json if suffix == ".jsonl" else reference_csv)(text)
-            try:
-                got: list[float] | None = read_costs(path).tolist()
-            except PacplanError as exc:
-                assert "\n" not in str(exc)
-                got = None
+            got, expected = _both(folder / f"token{suffix}", text.encode("utf-8"))
             assert got == expected, (form, suffix)
