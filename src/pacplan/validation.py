@@ -342,6 +342,12 @@ def _type_text(annotation: Any) -> str:
     return re.sub(r"\b(?:typing|collections\.abc)\.", "", text)
 
 
+def is_int(value: Any) -> bool:
+    """Whether `value` is an integer as JSON gives one (an int, not a bool, which is an int
+    subclass): the check for a count read from a file."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def overlapping_ranges(ranges: dict[str, Sequence[int]]) -> list[tuple[str, str]]:
     """The pairs of named half-open ranges [start, stop) that share a seed, in order.
 

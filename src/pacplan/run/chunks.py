@@ -29,6 +29,7 @@ from pacplan.files import (
     sha256_bytes,
 )
 from pacplan.run.rundir import SHA256_PATTERN, Grid, identity
+from pacplan.validation import is_int
 
 
 class Ledger:
@@ -216,7 +217,7 @@ def _fits_chunk(entry: dict[str, Any]) -> bool:
     shape = entry.get("shape")
     return (_CHUNK.fullmatch(entry["chunk"]) is not None and isinstance(shape, list)
             and len(shape) == 2
-            and all(isinstance(n, int) and not isinstance(n, bool) for n in shape))
+            and all(is_int(n) for n in shape))
 
 
 def _stamp_identity(path: Path) -> str | None:

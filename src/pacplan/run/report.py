@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import shlex
 from pathlib import Path
 from typing import Any
@@ -50,8 +49,8 @@ from pacplan.run.report_tables import (
     table1,
     timing_table,
 )
-from pacplan.run.rundir import Manifest, RunDir, read_timings, timing_number
-from pacplan.validation import SAFE_NAME, check_unit_costs
+from pacplan.run.rundir import SHA256_PATTERN, Manifest, RunDir, read_timings, timing_number
+from pacplan.validation import SAFE_NAME, check_unit_costs, is_int
 from pacplan.worlds.base import world_renderer
 
 
@@ -238,17 +237,16 @@ def _is_number(v: Any, lo: float = -math.inf, hi: float = math.inf) -> bool:
             and lo <= v <= hi)
 
 
+def _is_sha256(v: Any) -> bool:
+    return isinstance(v, str) and SHA256_PATTERN.fullmatch(v) is not None
+
+
 def _is_pair(v: Any, item: Any) -> bool:
     """[a, b] with a ≤ b, each passing `item`."""
     return (isinstance(v, list) and len(v) == 2 and all(item(x) for x in v)
             and v[0] <= v[1])
 
 
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-_SHA256 = re.compile(r"[0-9a-f]{64}")
 _CROSSVAL_FIELDS: dict[str, tuple[str, Any]] = {
     # field: (what it must be, its check); engines are also put into a shell command
     "engine": ("an engine name (letters, digits, '_', '.', '-')",
@@ -256,7 +254,7 @@ _CROSSVAL_FIELDS: dict[str, tuple[str, Any]] = {
     "run_engine": ("an engine name (letters, digits, '_', '.', '-')",
                    lambda v: isinstance(v, str) and SAFE_NAME.fullmatch(v) is not None),
     "terrains": ("a seed range [start, stop) of two integers, 0 ≤ start < stop",
-                 lambda v: _is_pair(v, lambda x: _is_int(x) and x >= 0) and v[0] < v[1]),
+                 lambda v: _is_pair(v, lambda x: is_int(x) and x >= 0) and v[0] < v[1]),
     "replayed_mean_cost": ("a number in [0, 1]", lambda v: _is_number(v, 0.0, 1.0)),
     "stored_same_draws_mean_cost": ("a number in [0, 1]", lambda v: _is_number(v, 0.0, 1.0)),
     "paired_diff": ("a number in [-1, 1]", lambda v: _is_number(v, -1.0, 1.0)),
@@ -265,13 +263,11 @@ _CROSSVAL_FIELDS: dict[str, tuple[str, Any]] = {
     "run_test_ci99": ("an interval [lower, upper] of two numbers in [0, 1]",
                       lambda v: _is_pair(v, lambda x: _is_number(x, 0.0, 1.0))),
     "within_test_ci": ("true or false", lambda v: isinstance(v, bool)),
-    "test_matrix_sha256": ("a sha256 (64 lowercase hex digits)",
-                           lambda v: isinstance(v, str) and _SHA256.fullmatch(v) is not None),
+    "test_matrix_sha256": ("a sha256 (64 lowercase hex digits)", _is_sha256),
     "certificate_n": ("an integer ≥ 1 (or absent, in a file from before it was recorded)",
-                      lambda v: v is None or (_is_int(v) and v >= 1)),
+                      lambda v: v is None or (is_int(v) and v >= 1)),
     "posterior_sha256": ("a sha256 (or absent, in a file from before it was recorded)",
-                         lambda v: v is None or (isinstance(v, str)
-                                                 and _SHA256.fullmatch(v) is not None)),
+                         lambda v: v is None or _is_sha256(v)),
 }
 _CROSSVAL_OPTIONAL = {"certificate_n", "posterior_sha256"}
 

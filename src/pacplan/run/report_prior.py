@@ -24,6 +24,7 @@ from pacplan.run.figures import plot_training_curve
 from pacplan.run.markdown import code, text
 from pacplan.run.report_tables import duration
 from pacplan.run.rundir import Manifest, RunDir
+from pacplan.validation import is_int
 
 _METRIC_KEYS = ("iteration", "cost", "best", "sigma_mean", "utility")
 _NUMBER_KEYS = ("iteration", "cost", "best", "sigma_mean", "cost_ema", "eval_cost")
@@ -188,10 +189,6 @@ def prior_section(rd: RunDir, manifest: Manifest, cfg: RunConfig) -> list[str]:
     return lines
 
 
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
 def _taught(meta: dict[str, str], found: Path | None, rd: RunDir) -> list[str]:
     """Where the prior's ES started from a net taught by a privileged teacher (metadata
     `distill`, `pacplan.run.distill`): what taught it, and the cost-per-stage figure shipped
@@ -202,12 +199,12 @@ def _taught(meta: dict[str, str], found: Path | None, rd: RunDir) -> list[str]:
         d = json.loads(meta["distill"])
         seeds, rounds, states = d["seeds"], d["rounds"], d.get("states")
         eval_cost = d.get("eval_cost")
-        ok = (isinstance(seeds, list) and len(seeds) == 2 and all(_is_int(x) for x in seeds)
-              and _is_int(rounds) and (states is None or _is_int(states))
+        ok = (isinstance(seeds, list) and len(seeds) == 2 and all(is_int(x) for x in seeds)
+              and is_int(rounds) and (states is None or is_int(states))
               and (eval_cost is None or (isinstance(eval_cost, int | float)
                                          and not isinstance(eval_cost, bool)
                                          and math.isfinite(eval_cost)
-                                         and _is_int(d.get("eval_envs")))))
+                                         and is_int(d.get("eval_envs")))))
     except (ValueError, KeyError, TypeError, RecursionError):
         ok = False
     if not ok:  # the prior's own metadata, but any prior may be given: checked before shown
