@@ -30,7 +30,7 @@ from pacplan.pacbayes import bounds
 from pacplan.pacbayes.matrices import matrix_from_bytes
 from pacplan.pacbayes.posterior import column_means, optimize_gibbs_means
 from pacplan.run.rows import leading_cert_rows
-from pacplan.run.rundir import Manifest, RunDir, read_timings, timing_number
+from pacplan.run.rundir import Manifest, RunDir, read_timings, timing_number, timing_raw
 from pacplan.validation import check_unit_costs
 
 
@@ -158,7 +158,7 @@ def _seconds_per_rollout(rd: RunDir, rollouts: int, whole: int) -> tuple[float |
 
 def _implausible(entry: Any, whole: int) -> str | None:
     """Why a timings entry's 'cert costs' numbers cannot be this machine's, or None."""
-    seconds, rollouts = _raw(entry, "seconds"), _raw(entry, "rollouts")
+    seconds, rollouts = timing_raw(entry, "seconds", STEP), timing_raw(entry, "rollouts", STEP)
     if seconds is None:
         return None  # not recorded: nothing to use, nothing wrong
     if timing_number(entry, "seconds", STEP) is None:
@@ -176,7 +176,3 @@ def _implausible(entry: Any, whole: int) -> str | None:
     return None
 
 
-def _raw(entry: Any, field: str) -> Any:
-    """entry[field]['cert costs'] as written, None where absent (for naming what is wrong)."""
-    block = entry.get(field) if isinstance(entry, dict) else None
-    return block.get(STEP) if isinstance(block, dict) else None

@@ -182,12 +182,17 @@ def read_timings(path: Path) -> tuple[list[Any], str | None]:
     return history, None
 
 
+def timing_raw(entry: Any, field: str, step: str) -> Any:
+    """entry[field][step] of a timings history entry as written, None where absent."""
+    block = entry.get(field) if isinstance(entry, dict) else None
+    return block.get(step) if isinstance(block, dict) else None
+
+
 def timing_number(entry: Any, field: str, step: str) -> float | None:
     """entry[field][step] of a timings history entry ("seconds" or "rollouts", per step) when
     it is a finite number ≥ 0; anything else is None (timings are for people and may be
     damaged, so every reader takes them through this one check)."""
-    block = entry.get(field) if isinstance(entry, dict) else None
-    value = block.get(step) if isinstance(block, dict) else None
+    value = timing_raw(entry, field, step)
     ok = (isinstance(value, int | float) and not isinstance(value, bool)
           and math.isfinite(value) and value >= 0)
     return float(value) if ok else None
