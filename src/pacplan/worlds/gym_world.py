@@ -175,6 +175,10 @@ class GymWorld:
     def policy_dim(self) -> int:
         return int(self._family().dim)
 
+    def policy_family(self) -> PolicyFamily:
+        """The policy family acting here (`pacplan export` asks it for its runtime parts)."""
+        return self._family()
+
     def costs(self, thetas: np.ndarray, seeds: np.ndarray) -> np.ndarray:
         """(k, d) float32 weights × (n,) seeds -> (n, k) float64 costs (R_max − R)/(R_max − R_min).
 
