@@ -129,8 +129,10 @@ def certify_matrix(
     check_choice("solver", solver, SOLVERS)
     if out is not None:  # never write the certificate over the matrix it is made from
         refuse_overwriting(out, "--out", {"COSTS": costs, "--test": test}, file=True)
-    cert = load_cost_matrix(costs, rows=rows, clip=clip, name=str(costs))
-    test_m = load_cost_matrix(test, clip=clip, name=str(test)) if test is not None else None
+    flags = ("--rows", "--clip")  # errors advise the flags, not the Python arguments
+    cert = load_cost_matrix(costs, rows=rows, clip=clip, name=str(costs), options=flags)
+    test_m = (load_cost_matrix(test, clip=clip, name=str(test), options=flags)
+              if test is not None else None)
     c = build_certificate(cert, delta, bound=bound, solver=solver, test=test_m)
     if out is not None:
         c.save(out)

@@ -52,11 +52,14 @@ def check_choice(name: str, value: Any, choices: Sequence[str]) -> str:
 
 
 def check_unit_costs(values: Any, name: str, clip: bool = False,
-                     shape: tuple[int, int] | None = None) -> tuple[np.ndarray, int]:
+                     shape: tuple[int, int] | None = None,
+                     clip_option: str | None = None) -> tuple[np.ndarray, int]:
     """A non-empty 2-D matrix of costs in [0, 1] as float64, and how many entries were clipped.
 
     Outside [0, 1] is an error unless `clip` (then the count is returned, to be recorded).
-    `shape`, when given, is the exact shape the caller asked for.
+    `shape`, when given, is the exact shape the caller asked for. `clip_option` is how the
+    caller's user asks for clipping (`--clip` on the command line, `clip=True` in Python); the
+    error advises it only when given, since a world's own costs cannot be clipped.
     """
     arr = np.asarray(values)
     if arr.dtype.kind not in "fiub":
@@ -78,8 +81,9 @@ def check_unit_costs(values: Any, name: str, clip: bool = False,
         i, j = np.argwhere(outside)[0]
         raise PacplanError(
             f"{name}: {n_out} costs lie outside [0, 1] (first: {float(arr[i, j])!r} at row {i}, "
-            f"column {j}; min {arr.min():.4g}, max {arr.max():.4g}); "
-            "pass --clip to clip them (recorded in the certificate)"
+            f"column {j}; min {arr.min():.4g}, max {arr.max():.4g})"
+            + (f"; pass {clip_option} to clip them (recorded in the certificate)"
+               if clip_option else "")
         )
     if n_out:
         arr = np.clip(arr, 0.0, 1.0)

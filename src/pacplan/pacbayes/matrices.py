@@ -37,7 +37,7 @@ class CostMatrix:
     path: Path | None
     sha256: str
     rows: int
-    clipped: int  # entries moved into [0, 1] by --clip
+    clipped: int  # entries moved into [0, 1] by clipping (--clip, clip=True)
 
 
 def sha256_array(values: np.ndarray) -> str:
@@ -49,21 +49,28 @@ def sha256_array(values: np.ndarray) -> str:
 
 
 def load_cost_matrix(path: str | Path, rows: int | None = None, clip: bool = False,
-                     name: str | None = None) -> CostMatrix:
-    """Read a cost matrix from .npy (no pickle), optionally keeping only its first `rows` rows."""
+                     name: str | None = None, *,
+                     options: tuple[str, str] = ("rows", "clip=True")) -> CostMatrix:
+    """Read a cost matrix from .npy (no pickle), optionally keeping only its first `rows` rows.
+
+    `options` names `rows` and clipping as the caller's user writes them, so an error advises
+    `--rows`/`--clip` on the command line and `rows`/`clip=True` in Python.
+    """
     path = Path(path)
     label = name or str(path)
+    rows_option, clip_option = options
     if not path.is_file():
         raise PacplanError(f"{label}: no such file {path}")
     data = read_file_bytes(path, label)  # the hash recorded is of the bytes used
     raw = matrix_from_bytes(data, label)
     if raw.ndim == 2 and rows is not None:
         if rows < 1:
-            raise PacplanError(f"{label}: --rows must be ≥ 1, got {rows}")
+            raise PacplanError(f"{label}: {rows_option} must be ≥ 1, got {rows}")
         if rows > raw.shape[0]:
-            raise PacplanError(f"{label}: --rows {rows} exceeds the matrix's {raw.shape[0]} rows")
+            raise PacplanError(f"{label}: {rows_option} {rows} exceeds the matrix's "
+                               f"{raw.shape[0]} rows")
         raw = raw[:rows]
-    values, clipped = check_unit_costs(raw, label, clip)
+    values, clipped = check_unit_costs(raw, label, clip, clip_option=clip_option)
     return CostMatrix(values=values, path=path, sha256=sha256_bytes(data),
                       rows=values.shape[0], clipped=clipped)
 
