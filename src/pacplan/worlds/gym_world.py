@@ -15,8 +15,12 @@ The cost is declared, not guessed (`cost`):
   finite `reward_range`) gives them over the horizon (`pacplan.worlds.gym_bounds`).
 - "terminated": 1 if the episode terminated (the environment's failure: fell, crashed) before
   the horizon, else 0 — the probability of failure is what is certified.
-- "success": 0 if the last step's info says `is_success`, else 1 (the goal-reaching tasks'
-  convention in Gymnasium-Robotics).
+- "success": 0 if the last step's `info[success_key]` is truthy (`is_success` by default, the
+  goal-reaching tasks' convention in Gymnasium-Robotics), else 1; with
+  `success_needs_terminated` the episode must also have terminated (not run out of time);
+- "module:function": the user's function of the finished episode (`pacplan.worlds.gym_costs.
+  Episode`: seed, return, last reward, terminated, truncated, length, last info), a number in
+  [0, 1]; anything else, or an exception, is an error naming the seed and the function.
 
 The k policies of one call are stepped in lockstep on k copies of the environment (one batched
 policy evaluation per step). Environments are built lazily and dropped when pickled, so the world
@@ -41,10 +45,11 @@ from pacplan.validation import (
     check_unit_costs,
 )
 from pacplan.worlds.gym_bounds import declared_reward_range, return_bounds_from_rewards
+from pacplan.worlds.gym_costs import BUILTIN_COSTS, Episode, cost_rule, episode_cost
 from pacplan.worlds.gym_policies import PolicyFamily, make_policy
 
-COST_RULES: tuple[str, ...] = ("return", "terminated", "success")
-"""How an episode becomes a cost in [0, 1] (see the module docstring)."""
+COST_RULES: tuple[str, ...] = BUILTIN_COSTS
+"""The built-in ways an episode becomes a cost in [0, 1] (besides 'module:function')."""
 
 MAX_LOCKSTEP = 64
 """At most this many environment copies step together (memory stays bounded for big thetas)."""
@@ -53,11 +58,11 @@ MAX_LOCKSTEP = 64
 @dataclass(frozen=True)
 class Episodes:
     """k episodes on one environment: undiscounted returns, whether each terminated (rather than
-    being truncated at the horizon), and whether its last info said `is_success`."""
+    being truncated at the horizon), and each one's `Episode` record (last reward and info)."""
 
     returns: np.ndarray
     terminated: np.ndarray
-    success: np.ndarray
+    records: tuple[Episode, ...]
 
 
 def _bounds(return_bounds: Sequence[float] | None,
@@ -89,9 +94,16 @@ class GymWorld:
         randomize: str | None = None,
         cost: str = "return",
         reward_bounds: Sequence[float] | None = None,
+        success_key: str | None = None,
+        success_needs_terminated: bool = False,
     ) -> None:
         opt = "gym world: option"
-        self.cost = check_choice(f"{opt} cost", cost, COST_RULES)
+        if ":" not in str(cost):
+            check_choice(f"{opt} cost", cost, COST_RULES)
+        self.cost = cost
+        self.success_key = success_key
+        self.success_needs_terminated = success_needs_terminated
+        self._rule = cost_rule(cost, success_key, success_needs_terminated, f"{opt} cost")
         self.env_id = env_id
         self.env_kwargs = dict(env_kwargs or {})
         self.policy = policy
@@ -139,8 +151,13 @@ class GymWorld:
     # -- lazily built state (dropped when pickled) ------------------------------------------------
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        state.update(_envs=[], _policy=None, _randomize_fn=None)
+        state.update(_envs=[], _policy=None, _randomize_fn=None, _rule=None)
         return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)  # a worker resolves the cost function itself
+        self._rule = cost_rule(self.cost, self.success_key, self.success_needs_terminated,
+                               "gym world: option cost")
 
     def _make_env(self) -> Any:
         import gymnasium as gym
@@ -197,10 +214,9 @@ class GymWorld:
 
     def _cost(self, episodes: Episodes, seed: int) -> np.ndarray:
         """The declared cost of each episode."""
-        if self.cost == "terminated":
-            return episodes.terminated.astype(np.float64)
-        if self.cost == "success":
-            return 1.0 - episodes.success.astype(np.float64)
+        if self.cost != "return":
+            return np.array([episode_cost(self._rule, e) for e in episodes.records],
+                            dtype=np.float64)
         assert self.r_min is not None and self.r_max is not None
         for r in episodes.returns:
             if not self.r_min <= r <= self.r_max:
@@ -218,8 +234,8 @@ class GymWorld:
         return self.episodes(thetas, seed).returns
 
     def episodes(self, thetas: np.ndarray, seed: int) -> Episodes:
-        """Returns, termination and success of k policies (k, d) float64 on environment `seed`,
-        stepped in lockstep."""
+        """Returns, termination and last steps of k policies (k, d) float64 on environment
+        `seed`, stepped in lockstep."""
         family = self._family()
         envs = self._pool(len(thetas))
         obs = []
@@ -231,7 +247,10 @@ class GymWorld:
             obs.append(self._flat(env, o))
         total = np.zeros(len(thetas), dtype=np.float64)
         terminated_at = np.zeros(len(thetas), dtype=bool)
-        success = np.zeros(len(thetas), dtype=bool)
+        truncated_at = np.zeros(len(thetas), dtype=bool)
+        last_reward = np.zeros(len(thetas), dtype=np.float64)
+        length = np.zeros(len(thetas), dtype=np.int64)
+        infos: list[dict[str, Any]] = [{} for _ in thetas]
         alive = list(range(len(thetas)))
         for _ in range(self.horizon):
             actions = family.act(thetas[alive], np.stack(obs))
@@ -239,15 +258,21 @@ class GymWorld:
             for j, a in zip(alive, actions, strict=True):
                 o, r, terminated, truncated, info = envs[j].step(a)
                 total[j] += float(r)
-                terminated_at[j] = bool(terminated)
-                success[j] = bool(info.get("is_success", False))
+                last_reward[j], length[j] = float(r), length[j] + 1
+                terminated_at[j], truncated_at[j] = bool(terminated), bool(truncated)
+                infos[j] = info
                 if not (terminated or truncated):
                     still.append(j)
                     obs.append(self._flat(envs[j], o))
             alive = still
             if not alive:
                 break
-        return Episodes(total, terminated_at, success)
+        records = tuple(
+            Episode(seed=seed, total_return=float(total[j]), last_reward=float(last_reward[j]),
+                    terminated=bool(terminated_at[j]), truncated=bool(truncated_at[j]),
+                    length=int(length[j]), info=infos[j])
+            for j in range(len(thetas)))
+        return Episodes(total, terminated_at, records)
 
     @staticmethod
     def _flat(env: Any, o: Any) -> np.ndarray:
