@@ -2,7 +2,8 @@
 
     planner = Planner.load("planner/")          # every file's sha256 checked
     planner.start_episode(np.random.default_rng())   # draw ONE policy from p: the certified use
-    decision = planner.act(observation)          # UAV: a primitive; quadruped: gait parameters
+    decision = planner.act(observation)          # UAV: a primitive; quadruped: gait
+                                                 # parameters; gym: decision.action
     planner.end_episode(cost=c)                  # c in [0, 1] feeds planner.monitor, which
                                                  # alarms if the certificate stops holding
     ep = planner.episode(rng)                    # threads sharing one planner: a handle each,
@@ -15,11 +16,11 @@ pacplan.
 """
 
 from pacplan_runtime.bundle import PlannerError, UncertifiedUseWarning
-from pacplan_runtime.decide import GaitDecision, PrimitiveDecision
+from pacplan_runtime.decide import GaitDecision, GymDecision, PrimitiveDecision
 from pacplan_runtime.monitor import CertificateMonitor
 from pacplan_runtime.planner import Episode, Planner
 
-__all__ = ["CertificateMonitor", "Episode", "GaitDecision", "Planner", "PlannerError",
-           "PrimitiveDecision", "UncertifiedUseWarning"]
+__all__ = ["CertificateMonitor", "Episode", "GaitDecision", "GymDecision", "Planner",
+           "PlannerError", "PrimitiveDecision", "UncertifiedUseWarning"]
 
 __version__ = "0.1.0"  # released with pacplan, same number (its pyproject pins this)

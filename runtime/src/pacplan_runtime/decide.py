@@ -5,6 +5,9 @@ ties toward the straighter one (the tie-break order). Every step is float32 like
 simulator that produced the certified costs; the net runs in onnxruntime.
 Quadruped: η = policy(depth, proprio) in float64 like the numpy policy, rounded to float32 (the
 action the Gymnasium env and the certified rollouts take), then the paper's gait map.
+Gym: z = net(flattened observation) in float64 like `pacplan.worlds.gym_policies`, then its
+action rule: start + argmax z (discrete), or low + (tanh z + 1)/2 · (high − low) cast to the
+box's dtype.
 A decider holds only what is fixed at load: what one observation needs between `inputs` and
 `decide` goes through the caller, so one planner decides for several threads at once.
 """
@@ -42,6 +45,15 @@ class GaitDecision:
     a_st: float
     omega: float
     duration_s: float
+
+
+@dataclass(frozen=True)
+class GymDecision:
+    """A gym world's action, as the environment takes it (`env.step(decision.action)`), and
+    the network's raw outputs z it came from."""
+
+    action: Any
+    z: np.ndarray
 
 
 _F32_MAX = float(np.finfo(np.float32).max)
@@ -156,3 +168,42 @@ class QuadrupedDecider:
         omega = self.w_gain * e[2] + self.w_offset
         a_st = min(e[3], 1.0 - a1, 1.0 - a2)
         return GaitDecision(eta, float(a1), float(a2), float(a_st), float(omega), self.duration)
+
+
+class GymDecider:
+    """A built-in gym policy family's observation size and action rule, prepared once."""
+
+    def __init__(self, fixed: dict[str, Any]) -> None:
+        self.obs_dim = int(fixed["obs_dim"])
+        action = fixed["action"]
+        self.discrete = action["space"] == "discrete"
+        if self.discrete:
+            self.start = int(action["start"])
+        else:
+            self.low = np.asarray(action["low"], dtype=np.float64)
+            self.high = np.asarray(action["high"], dtype=np.float64)
+            self.shape = tuple(int(n) for n in action["shape"])
+            self.dtype = np.dtype(action["dtype"])
+
+    def inputs(self, obs: Any) -> tuple[dict[str, np.ndarray], None]:
+        """The net's feed: the flattened observation (obs_dim,) as float64."""
+        try:
+            arr = np.asarray(obs)
+        except (ValueError, TypeError) as exc:
+            raise PlannerError(f"observation: not an array ({exc})") from None
+        if arr.shape != (self.obs_dim,) or arr.dtype.kind not in "fiub":
+            raise PlannerError(f"observation must be the flattened numeric ({self.obs_dim},) "
+                               "array the gym world's policy reads (np.ravel of a Box "
+                               "observation, gymnasium.spaces.flatten of any other), got "
+                               f"{arr.dtype} {arr.shape}")
+        flat = arr.astype(np.float64)
+        if not np.isfinite(flat).all():
+            raise PlannerError("observation holds NaN or infinity")
+        return {"obs": flat[None]}, None
+
+    def decide(self, net: np.ndarray, _context: None = None) -> GymDecision:
+        z = net[0].astype(np.float64)
+        if self.discrete:
+            return GymDecision(self.start + int(np.argmax(z)), z)
+        a = self.low + (np.tanh(z) + 1.0) * 0.5 * (self.high - self.low)
+        return GymDecision(a.reshape(self.shape).astype(self.dtype), z)

@@ -38,11 +38,11 @@ def open_planner(path: str | Path, threads: int
                       root / PLANNER)
     world, net = spec["world"]["name"], spec["net"]
     onnx_bytes = read_checked(root, net["onnx"], files)
-    check_net(world, hashlib.sha256(onnx_bytes).hexdigest(), root / net["onnx"])
+    check_net(world, hashlib.sha256(onnx_bytes).hexdigest(), root / net["onnx"], spec["fixed"])
     weights = parse_safetensors(read_checked(root, net["weights"], files), root / net["weights"])
     session = _session(onnx_bytes, threads, root / net["onnx"])
     check_weights(weights, session, world, len(spec["posterior"]["policy_index"]),
-                  root / net["weights"])
+                  root / net["weights"], spec["fixed"])
     _check_evidence(root, spec, files, weights, session, world)
     return root, spec, weights, session
 

@@ -26,6 +26,8 @@ import numpy as np
 from pacplan_runtime.bundle import PlannerError, UncertifiedUseWarning
 from pacplan_runtime.decide import (
     GaitDecision,
+    GymDecider,
+    GymDecision,
     PrimitiveDecision,
     QuadrupedDecider,
     UAVDecider,
@@ -33,7 +35,8 @@ from pacplan_runtime.decide import (
 )
 from pacplan_runtime.monitor import CertificateMonitor
 
-_DECIDERS = {"uav": UAVDecider, "quadruped": QuadrupedDecider}
+_DECIDERS = {"uav": UAVDecider, "quadruped": QuadrupedDecider, "gym": GymDecider}
+Decision = PrimitiveDecision | GaitDecision | GymDecision
 
 
 class Episode:
@@ -59,7 +62,7 @@ class Episode:
         """False once `end` was called."""
         return self._open
 
-    def act(self, observation: Any) -> PrimitiveDecision | GaitDecision:
+    def act(self, observation: Any) -> Decision:
         """This episode's policy's decision on one observation (see `Planner.act`)."""
         if not self._open:
             raise PlannerError("act() on an episode that has ended: draw a new one for the "
@@ -186,16 +189,17 @@ class Planner:
             self._current = self._owner = None
             return alarm
 
-    def act(self, observation: Any) -> PrimitiveDecision | GaitDecision:
+    def act(self, observation: Any) -> Decision:
         """The decision of the open episode's policy on one observation (UAV: depth (50, 50)
-        m; quadruped: {"depth": (50, 50) m, "proprio": (22,)})."""
+        m; quadruped: {"depth": (50, 50) m, "proprio": (22,)}; gym: the flattened
+        observation (obs_dim,), whose `GymDecision.action` goes to env.step)."""
         current = self._current
         if current is None:
             raise PlannerError("act() before start_episode(): no policy has been drawn for "
                                "this episode")
         return current.act(observation)
 
-    def _decide(self, slot: int, observation: Any) -> PrimitiveDecision | GaitDecision:
+    def _decide(self, slot: int, observation: Any) -> Decision:
         """Policy `slot`'s decision: reads only what was fixed at load, so threads may call it
         at once (onnxruntime's run is thread-safe)."""
         feeds, context = self._decider.inputs(observation)

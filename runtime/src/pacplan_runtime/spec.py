@@ -4,10 +4,11 @@ safe to fly even when someone re-hashed manifest.json.
 A re-hashed manifest proves nothing, so load holds planner.json, the net and the weights to
 what pacplan writes, as far as that is cheap and needs no run evidence: the probabilities are a
 distribution over a support of distinct policies, the net is one of the networks pacplan
-exports (its sha256 is known here), the weights are finite float32 tensors of exactly the
-net's shapes, one set per policy, and the fixed parts have the types, shapes and ranges the
-decision code indexes with. Only `pacplan verify` ties them to the certificate (that these are
-the certified probabilities, policies and fixed parts); docs/verify.md says which is which.
+exports (its sha256 is known here; a gym world's is its built-in policy family's), the weights
+are finite float32 tensors of exactly the net's shapes, one set per policy, and the fixed parts
+have the types, shapes and ranges the decision code indexes with. Only `pacplan verify` ties
+them to the certificate (that these are the certified probabilities, policies and fixed parts);
+docs/verify.md says which is which.
 """
 
 from __future__ import annotations
@@ -22,9 +23,16 @@ import numpy as np
 
 from pacplan_runtime.bundle import PLANNER_FORMAT, PlannerError
 
+GYM_NET_SHA256 = {
+    "linear": {"3b710f522cda2bf68b562c25c24db40f544e789011a93078b0f1e1748d33b1fe"},
+    "mlp": {"6b7cd3b833037f573e2a8f24253d02e7129fb36694e7c6e369a75b66aaa0da18"},
+}
+"""sha256 of each built-in gym policy family's net.onnx (sizes symbolic, so one per family);
+a family not listed here (a user's `module:factory`) has no runtime and is refused."""
 NET_SHA256 = {
     "uav": {"446b9abe799934ec0dc983aed54f9a85dc5a2779754567da8adf01ed58d7eb73"},
     "quadruped": {"62133773094a8696fe4db36917269194193a25c762a8e91ec69cc0c184e728b2"},
+    "gym": set().union(*GYM_NET_SHA256.values()),
 }
 """sha256 of each world's net.onnx as pacplan exports it (tests/test_planner_dir.py checks
 these against `pacplan.export.onnx_nets`; a new onnx serialization adds a hash here)."""
@@ -36,9 +44,14 @@ primitive library, the camera, far_m and the tie-break order are constants of th
 so a re-hashed planner.json that moves a primitive is refused by load (tests check these
 against `pacplan.export.fixed`)."""
 UAV_NET_SCALE = 5.0  # UAVWorld's default; a run may set world.options.net_scale
+GYM_HIDDEN = 16  # GymWorld's default hidden units of the mlp family
 GAIT_MAP = {"amplitude": [0.8, 0.2], "omega": [20.0, 20.0]}  # the runtime's gait formula
-NET_DTYPE = {"uav": "float32", "quadruped": "float64"}
-OBSERVATION_INPUTS = {"uav": ("x",), "quadruped": ("depth", "proprio")}
+NET_DTYPE = {"uav": "float32", "quadruped": "float64", "gym": "float64"}
+OBSERVATION_INPUTS = {"uav": ("x",), "quadruped": ("depth", "proprio"), "gym": ("obs",)}
+GYM_DTYPES = ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
+              "uint16", "uint32", "uint64")
+"""The numpy dtypes a gym Box action may have (the action is cast to it)."""
+_MAX_SIZE = 1 << 24  # a gym network's sizes: far above any policy, small enough to allocate
 _SUM_TOL = 1e-9  # |Σp − 1|, as verify allows
 
 
@@ -111,7 +124,7 @@ def check_spec(data: dict[str, Any], where: Path, fixed: bool = True) -> dict[st
     if spec.get("net.dtype", str, f"{NET_DTYPE[world]!r}") != NET_DTYPE[world]:
         raise spec.fail("net.dtype", f"{NET_DTYPE[world]!r} for the {world} network")
     spec.get("fixed", dict, "an object")
-    (_check_uav if world == "uav" else _check_quadruped)(spec)
+    {"uav": _check_uav, "quadruped": _check_quadruped, "gym": _check_gym}[world](spec)
     if fixed:
         check_fixed(data, where)
     return data
@@ -180,9 +193,47 @@ def _check_quadruped(spec: _Spec) -> None:
                         "[0, 1000] rad/s for η in [0, 1]")
 
 
+def _size(spec: _Spec, field: str) -> int:
+    value = spec.get(field, int, f"an integer in [1, {_MAX_SIZE}]")
+    if not 1 <= value <= _MAX_SIZE:
+        raise spec.fail(field, f"an integer in [1, {_MAX_SIZE}]")
+    return int(value)
+
+
+def _check_gym(spec: _Spec) -> None:
+    """A built-in family (linear or mlp) with its sizes, and an action rule the decision code
+    applies: a discrete argmax over `actions` outputs, or a finite box of `actions` numbers."""
+    family = spec.get("fixed.family", str, f"one of {', '.join(GYM_NET_SHA256)}")
+    if family not in GYM_NET_SHA256:
+        raise spec.fail("fixed.family", f"one of {', '.join(GYM_NET_SHA256)} (the runtime "
+                        f"flies only pacplan's built-in families, not {family!r})")
+    _size(spec, "fixed.obs_dim")
+    actions = _size(spec, "fixed.actions")
+    if family == "mlp":
+        _size(spec, "fixed.hidden")
+    kind = spec.get("fixed.action.space", str, "'discrete' or 'box'")
+    if kind == "discrete":
+        if spec.get("fixed.action.n", int, f"{actions} (fixed.actions)") != actions:
+            raise spec.fail("fixed.action.n", f"{actions} (fixed.actions)")
+        spec.get("fixed.action.start", int, "an integer")
+    elif kind == "box":
+        low = spec.array("fixed.action.low", (actions,), f"{actions} finite numbers")
+        high = spec.array("fixed.action.high", (actions,), f"{actions} finite numbers")
+        if (low > high).any():
+            raise spec.fail("fixed.action.high", "≥ fixed.action.low, entry by entry")
+        shape = spec.array("fixed.action.shape", (None,), "a list of sizes ≥ 0", integer=True)
+        if (shape < 0).any() or math.prod(shape.tolist()) != actions:
+            raise spec.fail("fixed.action.shape", f"a list of sizes whose product is {actions}")
+        if spec.get("fixed.action.dtype", str, "a numpy dtype name") not in GYM_DTYPES:
+            raise spec.fail("fixed.action.dtype", f"one of {', '.join(GYM_DTYPES)}")
+    else:
+        raise spec.fail("fixed.action.space", "'discrete' or 'box'")
+
+
 def check_fixed(spec: dict[str, Any], where: Path) -> None:
     """The fixed parts are pacplan's: the UAV's constants by their sha256 and net_scale as the
-    world's options set it; the quadruped's gait map as the runtime's formula has it."""
+    world's options set it; the quadruped's gait map as the runtime's formula has it; a gym
+    world's family and hidden size as its options set them."""
     world, fixed = spec["world"]["name"], spec["fixed"]
     if world == "uav":
         rest = {k: v for k, v in fixed.items() if k != "net_scale"}
@@ -196,23 +247,40 @@ def check_fixed(spec: dict[str, Any], where: Path) -> None:
         if fixed["net_scale"] != scale:
             raise PlannerError(f"{where}: field fixed.net_scale is {fixed['net_scale']!r} but "
                                f"the world's options give {scale!r}")
-    elif {k: fixed["gait_map"].get(k) for k in GAIT_MAP} != GAIT_MAP:
+    elif world == "quadruped" and {k: fixed["gait_map"].get(k) for k in GAIT_MAP} != GAIT_MAP:
         raise PlannerError(f"{where}: field fixed.gait_map is not the gait map pacplan "
                            f"certifies ({GAIT_MAP})")
+    elif world == "gym":
+        options = spec["world"]["options"]
+        family = options.get("policy", "linear")
+        if fixed["family"] != family:
+            raise PlannerError(f"{where}: field fixed.family is {fixed['family']!r} but the "
+                               f"world's options give policy {family!r}")
+        if family == "mlp" and fixed["hidden"] != options.get("hidden", GYM_HIDDEN):
+            raise PlannerError(f"{where}: field fixed.hidden is {fixed['hidden']!r} but the "
+                               f"world's options give {options.get('hidden', GYM_HIDDEN)!r}")
 
 
-def check_net(world: str, digest: str, where: Path) -> None:
-    """net.onnx must be the network pacplan exports for this world (a known sha256)."""
-    if digest not in NET_SHA256[world]:
-        raise PlannerError(f"{where}: not the {world} network pacplan exports (sha256 "
+def check_net(world: str, digest: str, where: Path, fixed: dict[str, Any] | None = None
+              ) -> None:
+    """net.onnx must be the network pacplan exports for this world (a known sha256); a gym
+    world's must be its policy family's (`fixed.family`)."""
+    known = NET_SHA256[world]
+    name = world
+    if world == "gym" and fixed is not None:
+        known, name = GYM_NET_SHA256[fixed["family"]], f"gym {fixed['family']}"
+    if digest not in known:
+        raise PlannerError(f"{where}: not the {name} network pacplan exports (sha256 "
                            f"{digest[:12]}… is not a known one)")
 
 
 def check_weights(weights: dict[str, np.ndarray], session: Any, world: str, k: int,
-                  where: Path) -> None:
-    """One finite float32 weight set per policy of the support, of exactly the net's shapes."""
-    expected = {i.name: tuple(i.shape) for i in session.get_inputs()
-                if i.name not in OBSERVATION_INPUTS[world]}
+                  where: Path, fixed: dict[str, Any] | None = None) -> None:
+    """One finite float32 weight set per policy of the support, of exactly the net's shapes
+    (a gym net's sizes are named, and given by `fixed`: obs_dim, hidden, actions)."""
+    sizes = {key: (fixed or {}).get(key) for key in ("obs_dim", "hidden", "actions")}
+    expected = {i.name: tuple(sizes.get(d) if isinstance(d, str) else d for d in i.shape)
+                for i in session.get_inputs() if i.name not in OBSERVATION_INPUTS[world]}
     if set(weights) != set(expected):
         raise PlannerError(f"{where}: tensors {sorted(weights)} are not the net's weight "
                            f"inputs {sorted(expected)}")

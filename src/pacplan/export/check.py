@@ -20,7 +20,7 @@ import numpy as np
 
 from pacplan.errors import PacplanError
 from pacplan.export.fixed import fixed_parts
-from pacplan.export.write import EVIDENCE, NETS, planner_spec, split_weights
+from pacplan.export.write import EVIDENCE, NET_DTYPE, net_onnx, planner_spec, split_weights
 from pacplan.files import npy_from_bytes
 from pacplan.pacbayes.record import Certificate
 from pacplan.run.provenance import verify_certificate
@@ -167,7 +167,7 @@ def _check_spec(where: Path, spec: dict[str, Any], c: Certificate) -> None:
             raise PacplanError(f"{where}: fixed.{key} is not what the {world['name']} world "
                                "uses")
     if not _same(spec.get("fixed"), fixed) or spec.get("net", {}).get("dtype") != \
-            NETS[world["name"]][2]:
+            NET_DTYPE[world["name"]]:
         raise PacplanError(f"{where}: fixed or net holds entries the world does not have")
 
 
@@ -183,14 +183,14 @@ def _check_weights(root: Path, spec: dict[str, Any], files: dict[str, str]) -> N
         weights = parse_safetensors(read_checked(root, spec["net"]["weights"], files), where)
     except PlannerError as exc:
         raise PacplanError(str(exc)) from None
-    if onnx_bytes != NETS[world][0]():
+    if onnx_bytes != net_onnx(world, spec["fixed"]):
         raise PacplanError(f"{onnx_path}: not the {world} network pacplan exports")
     index = spec["posterior"]["policy_index"]
     if policies.ndim != 2 or max(index) >= policies.shape[0]:
         raise PacplanError(f"{root / PLANNER}: posterior.policy_index names policies beyond "
                            f"the {policies.shape[0] if policies.ndim else 0} of "
                            f"{EVIDENCE}/{RunDir.POLICIES}")
-    expected = split_weights(world, policies[index])
+    expected = split_weights(world, policies[index], spec["fixed"])
     if set(weights) != set(expected):
         raise PacplanError(f"{where}: tensors {sorted(weights)} are not {sorted(expected)}")
     for name, value in expected.items():

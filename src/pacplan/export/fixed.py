@@ -2,8 +2,10 @@
 
 What θ does not hold but the policy needs to act: for the UAV the Depth Filter cells, the
 primitive library, the camera, the observation normalisation, net_scale and the tie-break
-order; for the quadruped the observation layout and the gait map. Generated from the worlds'
-own constants, so `pacplan verify` regenerates them and any edit to planner.json is named.
+order; for the quadruped the observation layout and the gait map; for a `gym` world the policy
+family's sizes and its action rule (discrete argmax or the bounded box's squash). Generated from
+the worlds' own constants, so `pacplan verify` regenerates them and any edit to planner.json is
+named.
 """
 
 from __future__ import annotations
@@ -24,8 +26,10 @@ def fixed_parts(world: str, options: dict[str, Any]) -> dict[str, Any]:
         parts = _uav(options)
     elif world == "quadruped":
         parts = _quadruped(options)
+    elif world == "gym":
+        parts = _gym(options)
     else:
-        raise PacplanError(f"world {world!r} cannot be exported: only uav and quadruped "
+        raise PacplanError(f"world {world!r} cannot be exported: only uav, quadruped and gym "
                            "planners have a runtime")
     return json.loads(json.dumps(parts))
 
@@ -80,4 +84,26 @@ def _quadruped(options: dict[str, Any]) -> dict[str, Any]:
                                 "a_st = min(η4, 1 − a1, 1 − a2)"},
         "primitive_s": world.rollout_config.primitive_s,
         "horizon_primitives": world.rollout_config.max_primitives,
+    }
+
+
+def _gym(options: dict[str, Any]) -> dict[str, Any]:
+    """A built-in policy family's sizes and action rule; a `module:factory` family is refused
+    (the runtime knows only the networks pacplan writes)."""
+    from pacplan.worlds.gym_policies import BUILTIN_POLICIES
+    from pacplan.worlds.gym_world import GymWorld
+
+    world = GymWorld(**options)
+    describe = getattr(world.policy_family(), "runtime_parts", None)
+    if world.policy not in BUILTIN_POLICIES or describe is None:
+        raise PacplanError(f"gym policy family {world.policy!r} cannot be exported: the runtime "
+                           f"flies only the built-in families ({', '.join(BUILTIN_POLICIES)})")
+    parts = describe()
+    return {
+        **parts,
+        "observation": "the observation flattened as the gym world flattens it (a Box "
+                       "observation raveled, any other space by gymnasium.spaces.flatten), "
+                       f"{parts['obs_dim']} numbers, taken as float64",
+        "net_output": f"z, the family's {parts['actions']} raw outputs (float64)",
+        "horizon_steps": world.horizon,
     }

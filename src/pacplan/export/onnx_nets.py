@@ -13,6 +13,10 @@ the batched simulator that certified it.
 Quadruped: depth (B, 50, 50) metres and proprio (B, 22), float64 like the numpy policy →
 Conv(1→2, k5, s5) as a patch matmul → tanh → concat proprio → linear 222→4 → sigmoid written
 as ½(1 + tanh(z/2)) (`pacplan.worlds.quadruped.policy.policy_output`).
+Gym (`pacplan.worlds.gym_policies`), float64 like the world's policies: observation
+(B, obs_dim) → `linear`: z = obs·Wᵀ + b; `mlp`: z = tanh(obs·W1ᵀ + b1)·W2ᵀ + b2. The sizes are
+symbolic (obs_dim, hidden, actions), so one graph per family serves every environment and its
+sha256 is a constant the runtime knows; the action rule (argmax, box squash) runs in numpy.
 """
 
 from __future__ import annotations
@@ -28,9 +32,13 @@ UAV_WEIGHTS = (("conv1.weight", (2, 1, 4, 4)), ("conv1.bias", (2,)),
                ("fc2.weight", (25, 25)), ("fc2.bias", (25,)))
 QUADRUPED_WEIGHTS = (("conv_w", (2, 1, 5, 5)), ("conv_b", (2,)),
                      ("lin_w", (4, 222)), ("lin_b", (4,)))
+GYM_WEIGHTS = {"linear": (("w", ("actions", "obs_dim")), ("b", ("actions",))),
+               "mlp": (("w1", ("hidden", "obs_dim")), ("b1", ("hidden",)),
+                       ("w2", ("actions", "hidden")), ("b2", ("actions",)))}
+"""Each gym family's weight inputs in the order of its flat θ (`gym_policies`), sizes by name."""
 
 
-def _inputs(weights: tuple[tuple[str, tuple[int, ...]], ...], dtype: int) -> list:
+def _inputs(weights: tuple[tuple[str, tuple[int | str, ...]], ...], dtype: int) -> list:
     return [helper.make_tensor_value_info(n, dtype, list(s)) for n, s in weights]
 
 
@@ -99,4 +107,22 @@ def quadruped_net_onnx() -> bytes:
     ]
     graph = helper.make_graph(nodes, "pacplan_quadruped_policy",
                               [depth, proprio, *_inputs(QUADRUPED_WEIGHTS, d)], [eta])
+    return _model(graph)
+
+
+def gym_net_onnx(family: str) -> bytes:
+    """A built-in gym family's raw outputs z (weights as inputs, sizes symbolic), in float64."""
+    d = TensorProto.DOUBLE
+    obs = helper.make_tensor_value_info("obs", d, ["batch", "obs_dim"])
+    z = helper.make_tensor_value_info("z", d, ["batch", "actions"])
+    if family == "linear":
+        nodes = [helper.make_node("Gemm", ["obs", "w", "b"], ["z"], transB=1)]
+    elif family == "mlp":
+        nodes = [helper.make_node("Gemm", ["obs", "w1", "b1"], ["l1"], transB=1),
+                 helper.make_node("Tanh", ["l1"], ["h1"]),
+                 helper.make_node("Gemm", ["h1", "w2", "b2"], ["z"], transB=1)]
+    else:
+        raise ValueError(f"no gym network for family {family!r}")
+    inputs = [obs, *_inputs(GYM_WEIGHTS[family], d)]
+    graph = helper.make_graph(nodes, f"pacplan_gym_{family}", inputs, [z])
     return _model(graph)

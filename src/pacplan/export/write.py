@@ -24,8 +24,10 @@ from pacplan import __version__
 from pacplan.errors import PacplanError
 from pacplan.export.fixed import fixed_parts
 from pacplan.export.onnx_nets import (
+    GYM_WEIGHTS,
     QUADRUPED_WEIGHTS,
     UAV_WEIGHTS,
+    gym_net_onnx,
     quadruped_net_onnx,
     uav_net_onnx,
 )
@@ -42,8 +44,25 @@ from pacplan.run.rundir import Manifest, RunDir
 from pacplan_runtime.bundle import MANIFEST, MANIFEST_FORMAT, PLANNER, PLANNER_FORMAT
 
 EVIDENCE = "run"
-NETS = {"uav": (uav_net_onnx, UAV_WEIGHTS, "float32"),
-        "quadruped": (quadruped_net_onnx, QUADRUPED_WEIGHTS, "float64")}
+NET_DTYPE = {"uav": "float32", "quadruped": "float64", "gym": "float64"}
+"""The worlds that have a planner runtime, and the float type their network computes in."""
+Layout = tuple[tuple[str, tuple[int, ...]], ...]
+
+
+def net_onnx(world: str, fixed: dict[str, Any]) -> bytes:
+    """net.onnx of `world` (a gym world's depends on its policy family only)."""
+    if world == "gym":
+        return gym_net_onnx(fixed["family"])
+    return uav_net_onnx() if world == "uav" else quadruped_net_onnx()
+
+
+def net_layout(world: str, fixed: dict[str, Any]) -> Layout:
+    """The network's weight tensors, (name, shape), in the order of the flat policy θ."""
+    if world != "gym":
+        return UAV_WEIGHTS if world == "uav" else QUADRUPED_WEIGHTS
+    sizes = {key: fixed.get(key) for key in ("obs_dim", "hidden", "actions")}
+    return tuple((name, tuple(int(sizes[dim]) for dim in shape))  # type: ignore[arg-type]
+                 for name, shape in GYM_WEIGHTS[fixed["family"]])
 
 
 def certificate_path(run: Path, n: int | None) -> Path:
@@ -60,9 +79,10 @@ def certificate_path(run: Path, n: int | None) -> Path:
     return found[n]
 
 
-def split_weights(world: str, policies: np.ndarray) -> dict[str, np.ndarray]:
+def split_weights(world: str, policies: np.ndarray, fixed: dict[str, Any]
+                  ) -> dict[str, np.ndarray]:
     """(K, d) flat policies -> {name: (K, *shape)} in the network's weight layout."""
-    layout = NETS[world][1]
+    layout = net_layout(world, fixed)
     out, i = {}, 0
     for name, shape in layout:
         size = int(np.prod(shape))
@@ -98,7 +118,7 @@ def planner_spec(c: Certificate, cert_rel: str) -> dict[str, Any]:
                              "episode and act with it deterministically until the episode ends"},
         "policies_sha256": c.provenance["policies_sha256"],
         "net": {"onnx": "net.onnx", "weights": "weights.safetensors",
-                "dtype": NETS[world["name"]][2]},
+                "dtype": NET_DTYPE[world["name"]]},
         "fixed": fixed_parts(world["name"], world["options"]),
         "exported_by": f"pacplan {__version__}",
     }
@@ -116,17 +136,20 @@ def export_planner(run_dir: str | Path, out: str | Path, n: int | None = None) -
     except PacplanError as exc:
         raise PacplanError(f"refusing to export {run}: its certificate does not verify ({exc})"
                            ) from None
-    if not c.provenance or c.provenance["world"]["name"] not in NETS:
+    if not c.provenance or c.provenance["world"]["name"] not in NET_DTYPE:
         name = c.provenance.get("world", {}).get("name") if c.provenance else None
         raise PacplanError(f"refusing to export {run}: world {name!r} has no planner runtime "
-                           "(uav and quadruped do)")
+                           "(uav, quadruped and gym do)")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise PacplanError(f"{out} exists and is not an empty folder; choose a new --out")
     cert_rel = f"{EVIDENCE}/{cert.relative_to(run).as_posix()}"
-    spec = planner_spec(c, cert_rel)
+    try:
+        spec = planner_spec(c, cert_rel)
+    except PacplanError as exc:  # a gym policy family the runtime cannot fly
+        raise PacplanError(f"refusing to export {run}: {exc}") from None
     policies = load_npy(run / RunDir.POLICIES, name=f"{run / RunDir.POLICIES}")
     world = spec["world"]["name"]
-    weights = split_weights(world, policies[spec["posterior"]["policy_index"]])
+    weights = split_weights(world, policies[spec["posterior"]["policy_index"]], spec["fixed"])
     evidence = [cert.relative_to(run).as_posix(), RunDir.MANIFEST, RunDir.CONFIG, RunDir.PRIOR,
                 RunDir.POLICIES]
     for ref in (c.cert_matrix, c.test_matrix):
@@ -136,7 +159,7 @@ def export_planner(run_dir: str | Path, out: str | Path, n: int | None = None) -
         (out / EVIDENCE / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(run / rel, out / EVIDENCE / rel)
     _keep_shipped_entries(out / EVIDENCE, set(evidence))
-    atomic_write_bytes(out / "net.onnx", NETS[world][0]())
+    atomic_write_bytes(out / "net.onnx", net_onnx(world, spec["fixed"]))
     save_safetensors(out / "weights.safetensors", weights)
     atomic_write_json(out / PLANNER, spec)
     files = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())

@@ -13,6 +13,7 @@ from pacplan_runtime import (
     CertificateMonitor,
     Episode,
     GaitDecision,
+    GymDecision,
     Planner,
     PlannerError,
     PrimitiveDecision,
@@ -29,5 +30,5 @@ for _module in (bundle, decide, load, monitor, planner, spec):
     sys.modules[f"{__name__}.{_module.__name__.rsplit('.', 1)[1]}"] = _module
 
 __version__ = pacplan_runtime.__version__
-__all__ = ["CertificateMonitor", "Episode", "GaitDecision", "Planner", "PlannerError",
-           "PrimitiveDecision", "UncertifiedUseWarning"]
+__all__ = ["CertificateMonitor", "Episode", "GaitDecision", "GymDecision", "Planner",
+           "PlannerError", "PrimitiveDecision", "UncertifiedUseWarning"]

@@ -13,6 +13,10 @@ for a bounded `Box` it is low + (tanh z + 1)/2 · (high − low) (a = its flatte
 weights give the middle of the box). Products are reduced row by row (`sum(axis=-1)`), never by a
 matrix product, so one policy's action never depends on how many policies share the batch: a cost
 is then the same bit for bit however an executor chunks the work.
+
+The built-ins also describe themselves for `pacplan export` (`runtime_parts`): the weight layout
+and action rule as plain JSON, which `pacplan_runtime` replays on a planner's ONNX net. A
+`module:factory` family has no such description, so it cannot be exported.
 """
 
 from __future__ import annotations
@@ -54,6 +58,17 @@ class _ActionHead:
             raise PacplanError(f"gym world: the built-in policies take Discrete or Box actions, "
                                f"got {space}; pass policy='module:factory'")
 
+    def runtime_parts(self) -> dict[str, Any]:
+        """The action rule as plain JSON for the exported planner (`pacplan_runtime`)."""
+        if self.box is None:
+            return {"space": "discrete", "n": self.size, "start": self.start,
+                    "rule": "start + argmax z (the first of tied outputs)"}
+        low, high, shape, dtype = self.box
+        return {"space": "box", "low": low.tolist(), "high": high.tolist(),
+                "shape": [int(n) for n in shape], "dtype": np.dtype(dtype).name,
+                "rule": "low + (tanh z + 1) / 2 * (high - low) in float64, reshaped to shape, "
+                        "then cast to dtype"}
+
     def __call__(self, z: np.ndarray) -> list[Any]:
         if self.box is None:
             return [self.start + int(i) for i in np.argmax(z, axis=1)]
@@ -75,6 +90,11 @@ class LinearPolicy:
         self.obs_dim, self.out = obs_dim, self.head.size
         self.dim = self.out * obs_dim + self.out
 
+    def runtime_parts(self) -> dict[str, Any]:
+        """Family, sizes and action rule, as `pacplan export` records them."""
+        return {"family": "linear", "obs_dim": self.obs_dim, "actions": self.out,
+                "action": self.head.runtime_parts()}
+
     def act(self, thetas: np.ndarray, obs: np.ndarray) -> list[Any]:
         k, o, a = len(thetas), self.obs_dim, self.out
         w = thetas[:, : a * o].reshape(k, a, o)
@@ -88,6 +108,11 @@ class MLPPolicy:
         self.head = _ActionHead(action_space)
         self.obs_dim, self.hidden, self.out = obs_dim, hidden, self.head.size
         self.dim = hidden * obs_dim + hidden + self.out * hidden + self.out
+
+    def runtime_parts(self) -> dict[str, Any]:
+        """Family, sizes and action rule, as `pacplan export` records them."""
+        return {"family": "mlp", "obs_dim": self.obs_dim, "hidden": self.hidden,
+                "actions": self.out, "action": self.head.runtime_parts()}
 
     def act(self, thetas: np.ndarray, obs: np.ndarray) -> list[Any]:
         k, o, h, a = len(thetas), self.obs_dim, self.hidden, self.out
