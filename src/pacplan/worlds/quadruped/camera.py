@@ -13,7 +13,10 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import pybullet
+
+from pacplan.extras import require
+
+pybullet = require("pybullet", "the quadruped world")
 
 CAMERA_NEAR_M = 0.01
 

@@ -28,11 +28,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import mujoco
 import numpy as np
-from mujoco import rollout as mj_rollout
 
 from pacplan.errors import PacplanError
+from pacplan.extras import require
 from pacplan.worlds.quadruped.camera import CAMERA_NEAR_M, CameraConfig, camera_pose
 from pacplan.worlds.quadruped.gait import NEUTRAL_MOTOR_ANGLES, GaitParams, gait_motor_angles
 from pacplan.worlds.quadruped.mjcf import (
@@ -48,6 +47,9 @@ from pacplan.worlds.quadruped.mjcf import (
 from pacplan.worlds.quadruped.scene import MOTOR_DIRECTION, START_POSITION
 from pacplan.worlds.quadruped.sim import PhysicsConfig, PrimitiveOutcome, TorsoReadouts, _fallen
 from pacplan.worlds.quadruped.terrain import Terrain
+
+mujoco = require("mujoco", "the quadruped world with physics: mujoco")
+mj_rollout = require("mujoco.rollout", "the quadruped world with physics: mujoco")
 
 _RESET_MOTOR_ANGLE = math.pi / 2  # `scene`'s assembled rest pose
 _RESET_KNEE_ANGLE = -2.1834

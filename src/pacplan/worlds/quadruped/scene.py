@@ -31,11 +31,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
-import pybullet
-import pybullet_data
 
 from pacplan.errors import PacplanError
+from pacplan.extras import require
 from pacplan.worlds.quadruped.terrain import GRID_DY_M, Terrain, grid_axes, heights_on_grid
+
+pybullet = require("pybullet", "the quadruped world")
+pybullet_data = require("pybullet_data", "the quadruped world")
 
 LEGS = ("front_left", "back_left", "front_right", "back_right")
 MOTOR_DIRECTION = np.array([-1.0, -1.0, -1.0, -1.0, 1.0, 1.0, 1.0, 1.0])

@@ -27,8 +27,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-import pybullet
 
+from pacplan.extras import require
 from pacplan.worlds.quadruped.camera import CameraConfig, camera_pose, render_depth
 from pacplan.worlds.quadruped.gait import NEUTRAL_MOTOR_ANGLES, GaitParams, gait_motor_angles
 from pacplan.worlds.quadruped.scene import (
@@ -40,6 +40,8 @@ from pacplan.worlds.quadruped.scene import (
     robot_spec,
 )
 from pacplan.worlds.quadruped.terrain import Terrain
+
+pybullet = require("pybullet", "the quadruped world")
 
 FELL_OFF_Z = -1.0
 

@@ -15,12 +15,14 @@ from __future__ import annotations
 import contextlib
 
 import numpy as np
-import pybullet as p
 
+from pacplan.extras import require
 from pacplan.worlds.uav import dynamics, policy_np, spec
 from pacplan.worlds.uav import primitives as prims
 from pacplan.worlds.uav.results import RolloutResult, cost_from_checks
 from pacplan.worlds.uav.scene import Scene, sample_scene
+
+p = require("pybullet", "the UAV world's PyBullet simulator (simulator: bullet)")
 
 _IDENTITY = (0.0, 0.0, 0.0, 1.0)
 _PARKED = (0.0, 0.0, -100.0)  # where the robot sphere waits while the camera renders
