@@ -29,6 +29,7 @@ from pacplan.cli_output import (
     fail,
     interrupted_line,
     number_text,
+    one_paragraph_summaries,
     os_error_line,
     print_json,
     show_flags_as_flags,
@@ -403,6 +404,7 @@ def main() -> None:
     usage_errors, exits, aborts = click_exception_types()
     command = typer.main.get_command(app)
     show_flags_as_flags(command)
+    one_paragraph_summaries(command)
     try:
         rc = command(standalone_mode=False, prog_name="pacplan")
     except PacplanError as exc:

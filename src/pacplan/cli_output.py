@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import inspect
 import json
 import math
 import os
@@ -251,3 +252,15 @@ def show_flags_as_flags(command: Any) -> None:
         help_option.metavar = ""
     for sub in getattr(command, "commands", {}).values():
         show_flags_as_flags(sub)
+
+
+def one_paragraph_summaries(command: Any) -> None:
+    """Give every subcommand a one-line summary for its group's --help: typer's rich mode keeps
+    the docstring's line breaks in the command list, so a summary broke mid-sentence where the
+    source wrapped ("… risen above its" / "certified cost"). The summary is the docstring's
+    first paragraph with its whitespace joined; a command's own --help is left as it is."""
+    for sub in getattr(command, "commands", {}).values():
+        if sub.short_help is None and sub.help:
+            first = inspect.cleandoc(sub.help).partition("\f")[0].split("\n\n")[0]
+            sub.short_help = " ".join(first.split())
+        one_paragraph_summaries(sub)
