@@ -1,6 +1,35 @@
-"""pacplan: vision-based planners over motion primitives with PAC-Bayes certificates."""
+"""pacplan: vision-based planners over motion primitives with PAC-Bayes certificates.
+
+The front door (`pacplan.api`): `pacplan.certify(costs)` certifies any N × m array of costs,
+`pacplan.verify(path)` checks a certificate file or planner directory, `pacplan.run(config)`
+runs a preset, YAML file or dict; each returns a `pacplan.Certificate` (or a run's result) and
+raises `pacplan.PacplanError`. They are imported on first use, so `import pacplan` stays fast.
+"""
 
 __version__ = "0.1.0"
+
+__all__ = ["Certificate", "PacplanError", "__version__", "certify", "run", "verify"]
+
+# name -> module that defines it; `run` is the pacplan.run package itself, which is callable
+_LAZY = {"certify": "pacplan.api", "verify": "pacplan.api", "Certificate": "pacplan.api",
+         "PacplanError": "pacplan.errors"}
+
+
+def __getattr__(name: str) -> object:
+    """Import the front door's names on first use (PEP 562)."""
+    import importlib
+
+    if name == "run":
+        return importlib.import_module("pacplan.run")
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'pacplan' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
 
 
 def _register_gym_envs() -> None:

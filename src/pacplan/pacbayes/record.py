@@ -76,17 +76,39 @@ class Certificate:
         `content_sha256`, which changes when the same certificate is computed again."""
         return hashlib.sha256(np.asarray(self.p, dtype=np.float64).tobytes()).hexdigest()
 
+    def __str__(self) -> str:
+        """One line a person reads: the certified cost and what it rests on."""
+        test = "" if self.test_cost is None else f", test cost {self.test_cost:.4g}"
+        return (f"expected cost ≤ {self.certified:.4g} with probability ≥ {1 - self.delta:g} "
+                f"({self.certified_by}; N = {self.n}, m = {self.m}, "
+                f"empirical cost {self.emp_cost:.4g}, KL {self.kl:.4g}{test})")
+
     # ------------------------------------------------------------------ (de)serialization
     def to_dict(self) -> dict[str, Any]:
+        """The certificate's fields as plain Python values (`beta` = ∞ as "inf")."""
         d = asdict(self)
         if self.beta is not None and math.isinf(self.beta):
             d["beta"] = "inf"
         return d
 
+    def to_json(self, indent: int | None = 2) -> str:
+        """The certificate's fields as JSON text, the format of a certificate file (matrix
+        paths as recorded in memory, not yet relative to a file's folder)."""
+        try:
+            return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False,
+                              allow_nan=False)
+        except ValueError:
+            raise PacplanError("the certificate holds a non-finite number") from None
+
     def save(self, path: str | Path) -> Path:
         """Write JSON atomically, with matrix paths relative to the certificate's folder and
-        the sha256 of the content; what `verify` would refuse is never written."""
+        the sha256 of the content; what `verify` would refuse is never written, nor is a
+        certificate whose cost matrix was given in memory (no file `verify` could check)."""
         path = Path(path)
+        if not self.cert_matrix.path or (self.test_matrix and not self.test_matrix.path):
+            raise PacplanError(f"{path}: this certificate's cost matrix was given in memory, "
+                               "not read from a file, so `pacplan verify` could not check it; "
+                               "save the matrix (numpy.save) and certify the file")
         path.parent.mkdir(parents=True, exist_ok=True)
         d = self.to_dict()
         del d["content_sha256"]
