@@ -1,4 +1,5 @@
-"""The layout in docs/design.md and the README names every module that exists, and nothing else."""
+"""The layouts in docs/design.md and docs/usage.md (the README's until 0.2.0) name every module
+that exists, and nothing else."""
 
 from __future__ import annotations
 
@@ -31,8 +32,8 @@ def test_design_layout_names_every_module() -> None:
     assert _packages() - words == set()
 
 
-def test_readme_layout_names_every_package_and_top_level_module() -> None:
-    words = set(re.findall(r"[A-Za-z_]+", _layout_block(REPO / "README.md")))
+def test_usage_layout_names_every_package_and_top_level_module() -> None:
+    words = set(re.findall(r"[A-Za-z_]+", _layout_block(REPO / "docs" / "usage.md")))
     top = {p.stem for p in SRC.glob("*.py") if p.stem != "__init__"}
     assert top - words == set()
     assert _packages() - words == set()

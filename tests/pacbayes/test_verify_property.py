@@ -6,7 +6,7 @@ whole container) replaced by any JSON type, a non-finite number, a loosened or t
 number, a deleted field or an extra one. Two writers: a careless one who leaves the content
 hash alone (every change must fail), and an adversary who recomputes it (every change to a
 recomputed field must still fail; created, pacplan_version and an empty provenance are only
-held by the hash, see README "What verify checks").
+held by the hash, see docs/verify.md).
 """
 
 from __future__ import annotations

@@ -71,7 +71,7 @@ class ProvenanceRecord(_Record):
 
 
 class CertificateRecord(_Record):
-    """The certificate file, field by field (see README, "What verify checks")."""
+    """The certificate file, field by field (see docs/verify.md, what `verify` checks)."""
 
     mcallester: float = Field(ge=0.0, description="a number ≥ 0")  # may exceed 1
     quadratic: float = Field(ge=0.0, description="a number ≥ 0")  # may exceed 1

@@ -180,7 +180,8 @@ def test_load_refuses_wrong_files(tmp_path: Path) -> None:
 
 
 def test_docs_quote_the_committed_measurement() -> None:
-    """README, docs/worlds.md and the report's note state what the benchmark measured."""
+    """docs/results.md (the README's results until 0.2.0), docs/worlds.md and the report's note
+    state what the benchmark measured."""
     import json
 
     from pacplan.run.report_tables import PAPER_NOTES
@@ -192,7 +193,7 @@ def test_docs_quote_the_committed_measurement() -> None:
     draws = f"{100 * data['paper_prior_pacplan_cells']['draws_mean_cost']:.2f} %"
     ours = f"{100 * data['pacplan_prior_uav']['mean_policy_cost']:.2f} %"
     worlds = (repo / "docs" / "worlds.md").read_text()
-    readme = (repo / "README.md").read_text()
-    for text in (worlds, readme, PAPER_NOTES["uav"]):
+    results = (repo / "docs" / "results.md").read_text()
+    for text in (worlds, results, PAPER_NOTES["uav"]):
         assert mean in text and draws in text
-    assert ours in worlds and ours in readme
+    assert ours in worlds and ours in results
