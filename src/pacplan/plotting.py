@@ -33,6 +33,13 @@ def pyplot() -> Any:
     return plt
 
 
+def integer_ticks(axis: Any) -> None:
+    """Ticks at whole numbers only, on an axis that counts (policy 2.5 does not exist)."""
+    from matplotlib.ticker import MaxNLocator
+
+    axis.set_major_locator(MaxNLocator(integer=True))
+
+
 def draw_depth(ax: Any, depth: np.ndarray, far: float) -> Any:
     """Show a depth image (metres) on `ax` in the convention: `DEPTH_CMAP` over [0, far], no
     ticks. Returns the image, for `depth_colorbar`."""

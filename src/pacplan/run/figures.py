@@ -1,6 +1,9 @@
 """Every matplotlib figure of a run: the ES training curve and the report's figures.
 
-Figures are written atomically (a killed report leaves the old PNG or the new one).
+Figures are written atomically (a killed report leaves the old PNG or the new one). Counted
+axes (iterations, policy indices, numbers of policies) get integer ticks only. The bounds-vs-N
+axis spans the run's own N: the paper's Table 1 points inside that span are drawn, the others
+are listed beside the plot instead of stretching the axis away from the run's points.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import numpy as np
 
 from pacplan.pacbayes.posterior import mixture_costs
 from pacplan.pacbayes.record import Certificate
-from pacplan.plotting import pyplot, save_figure
+from pacplan.plotting import integer_ticks, pyplot, save_figure
 
 
 def plot_training_curve(records: list[dict[str, Any]], out: str | Path) -> Path | None:
@@ -36,6 +39,7 @@ def plot_training_curve(records: list[dict[str, Any]], out: str | Path) -> Path 
             ax.axvspan(r["iteration"] - 0.5, r["iteration"] + 0.5, color="orange", alpha=0.15,
                        lw=0)
     ax.set_xlabel("iteration")
+    integer_ticks(ax.xaxis)
     ax.set_ylabel("cost")
     ax.set_ylim(0, 1)
     ax2 = ax.twinx()
@@ -77,13 +81,12 @@ def report_figures(fig_dir: Path, certs: dict[int, Certificate], cert: np.ndarra
         hi = [100 * certs[n].test_ci[1] for n in ns]
         ax.plot(ns, tc, marker="s", color="k", label="test cost")
         ax.fill_between(ns, lo, hi, color="k", alpha=0.12, label="99 % CI")
+    log = ns[-1] >= 20 * ns[0]  # N over decades (uav-tight: 1000 to 100,000)
     if paper:
-        pn = sorted(paper)
-        ax.plot(pn, [100 * paper[n] for n in pn], ls="none", marker="*", ms=10, color="tab:red",
-                label="paper's Table 1 (its world, prior)")
-    ns_all = sorted({*ns, *paper}) if paper else ns
-    if ns_all[-1] >= 20 * ns_all[0]:  # N over decades (uav-tight: 1000 to 100,000)
+        _paper_points(ax, paper, ns[0], ns[-1])
+    if log:
         ax.set_xscale("log")
+    ax.set_xlim(*_n_range(ns[0], ns[-1], log))
     ax.set_xlabel("N (certification environments)")
     ax.set_ylabel("cost (%)")
     ax.set_title(f"bounds vs N (δ = {last.delta:g})")
@@ -92,6 +95,7 @@ def report_figures(fig_dir: Path, certs: dict[int, Certificate], cert: np.ndarra
 
     fig, ax = plt.subplots(figsize=(5.5, 3.0))
     ax.bar(np.arange(last.m), last.p, color="tab:blue")
+    integer_ticks(ax.xaxis)
     ax.axhline(1.0 / last.m, color="gray", ls="--", lw=1, label="prior p0 (uniform)")
     ax.set_xlabel("policy")
     ax.set_ylabel("posterior p")
@@ -104,6 +108,7 @@ def report_figures(fig_dir: Path, certs: dict[int, Certificate], cert: np.ndarra
     axes[0].hist(cert.mean(axis=0) * 100, bins=20, color="tab:orange")
     axes[0].set_xlabel("policy's empirical cost on S (%)")
     axes[0].set_ylabel("policies")
+    integer_ticks(axes[0].yaxis)
     per_env = mixture_costs(cert, last.p)
     axes[1].hist(per_env, bins=40, color="tab:green")
     axes[1].set_xlabel("posterior's cost per certification environment")
@@ -112,3 +117,27 @@ def report_figures(fig_dir: Path, certs: dict[int, Certificate], cert: np.ndarra
     fig.suptitle("cost distribution")
     made.append(("Cost distribution", save(fig, "costs.png")))
     return made
+
+
+def _n_range(lo: int, hi: int, log: bool) -> tuple[float, float]:
+    """The x-range of the bounds-vs-N plot: the run's N, with a margin (a single N centred)."""
+    if log:
+        return lo / 1.25, hi * 1.25
+    pad = 0.05 * (hi - lo) if hi > lo else 0.1 * hi
+    return lo - pad, hi + pad
+
+
+def _paper_points(ax: Any, paper: dict[int, float], lo: int, hi: int) -> None:
+    """The paper's Table 1 bounds: those at an N within the run's span as points, the others
+    as a note beside the plot (they would otherwise stretch the axis)."""
+    inside = sorted(n for n in paper if lo <= n <= hi)
+    outside = sorted(n for n in paper if not lo <= n <= hi)
+    label = "paper's Table 1 (its world, prior)"
+    if inside:
+        ax.plot(inside, [100 * paper[n] for n in inside], ls="none", marker="*", ms=10,
+                color="tab:red", label=label)
+    if outside:
+        lines = [f"N = {n:,}: {100 * paper[n]:.2f} %" for n in outside]
+        ax.text(1.02, 0.0, ("also in the paper's Table 1:\n" if inside else label + ":\n")
+                + "\n".join(lines), transform=ax.transAxes, fontsize=7, va="bottom",
+                ha="left", color="tab:red")
