@@ -44,7 +44,8 @@ def dists(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
     project = tmp / "project"
     shutil.copytree(REPO / "src", project / "src",
                     ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    for name in ("pyproject.toml", "README.md", "LICENSE", "CHANGELOG.md", "MANIFEST.in"):
+    for name in ("pyproject.toml", "README.md", "LICENSE", "CHANGELOG.md", "CITATION.cff",
+                 "MANIFEST.in"):
         shutil.copy2(REPO / name, project / name)
     log = _sh([sys.executable, "-m", "build", "--no-isolation", "--outdir", tmp / "dist",
                project], cwd=tmp)
@@ -116,10 +117,11 @@ def test_wheel_holds_the_presets_priors_and_license(wheel: tuple[Path, str]) -> 
     assert "deprecat" not in log.lower() and "project.license" not in log, log
 
 
-def test_sdist_holds_the_changelog_license_and_presets(dists: tuple[Path, Path, str]) -> None:
+def test_sdist_holds_the_changelog_citation_license_and_presets(
+        dists: tuple[Path, Path, str]) -> None:
     with tarfile.open(dists[0]) as tar:
         names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
-    assert {"CHANGELOG.md", "LICENSE", "README.md", "pyproject.toml",
+    assert {"CHANGELOG.md", "CITATION.cff", "LICENSE", "README.md", "pyproject.toml",
             "src/pacplan/presets/uav-quick.yaml",
             "src/pacplan/presets/priors/uav.safetensors"} <= names
 
