@@ -19,7 +19,7 @@ is refused at once, naming the holder.
     <run>/
       config.yaml  manifest.json  prior.safetensors  es_state.safetensors  es_state.json
       metrics.jsonl  policies.npy  costs/<role>.npy  certificates/N<n>.json  certificate.json
-      report.md  figures/  timings.json  run.lock
+      report.md  figures/  timings.json  run.lock  tensorboard/ (a view of metrics.jsonl)
       costs/<role>.chunks/  inputs.json  ledger.jsonl  s<seed>_t<policy>.npy
 """
 
@@ -73,6 +73,7 @@ class RunDir:
     LOCK = "run.lock"
     FIGURES = "figures"
     TRAINING_CURVE = "figures/prior_training.png"
+    TENSORBOARD = "tensorboard"  # ES scalars, rebuilt from metrics.jsonl (pacplan.run.tensorboard)
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -102,7 +103,7 @@ class RunDir:
         return CheckpointFiles(state=self / self.ES_STATE, state_json=self / self.ES_STATE_JSON,
                                prior=self / self.PRIOR, metrics=self / self.METRICS)
 
-    WRITTEN = ("figures", "certificates", "costs", "distill", "crossval")
+    WRITTEN = ("figures", "certificates", "costs", "distill", "crossval", "tensorboard")
     """The folders a run or report writes into (a link here sends those writes elsewhere)."""
 
     def locked(self) -> contextlib.AbstractContextManager[None]:

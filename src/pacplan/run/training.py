@@ -1,7 +1,8 @@
 """Prior training: the ES loop with a checkpoint per iteration, so a killed run resumes exactly.
 
 Wires the pure algorithm (`pacplan.es.algorithm`: ask → costs → tell) to an executor, the run
-directory's checkpoint files, a progress bar and the training-curve figure. Resuming checks
+directory's checkpoint files, a progress bar, the training-curve figure and, when tensorboard is
+installed, TensorBoard scalars (`pacplan.run.tensorboard`). Resuming checks
 the ES fingerprint (the identity of everything the iterates depend on) and refuses another one.
 """
 
@@ -23,6 +24,7 @@ from pacplan.run.executors import Executor, WorldSpec, executor_from_config
 from pacplan.run.figures import plot_training_curve
 from pacplan.run.progress import progress_bar
 from pacplan.run.rundir import RunDir, identity
+from pacplan.run.tensorboard import ScalarLog, open_log
 from pacplan.weights import load_theta
 
 PairedCostFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -135,6 +137,24 @@ def run_es(
             + ("" if todo else " (done)"))
     if stop_after is not None:
         todo = min(todo, stop_after)
+    board = open_log(rd.path, ckpt.read_metrics(rd / RunDir.METRICS)) if rd is not None else None
+    try:
+        state = _iterate(cfg, state, todo, cost_fn, seed_range, rd, progress, on_iteration,
+                         evaluate, board)
+    finally:
+        if board is not None:
+            board.close()
+    if rd is not None and state.iteration > 0:
+        plot_training_curve(ckpt.read_metrics(rd / RunDir.METRICS), rd / RunDir.TRAINING_CURVE)
+    return state
+
+
+def _iterate(cfg: ESConfig, state: ESState, todo: int, cost_fn: PairedCostFn,
+             seed_range: tuple[int, int], rd: RunDir | None, progress: bool,
+             on_iteration: Callable[[ESState, dict[str, Any]], None] | None,
+             evaluate: Callable[[np.ndarray], float] | None, board: ScalarLog | None
+             ) -> ESState:
+    """`todo` ES iterations from `state`, each logged and checkpointed; the last state."""
     with progress_bar(progress, "ES", cfg.iterations, state.iteration) as bar:
         for _ in range(todo):
             t0 = time.perf_counter()
@@ -150,12 +170,12 @@ def run_es(
                 files = rd.checkpoint_files()
                 ckpt.append_metric(files.metrics, record)
                 ckpt.save_checkpoint(files, state)
+            if board is not None:
+                board.add(record)
             if on_iteration is not None:
                 on_iteration(state, record)
             bar.advance(f"ES cost {record['cost']:.4f} best {record['best']:.4f} "
                         f"σ {record['sigma_mean']:.3f}{' [utility]' if record['utility'] else ''}")
-    if rd is not None and state.iteration > 0:
-        plot_training_curve(ckpt.read_metrics(rd / RunDir.METRICS), rd / RunDir.TRAINING_CURVE)
     return state
 
 
