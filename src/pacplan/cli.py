@@ -17,6 +17,7 @@ from rich.table import Table
 
 from pacplan import __version__
 from pacplan.choices import BOUND_CHOICES, EXECUTORS, SOLVERS
+from pacplan.cli_certify import certify_policy_cmd
 from pacplan.cli_compare import compare_cmd
 from pacplan.cli_data import data_app
 from pacplan.cli_monitor import monitor_cmd
@@ -59,6 +60,7 @@ app.add_typer(data_app, name="data", help="Fetch published data (the paper's cos
 app.command("monitor")(monitor_cmd)
 app.command("compare")(compare_cmd)
 app.command("plan-n")(plan_n_cmd)
+app.command("certify-policy")(certify_policy_cmd)
 
 
 def _choices(names: tuple[str, ...]) -> str:

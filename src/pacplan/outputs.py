@@ -12,7 +12,9 @@ One rule for every command that writes (`certify-matrix --out`, `render --out`, 
   `train-prior` may name a run directory itself: they resume it.
 
 A planner directory holds planner.json and manifest.json (`pacplan export`); a run directory
-holds config.yaml with manifest.json or run.lock (`pacplan run`, from its first step on).
+holds config.yaml with manifest.json or run.lock (`pacplan run`, from its first step on); a
+certify-policy directory holds certify-policy.json (`pacplan certify-policy`, which alone may
+write there: it resumes it).
 
 A file output (`certify-matrix --out`, `render --out`, `monitor --plot`) must also name a file:
 the atomic write replaces whatever the path names, so a device (`--plot /dev/null` run as root
@@ -32,6 +34,7 @@ from pacplan.errors import PacplanError
 _PLANNER_FILES = ("planner.json", "manifest.json")  # pacplan_runtime.bundle.PLANNER, MANIFEST
 _RUN_CONFIG = "config.yaml"  # RunDir.CONFIG
 _RUN_MARKS = ("manifest.json", "run.lock")  # RunDir.MANIFEST, RunDir.LOCK
+_POLICY_RUN = "certify-policy.json"  # pacplan.certify_policy.store.MARK
 
 
 def same_file(a: str | Path, b: str | Path) -> bool:
@@ -45,7 +48,8 @@ def same_file(a: str | Path, b: str | Path) -> bool:
 
 
 def folder_kind(folder: str | Path) -> str | None:
-    """"planner directory" or "run directory" if `folder` is one, else None."""
+    """"planner directory", "run directory" or "certify-policy directory" if `folder` is one,
+    else None."""
     folder = Path(folder)
     try:
         if all((folder / name).is_file() for name in _PLANNER_FILES):
@@ -53,6 +57,8 @@ def folder_kind(folder: str | Path) -> str | None:
         if (folder / _RUN_CONFIG).is_file() and any((folder / name).is_file()
                                                       for name in _RUN_MARKS):
             return "run directory"
+        if (folder / _POLICY_RUN).is_file():
+            return "certify-policy directory"
     except OSError:  # an unreadable folder: nothing known to protect there
         return None
     return None
@@ -128,5 +134,7 @@ def refuse_overwriting(out: str | Path, option: str,
             return
         kind, folder = inside
     where = f"is a {kind}" if same_file(folder, out) else f"is inside the {kind} {folder}"
-    raise PacplanError(f"{option} {out} {where}, whose manifest.json records every file; "
-                       "writing there would change or destroy it: choose a path outside it")
+    whose = ", whose manifest.json records every file" if kind != "certify-policy directory" \
+        else ""
+    raise PacplanError(f"{option} {out} {where}{whose}; writing there would change or destroy "
+                       "it: choose a path outside it")

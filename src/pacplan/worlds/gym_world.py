@@ -229,6 +229,19 @@ class GymWorld:
                     "certificate)")
         return (self.r_max - episodes.returns) / (self.r_max - self.r_min)
 
+    def make_env(self) -> Any:
+        """A fresh environment as this world builds its own (id, horizon, env_kwargs), for
+        rollouts stepped outside it (`pacplan certify-policy`); reset it with the seed."""
+        return self._make_env()
+
+    def episode_costs(self, records: Sequence[Episode], seed: int) -> np.ndarray:
+        """The declared cost of episodes run on environment `seed` outside this world (by
+        `pacplan certify-policy`), with the same rule and the same errors as `costs`."""
+        episodes = Episodes(np.array([e.total_return for e in records], dtype=np.float64),
+                            np.array([e.terminated for e in records], dtype=bool),
+                            tuple(records))
+        return self._cost(episodes, seed)
+
     def returns(self, thetas: np.ndarray, seed: int) -> np.ndarray:
         """Undiscounted returns of k policies (k, d) float64 on environment `seed`."""
         return self.episodes(thetas, seed).returns

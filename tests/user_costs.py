@@ -72,7 +72,3 @@ def register_lander() -> str:
         gym.register(env_id, entry_point=Lander, max_episode_steps=10)
     return env_id
 
-
-def land_when_told(obs: np.ndarray) -> int:
-    """A `module:callable` policy: fire (action 1) exactly at the step the observation names."""
-    return int(round(float(obs[0]) * 10) == round(float(obs[1]) * 10))

@@ -1,0 +1,98 @@
+"""A POLICY argument of `certify-policy` as something that acts: an SB3 `.zip`, an `.onnx` file
+or a `module:callable`, each identified by a sha256 for the run's record.
+
+A file is read once, so the bytes hashed are the bytes used. A callable is called with the
+environment's observation as the environment returns it and must return an action the
+environment accepts; its identity is the sha256 of its module's source file, so a changed
+policy is never mistaken for the one a resumed run started with.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gymnasium import spaces
+
+from pacplan.errors import PacplanError
+from pacplan.files import read_file_bytes, sha256_bytes
+
+
+@dataclass(frozen=True)
+class ImportedPolicy:
+    """A policy that acts on one observation: `act(obs) -> action`."""
+
+    label: str
+    kind: str
+    sha256: str
+    act: Callable[[Any], Any]
+
+    def record(self) -> dict[str, str]:
+        """What the policy is, wherever its file lies: a run's identity holds this."""
+        return {"kind": self.kind, "sha256": self.sha256}
+
+
+def load_policy(spec: str, observation_space: spaces.Space,
+                action_space: spaces.Space) -> ImportedPolicy:
+    """The policy named by `spec`, checked against the environment's spaces."""
+    path = Path(spec)
+    if path.is_file():
+        return _from_file(spec, observation_space, action_space)
+    if path.exists():
+        raise PacplanError(f"policy {spec} is not a regular file")
+    module, sep, name = spec.partition(":")
+    if sep and module and name and os.sep not in module and path.suffix not in (".zip",
+                                                                                  ".onnx"):
+        return _from_callable(spec)
+    raise PacplanError(f"policy {spec!r} is not a Stable-Baselines3 .zip, an .onnx file or a "
+                       "'module:callable' (no such file)")
+
+
+def _from_file(spec: str, observation_space: spaces.Space,
+               action_space: spaces.Space) -> ImportedPolicy:
+    data = read_file_bytes(spec, f"policy {spec}")
+    digest = sha256_bytes(data)
+    suffix = Path(spec).suffix.lower()
+    if suffix == ".onnx":
+        from pacplan.certify_policy.onnx_file import OnnxPolicy
+
+        onnx = OnnxPolicy(spec, data, observation_space, action_space)
+        return ImportedPolicy(spec, onnx.kind, digest, onnx.act)
+    if suffix == ".zip" or data[:4] == b"PK\x03\x04":
+        from pacplan.certify_policy.sb3 import SB3Policy
+
+        sb3 = SB3Policy(spec, data, observation_space, action_space)
+        return ImportedPolicy(spec, sb3.kind, digest, sb3.act)
+    hint = (" (VecNormalize statistics are a pickle, which pacplan never loads: a policy "
+            "trained on normalized observations cannot be certified from its files)"
+            if suffix in (".pkl", ".pickle") else "")
+    raise PacplanError(f"policy {spec} is not a Stable-Baselines3 .zip, an .onnx file or a "
+                       f"'module:callable'{hint}")
+
+
+def _from_callable(spec: str) -> ImportedPolicy:
+    from pacplan.worlds.base import resolve_target
+
+    fn = resolve_target(spec, f"policy {spec!r}")
+    if not callable(fn):
+        raise PacplanError(f"policy {spec!r} is not callable")
+    # the module's source and the name within it: two callables of one module differ
+    digest = sha256_bytes(f"{spec}\n{source_sha256(fn, spec)}".encode())
+    return ImportedPolicy(spec, "callable", digest, fn)
+
+
+def source_sha256(obj: Any, spec: str) -> str:
+    """sha256 of the source file defining `obj` (its module's), the identity of user code."""
+    module = sys.modules.get(getattr(obj, "__module__", "") or "")
+    try:
+        source = inspect.getsourcefile(module) if module is not None else None
+    except TypeError:  # a built-in module
+        source = None
+    if source is None or not Path(source).is_file():
+        return sha256_bytes(spec.encode())
+    return sha256_bytes(read_file_bytes(source, f"source of {spec}"))

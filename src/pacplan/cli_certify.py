@@ -1,0 +1,113 @@
+"""`pacplan certify-policy ENV_ID POLICY [POLICY ...]`: a certificate for policies trained
+elsewhere (`pacplan.certify_policy`)."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+
+import typer
+from rich.markup import escape
+
+from pacplan.certify_policy.seeds import DEFAULT_FIRST_SEED, Names
+from pacplan.cli_output import certificate_table, console, print_json, shown, sigterm_as_ctrl_c
+from pacplan.errors import PacplanError
+from pacplan.validation import check_real
+
+_FLAGS = Names(n="--n", test_n="--test-n", first_seed="--first-seed",
+               train_seeds="--train-seeds", out="--out", cost="--cost",
+               options=(("return_bounds", "--return-bounds"), ("reward_bounds", "--reward-bounds"),
+                        ("success_needs_terminated", "--success-needs-terminated"),
+                        ("success_key", "--success-key"), ("horizon", "--horizon"),
+                        ("env_id", "ENV_ID"), ("cost", "--cost")))
+
+
+def _seed_range(text: str | None, option: str) -> list[int] | None:
+    """'A:B' as the half-open range [A, B)."""
+    if text is None:
+        return None
+    match = re.fullmatch(r"\s*(\d+)\s*:\s*(\d+)\s*", text)
+    if match is None:
+        raise PacplanError(f"{option} must be A:B, the seeds A … B−1 (e.g. 0:1000), got "
+                           f"{text!r}")
+    return [int(match[1]), int(match[2])]
+
+
+def _pair(text: str | None, option: str) -> list[float] | None:
+    """'LO,HI' as two numbers."""
+    if text is None:
+        return None
+    parts = text.split(",")
+    if len(parts) != 2:
+        raise PacplanError(f"{option} must be LO,HI (two numbers), got {text!r}")
+    try:
+        return [check_real(float(p), option) for p in parts]
+    except ValueError:
+        raise PacplanError(f"{option} must be LO,HI (two numbers), got {text!r}") from None
+
+
+def _default_out(env_id: str) -> Path:
+    return Path("runs") / ("certify-" + re.sub(r"[^A-Za-z0-9_.-]+", "-", env_id).strip("-."))
+
+
+def certify_policy_cmd(
+    env_id: str = typer.Argument(..., metavar="ENV_ID", help="A registered Gymnasium id, e.g. "
+                                 "CartPole-v1."),
+    policies: list[str] = typer.Argument(..., metavar="POLICY...", help="A Stable-Baselines3 "
+                                         ".zip, an .onnx file or module:callable; several give "
+                                         "a posterior over them."),
+    n: int = typer.Option(500, "--n", help="Certification seeds N."),
+    first_seed: int = typer.Option(DEFAULT_FIRST_SEED, "--first-seed", metavar="S",
+                                   help="Certify on seeds S … S+N−1."),
+    test_n: int = typer.Option(0, "--test-n", metavar="T", help="Also roll out on the T "
+                               "seeds after them (a test estimate)."),
+    cost: str = typer.Option("return", "--cost", metavar="SPEC", help="return, terminated, "
+                             "success or module:function (of the episode record)."),
+    success_key: str | None = typer.Option(None, "--success-key", metavar="KEY",
+                                           help="With --cost success: the info key that says "
+                                           "success (default is_success)."),
+    success_needs_terminated: bool = typer.Option(
+        False, "--success-needs-terminated", help="With --cost success: success also needs "
+        "the episode to terminate (not time out)."),
+    return_bounds: str | None = typer.Option(None, "--return-bounds", metavar="LO,HI",
+                                             help="With --cost return: the declared return "
+                                             "range."),
+    reward_bounds: str | None = typer.Option(None, "--reward-bounds", metavar="LO,HI",
+                                             help="With --cost return: per-step reward "
+                                             "bounds instead."),
+    horizon: int | None = typer.Option(None, "--horizon", help="Most steps per episode "
+                                       "(default: the env's limit)."),
+    delta: float = typer.Option(0.01, "--delta", help="Confidence parameter δ in (0, 1)."),
+    train_seeds: str | None = typer.Option(None, "--train-seeds", metavar="A:B",
+                                           help="Seeds the policies were trained on; "
+                                           "overlapping ones are refused."),
+    out: Path | None = typer.Option(None, "--out", metavar="DIR", help="Folder to write "
+                                    "(default runs/certify-ENV_ID); an existing one resumes."),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
+    as_json: bool = typer.Option(False, "--json", help="Print the certificate as one JSON "
+                                 "object."),
+) -> None:
+    """Roll policies trained elsewhere out on fresh seeds and certify their expected cost
+    (one policy: a test-set bound; several: a PAC-Bayes posterior over them); resumable."""
+    from pacplan.certify_policy import certify_policy
+
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # a console script: find the user's module:callable
+    folder = out if out is not None else _default_out(env_id)
+    with sigterm_as_ctrl_c():
+        result = certify_policy(
+            env_id, policies, n=n, out=folder, first_seed=first_seed, test_n=test_n,
+            cost=cost, success_key=success_key, success_needs_terminated=success_needs_terminated,
+            return_bounds=_pair(return_bounds, "--return-bounds"),
+            reward_bounds=_pair(reward_bounds, "--reward-bounds"), horizon=horizon, delta=delta,
+            train_seeds=_seed_range(train_seeds, "--train-seeds"), progress=not (quiet or as_json),
+            log=None if as_json else lambda msg: console.print(f"[dim]{escape(msg)}[/]"),
+            names=_FLAGS)
+    if as_json:
+        print_json(result.certificate.to_dict())
+        return
+    console.print(certificate_table(result.certificate))
+    console.print(f"certificate written to {shown(result.certificate_path)}; check it with "
+                  f"pacplan verify {escape(str(result.certificate_path))}", soft_wrap=True)
