@@ -58,3 +58,13 @@ def test_code_is_coloured_at_build_time_and_tables_may_scroll(site: Path) -> Non
     assert 'href="../stylesheets/extra.css"' in deploy
     css = (site / "stylesheets" / "extra.css").read_text()
     assert re.search(r"\.md-typeset__table\s*\{[^}]*overflow-x:\s*auto", css)
+
+
+@pytest.mark.slow
+def test_formulas_are_mathml_that_the_browser_draws(site: Path) -> None:
+    """$…$ in the Markdown became MathML at build time (scripts/mkdocs_math.py): no TeX left
+    for a script to typeset, and no MathJax or KaTeX to fetch."""
+    method = (site / "method" / "index.html").read_text(encoding="utf-8")
+    assert method.count("<math") >= 10 and 'display="block"' in method
+    assert "arithmatex" not in method and "\\frac" not in method
+    assert "mathjax" not in method.lower() and "katex" not in method.lower()
