@@ -1,6 +1,6 @@
-"""Every ```python block in docs/ runs as a reader would paste it (tests/docs_blocks.py says
-how): a page whose example stopped working fails here, naming the page and line. New pages are
-picked up by themselves."""
+"""Every ```python block in docs/ and the README runs as a reader would paste it
+(tests/docs_blocks.py says how): a page whose example stopped working fails here, naming the
+page and line. New pages are picked up by themselves."""
 
 from __future__ import annotations
 
@@ -15,11 +15,12 @@ from docs_blocks import BlockFailed, python_blocks, run_page, skip_markers
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
-PAGES = sorted(p for p in DOCS.rglob("*.md") if python_blocks(p.read_text(encoding="utf-8")))
+PAGES = sorted(p for p in [REPO / "README.md", *DOCS.rglob("*.md")]
+               if python_blocks(p.read_text(encoding="utf-8")))
 
 
 def _name(page: Path) -> str:
-    return page.relative_to(DOCS).as_posix()
+    return page.relative_to(REPO).as_posix()
 
 
 @pytest.fixture
@@ -42,7 +43,7 @@ def reader_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[P
 
 @pytest.mark.parametrize("page", PAGES, ids=_name)
 def test_page_code_runs(page: Path, reader_folder: Path) -> None:
-    run_page(page, reader_folder, label=f"docs/{_name(page)}")
+    run_page(page, reader_folder, label=_name(page))
 
 
 def test_the_docs_have_code_and_skip_it_rarely_and_with_a_reason() -> None:
@@ -50,7 +51,7 @@ def test_the_docs_have_code_and_skip_it_rarely_and_with_a_reason() -> None:
     assert len(PAGES) >= 5 and len(blocks) >= 12
     skipped = [b for b in blocks if b.skip is not None]
     assert len(skipped) <= len(blocks) // 4, "skip-test is for code that needs a robot"
-    for page in DOCS.rglob("*.md"):
+    for page in [REPO / "README.md", *DOCS.rglob("*.md")]:
         text = page.read_text(encoding="utf-8")
         marked = {b.line for b in python_blocks(text) if b.skip is not None}
         for line, reason in skip_markers(text):
