@@ -159,8 +159,9 @@ class DistillConfig(_Strict):
     batch: int = Field(256, ge=1)
     temperature: float = Field(1.0, gt=0, description="metres: the policy's scores over this "
                                "are its logits")
-    target_temperature: float = Field(0.1, gt=0, description="the teacher's values "
-                                      "(−10·cost + clearance in m) over this are its logits")
+    target_temperature: float = Field(0.1, gt=0, description="the teacher's values over this "
+                                      "are its logits (UAV: −10·cost + clearance in m; "
+                                      "quadruped: look-ahead score in m)")
     clear_cap: float = Field(0.75, gt=0, description="clearance (m) beyond which the teacher "
                              "does not prefer more")
     eval_envs: int = Field(500, ge=0, description="held-out seeds.prior_eval environments the "

@@ -19,6 +19,7 @@ import os
 import re
 import stat
 import struct
+import zipfile
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -278,3 +279,27 @@ def save_safetensors(path: str | Path, arrays: dict[str, np.ndarray],
                      metadata: dict[str, str] | None = None) -> None:
     """Write a byte-reproducible safetensors file atomically."""
     atomic_write_bytes(path, safetensors_bytes(arrays, metadata))
+
+
+_ZIP_TIME = (1980, 1, 1, 0, 0, 0)
+
+
+def npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
+    """An uncompressed .npz (as np.savez writes) whose bytes depend only on the arrays: members
+    are dated 1980-01-01, not now, so a recomputed checkpoint is the same file, sha256 and all."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as z:
+        for key, array in arrays.items():
+            z.writestr(zipfile.ZipInfo(f"{key}.npy", _ZIP_TIME), npy_bytes(array))
+    return buf.getvalue()
+
+
+def npz_arrays(data: bytes, name: str, keys: tuple[str, ...], what: str) -> dict[str, np.ndarray]:
+    """The arrays `keys` of .npz bytes already checked (never a pickle); an unreadable file is
+    an error naming it (`what`: what the file holds, for the message)."""
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as z:
+            return {k: z[k] for k in keys}
+    except (ValueError, OSError, KeyError, zipfile.BadZipFile, EOFError) as exc:
+        raise PacplanError(f"{name}: unreadable {what} file ({exc}); delete it to recompute "
+                           "it") from None

@@ -27,11 +27,9 @@ not support or teacher seeds overlapping seeds.cert / seeds.test.
 
 from __future__ import annotations
 
-import io
 import json
 import re
 import time
-import zipfile
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -42,26 +40,28 @@ import numpy as np
 from pacplan.config import DistillConfig, RunConfig
 from pacplan.errors import PacplanError
 from pacplan.files import (
-    append_json_line,
     atomic_write_bytes,
     atomic_write_json,
     npy_bytes,
     npy_from_bytes,
+    npz_arrays,
+    npz_bytes,
     safetensors_bytes,
     safetensors_metadata,
     sha256_bytes,
 )
 from pacplan.run.chunks import ChunkStore, Ledger
+from pacplan.run.distill_quadruped import FILES as QUADRUPED_FILES
+from pacplan.run.distill_store import LOG, mend_log, read_round, write_round
 from pacplan.run.rundir import identity
-from pacplan.validation import check_finite
 
 DIR = "distill"
 THETA = "theta.safetensors"
 RECORD = "record.json"
-LOG = "rounds.jsonl"
 STAMP = "inputs.json"
 _CHUNK = 16  # environments per lattice file
-_FILES = re.compile(r"lattice/\d+\.npz|states-\d+\.npy|round-\d+\.safetensors|theta\.safetensors")
+_FILES = re.compile(r"lattice/\d+\.npz|states-\d+\.npy|round-\d+\.safetensors|theta\.safetensors|"
+                    + QUADRUPED_FILES)
 
 
 def teacher_seeds(cfg: RunConfig) -> tuple[int, int]:
@@ -82,6 +82,11 @@ def _cfg(cfg: RunConfig) -> DistillConfig:
 
 def check_request(cfg: RunConfig) -> None:
     """The one-line refusals, before any work (world, seed overlap, sizes)."""
+    if cfg.world.name == "quadruped":
+        from pacplan.run.distill_quadruped import check_request as check_quadruped
+
+        check_quadruped(cfg, teacher_seeds(cfg))
+        return
     from pacplan.worlds.uav.teacher import check_teacher_request
 
     check_teacher_request(cfg.world.name, teacher_seeds(cfg),
@@ -107,10 +112,35 @@ def distill(cfg: RunConfig, run_dir: str | Path, log: Any = None) -> Path:
     if files.read(THETA) is not None:
         return final
     say = log or (lambda _m: None)
-    _mend_log(out / LOG)
+    mend_log(out / LOG)
     t0 = time.perf_counter()
     lo, hi = teacher_seeds(cfg)
     seeds = np.arange(lo, hi, dtype=np.int64)
+    if cfg.world.name == "quadruped":
+        from pacplan.run import distill_quadruped
+
+        theta, records = distill_quadruped.rounds(cfg, seeds, _eval_seeds(cfg), files, say)
+        record: dict[str, Any] = {"teacher": distill_quadruped.TEACHER}
+    else:
+        theta, records, t_lattice = _uav_rounds(cfg, seeds, files, out, say)
+        record = {"teacher": "uav lattice dynamic program (pacplan.worlds.uav.teacher)"}
+    record.update({"seeds": [lo, hi], "rounds": d.rounds, "config": d.model_dump(mode="json"),
+                   "seconds_this_call": round(time.perf_counter() - t0, 1)})
+    if cfg.world.name != "quadruped":
+        record["seconds_lattice_this_call"] = round(t_lattice, 1)
+    record["rounds_log"] = records
+    atomic_write_json(out / RECORD, record)
+    files.write(THETA, safetensors_bytes({"theta": theta},
+                                         {"distill": json.dumps(summary(record))}))
+    return final
+
+
+def _uav_rounds(cfg: RunConfig, seeds: np.ndarray, files: Ledger, out: Path, say: Any
+                ) -> tuple[np.ndarray, list[dict[str, Any]], float]:
+    """The UAV's lattices and rounds (resumed from the first unfinished one): the last θ, every
+    round's record and the seconds spent solving lattices in this call."""
+    d = _cfg(cfg)
+    t0 = time.perf_counter()
     lattice = _lattices(seeds, d, files, say)
     t_lattice = time.perf_counter() - t0
     net_scale = float(cfg.world.options.get("net_scale", 5.0))
@@ -127,28 +157,22 @@ def distill(cfg: RunConfig, run_dir: str | Path, log: Any = None) -> Path:
                                     files, eval_seeds, say, cache)
         records.append(rec)
     assert theta is not None
-    record = {
-        "teacher": "uav lattice dynamic program (pacplan.worlds.uav.teacher)",
-        "seeds": [lo, hi], "rounds": d.rounds, "config": d.model_dump(mode="json"),
-        "seconds_this_call": round(time.perf_counter() - t0, 1),
-        "seconds_lattice_this_call": round(t_lattice, 1),
-        "rounds_log": records,
-    }
-    atomic_write_json(out / RECORD, record)
-    files.write(THETA, safetensors_bytes({"theta": theta},
-                                         {"distill": json.dumps(summary(record))}))
-    return final
+    return theta, records, t_lattice
 
 
 def _inputs(cfg: RunConfig) -> dict[str, Any]:
     """What the distilled θ depends on (the settings, the teacher's and held-out seeds, the
-    net's scale), not where it runs (workers)."""
+    UAV net's scale or the quadruped's world), not where it runs (workers, threads)."""
     settings = _cfg(cfg).model_dump(mode="json")
     settings.pop("workers")
     ev = _eval_seeds(cfg)
-    return {"distill": settings, "seeds": list(teacher_seeds(cfg)),
-            "eval_seeds": None if ev is None else [int(ev[0]), int(ev[-1]) + 1],
-            "net_scale": float(cfg.world.options.get("net_scale", 5.0))}
+    inputs = {"distill": settings, "seeds": list(teacher_seeds(cfg)),
+              "eval_seeds": None if ev is None else [int(ev[0]), int(ev[-1]) + 1],
+              "net_scale": float(cfg.world.options.get("net_scale", 5.0))}
+    if cfg.world.name == "quadruped":  # its world options shape every label
+        del inputs["net_scale"]
+        inputs["world"] = {k: v for k, v in cfg.world.options.items() if k != "threads"}
+    return inputs
 
 
 def _stamp(out: Path, inputs: dict[str, Any]) -> None:
@@ -171,15 +195,6 @@ def _stamp(out: Path, inputs: dict[str, Any]) -> None:
         raise PacplanError(f"{out} was distilled with other settings (changed: "
                            f"{', '.join(changed) or 'its stamp'}); use a new --out directory, "
                            f"or delete {out} to distil again")
-
-
-def _mend_log(path: Path) -> None:
-    """Drop a last line of rounds.jsonl that a kill cut short, so the next starts on its own
-    line (the log is for people: each round's record is read from its checked weights file)."""
-    if path.is_file():
-        data = path.read_bytes()
-        if data and not data.endswith(b"\n"):
-            atomic_write_bytes(path, data[: data.rfind(b"\n") + 1])
 
 
 def summary(record: dict[str, Any]) -> dict[str, Any]:
@@ -227,24 +242,11 @@ def _solve_chunk(args: tuple[list[int], float, str]) -> str:
     torch.set_num_threads(1)
     seeds, cap, path = args
     lat = solve(seeds, clear_cap=cap)
-    data = _npz_bytes({"seeds": lat.seeds, "first": lat.first, "clear": lat.clear,
+    data = npz_bytes({"seeds": lat.seeds, "first": lat.first, "clear": lat.clear,
                        "q_cost": lat.q_cost.astype(np.float32),
                        "q_clear": lat.q_clear.astype(np.float32)})
     atomic_write_bytes(path, data)
     return sha256_bytes(data)
-
-
-_ZIP_TIME = (1980, 1, 1, 0, 0, 0)
-
-
-def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
-    """An uncompressed .npz (as np.savez writes) whose bytes depend only on the arrays: members
-    are dated 1980-01-01, not now, so a recomputed lattice is the same file, sha256 and all."""
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as z:
-        for key, array in arrays.items():
-            z.writestr(zipfile.ZipInfo(f"{key}.npy", _ZIP_TIME), npy_bytes(array))
-    return buf.getvalue()
 
 
 _LATTICE_KEYS = ("seeds", "first", "clear", "q_cost", "q_clear")
@@ -252,12 +254,7 @@ _LATTICE_KEYS = ("seeds", "first", "clear", "q_cost", "q_clear")
 
 def _npz_arrays(data: bytes, name: str) -> dict[str, np.ndarray]:
     """A lattice chunk's arrays from bytes already checked (never a pickle)."""
-    try:
-        with np.load(io.BytesIO(data), allow_pickle=False) as z:
-            return {k: z[k] for k in _LATTICE_KEYS}
-    except (ValueError, OSError, KeyError, zipfile.BadZipFile, EOFError) as exc:
-        raise PacplanError(f"{name}: unreadable lattice file ({exc}); delete it to recompute "
-                           "it") from None
+    return npz_arrays(data, name, _LATTICE_KEYS, "lattice")
 
 
 def _chunk_names(seeds: np.ndarray) -> list[tuple[list[int], str]]:
@@ -306,24 +303,11 @@ def _solve_all(jobs: list[tuple[list[int], float, str]], workers: int) -> Iterat
 def _finished_round(files: Ledger, r: int) -> tuple[np.ndarray, np.ndarray, dict[str, Any]] | None:
     """Round r's θ, states and log record when both its files are listed and whole (each
     checked, so an edited one is refused); None when it is to be (re)computed."""
-    names = (f"round-{r}.safetensors", f"states-{r}.npy")
-    weights, states = (files.read(n) for n in names)
-    if weights is None or states is None:
+    states = files.read(f"states-{r}.npy")
+    done = read_round(files, r, _dim()) if states is not None else None
+    if states is None or done is None:
         return None
-    from safetensors.numpy import load
-
-    label = str(files.folder / names[0])
-    try:
-        theta = load(weights)["theta"]
-        rec = json.loads(safetensors_metadata(weights)["round"])
-    except Exception as exc:  # the safetensors reader's errors have no common base
-        why = str(exc).replace("\n", " ")
-        raise PacplanError(f"{label}: unreadable round file ({why}); delete it to recompute "
-                           "it") from None
-    theta = check_finite(theta, label)
-    if theta.shape != (_dim(),) or not isinstance(rec, dict):
-        raise PacplanError(f"{label}: not a round of this net; delete it to recompute it")
-    return theta.astype(np.float32), npy_from_bytes(states, str(files.folder / names[1])), rec
+    return done[0], npy_from_bytes(states, str(files.folder / f"states-{r}.npy")), done[1]
 
 
 def _round(r: int, theta: np.ndarray | None, before: np.ndarray | None, lattice: Any,
@@ -371,9 +355,7 @@ def _round(r: int, theta: np.ndarray | None, before: np.ndarray | None, lattice:
                                              net_scale=net_scale).costs.mean())
         rec["eval_envs"] = len(eval_seeds)
         rec["seconds_eval"] = round(time.perf_counter() - t2, 1)
-    append_json_line(out / LOG, rec)
-    files.write(f"round-{r}.safetensors",
-                safetensors_bytes({"theta": theta}, {"round": json.dumps(rec)}))
+    write_round(files, r, theta, rec)
     say(f"distill round {r}: {len(states)} states, agreement {rec['agreement']:.3f}"
         + (f", held-out cost {rec['eval_cost']:.4f}" if "eval_cost" in rec else ""))
     return theta, stored, rec

@@ -1,0 +1,219 @@
+"""Teaching the 944-weight quadruped net from the look-ahead teacher: labelled states, one fit.
+
+The student sees a depth image and 22 proprioceptive values; the teacher (`teacher`) scores its
+12 candidate gaits at any simulator state by looking ahead. The data are therefore (image,
+proprioception, the candidates' scores) at the decision states of episodes in prior-training
+terrains: the teacher's own episodes first (behaviour cloning), then the student's (DAgger: the
+student walks, the teacher scores every state it reaches, the student's gait is run).
+
+The target of a state is the softmax of the scores over `target_temperature` metres applied to
+the candidates' policy outputs η: where two gaits score alike the student is asked for their
+mean rather than for one of them by the toss of a tie, and a clear winner is a hard label. The
+loss is the squared error of the net's η (`fit`), so the net is trained exactly as it walks.
+
+Inputs are standardised inside the fit and the scales folded back into the weights, so the net
+that comes out is the plain 944-weight net `policy.policy_output` evaluates. Everything is
+deterministic on CPU with one torch thread (fixed seeds, fixed batch order), so a resumed
+distillation reproduces its weights to the bit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from pacplan.worlds.quadruped.gait import GaitParams
+from pacplan.worlds.quadruped.policy import (
+    CHANNELS,
+    IMAGE_SIZE,
+    KERNEL,
+    N_FEATURES,
+    N_OUT,
+    N_PROPRIO,
+    POLICY_DIM,
+    policy_action,
+)
+from pacplan.worlds.quadruped.rollout import rollout
+from pacplan.worlds.quadruped.teacher import QuadrupedTeacher, TeacherConfig
+
+ETA_FLOOR = 0.0025  # targets stay this far inside (0, 1): a sigmoid never reaches its ends
+
+
+@dataclass(frozen=True)
+class Labelled:
+    """Decision states of some episodes and the teacher's scores there (k rows)."""
+
+    seed: np.ndarray  # (k,) int64 terrain seed
+    primitive: np.ndarray  # (k,) int64 primitives already run
+    depth: np.ndarray  # (k, 50, 50) float32 metres
+    proprio: np.ndarray  # (k, 22) float32
+    scores: np.ndarray  # (k, C) float64 metres
+
+    def __len__(self) -> int:
+        return len(self.seed)
+
+    @staticmethod
+    def concat(parts: list[Labelled]) -> Labelled:
+        fields = ("seed", "primitive", "depth", "proprio", "scores")
+        return Labelled(*(np.concatenate([getattr(p, f) for p in parts]) for f in fields))
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {"seed": self.seed, "primitive": self.primitive, "depth": self.depth,
+                "proprio": self.proprio, "scores": self.scores}
+
+
+def candidate_etas(config: TeacherConfig) -> np.ndarray:
+    """(C, 4) the policy outputs η that `GaitParams.from_policy_output` maps to each of the
+    teacher's candidates (inside [floor, 1 − floor])."""
+    rows = [[(g.a1 - 0.2) / 0.8, (g.a2 - 0.2) / 0.8, (g.omega - 20.0) / 20.0, g.a_st]
+            for g in config.candidates]
+    return np.clip(np.array(rows, dtype=np.float64), ETA_FLOOR, 1.0 - ETA_FLOOR)
+
+
+def label_episode(world: Any, teacher: QuadrupedTeacher, seed: int,
+                  student: np.ndarray | None = None) -> tuple[Labelled, float]:
+    """One episode on terrain `seed` with every decision state scored by the teacher, and the
+    episode's cost. `student` None: the teacher's own gaits are run; else the student's."""
+    sim = world.sim
+    decisions: list[Any] = []
+    ask_teacher = teacher.controller(sim, decisions)
+    depths: list[np.ndarray] = []
+    proprios: list[np.ndarray] = []
+
+    def control(depth: np.ndarray, proprio: np.ndarray) -> GaitParams:
+        gait = ask_teacher(depth, proprio)
+        depths.append(np.array(depth, dtype=np.float32))
+        proprios.append(np.array(proprio, dtype=np.float32))
+        if student is None:
+            return gait
+        return GaitParams.from_policy_output(policy_action(student, depth, proprio))
+
+    result = rollout(sim, world.terrain(int(seed)), control, world.rollout_config)
+    k = len(decisions)
+    data = Labelled(
+        seed=np.full(k, int(seed), dtype=np.int64),
+        primitive=np.array([d.primitive for d in decisions], dtype=np.int64),
+        depth=np.stack(depths).reshape(k, IMAGE_SIZE, IMAGE_SIZE),
+        proprio=np.stack(proprios).reshape(k, N_PROPRIO),
+        scores=np.stack([d.scores for d in decisions]).astype(np.float64),
+    )
+    return data, float(result.cost)
+
+
+def targets(scores: np.ndarray, etas: np.ndarray, temperature: float, default: int | None = None,
+            default_bonus: float = 0.0) -> np.ndarray:
+    """(k, 4) soft targets: softmax(scores / temperature) over the candidates, applied to their
+    η. Candidate `default` (the best constant gait) scores `default_bonus` metres more: where
+    it is as good as any (a fifth of the states tie every candidate, half tie it with the
+    best), the student is asked to keep walking it, not for the mean of all candidates."""
+    s = np.array(scores, dtype=np.float64)
+    if default is not None:
+        s[:, default] += default_bonus
+    z = (s - s.max(axis=1, keepdims=True)) / temperature
+    w = np.exp(z)
+    w /= w.sum(axis=1, keepdims=True)
+    return w @ etas
+
+
+def fit(theta: np.ndarray, data: Labelled, target: np.ndarray, *, epochs: int, lr: float,
+        batch: int, seed: int) -> tuple[np.ndarray, list[float]]:
+    """Fit the net (started at `theta`) to `target` η by squared error, Adam, minibatches in a
+    fixed order; returns the weights (float64, the policy's layout) and each epoch's mean loss.
+
+    The depth image and each proprioceptive value are standardised over `data` first (their
+    scales differ by orders of magnitude: metres, radians, rad/s), and the scaling is folded
+    into the returned weights exactly.
+    """
+    import torch
+
+    torch.set_num_threads(1)
+    gen = torch.Generator().manual_seed(int(seed))
+    d_mu = float(data.depth.mean())
+    d_sd = float(data.depth.std()) or 1.0
+    p_mu = data.proprio.astype(np.float64).mean(axis=0)
+    p_sd = data.proprio.astype(np.float64).std(axis=0)
+    p_sd[p_sd < 1e-6] = 1.0
+    conv_w, conv_b, lin_w, lin_b = _to_standardised(theta, d_mu, d_sd, p_mu, p_sd)
+    params = [torch.tensor(a, dtype=torch.float64, requires_grad=True)
+              for a in (conv_w, conv_b, lin_w, lin_b)]
+    depth = torch.tensor((data.depth.astype(np.float64) - d_mu) / d_sd).unsqueeze(1)
+    prop = torch.tensor((data.proprio.astype(np.float64) - p_mu) / p_sd)
+    y = torch.tensor(target, dtype=torch.float64)
+    opt = torch.optim.Adam(params, lr=lr)
+    n = len(data)
+    losses: list[float] = []
+    for _ in range(epochs):
+        order = torch.randperm(n, generator=gen)
+        total = 0.0
+        for start in range(0, n, batch):
+            idx = order[start : start + batch]
+            eta = _forward(params, depth[idx], prop[idx])
+            loss = ((eta - y[idx]) ** 2).sum(dim=1).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total += float(loss.detach()) * len(idx)
+        losses.append(total / max(n, 1))
+    out = [p.detach().numpy() for p in params]
+    return _from_standardised(*out, d_mu, d_sd, p_mu, p_sd), losses
+
+
+def agreement(theta: np.ndarray, data: Labelled, teacher_etas: np.ndarray) -> float:
+    """Fraction of states where the candidate nearest the net's η (in η) is one the teacher
+    scores best (within 1 mm): how often the student would pick a gait the teacher would."""
+    from pacplan.worlds.quadruped.policy import policy_output
+
+    if len(data) == 0:
+        return float("nan")
+    hits = 0
+    for i in range(len(data)):
+        eta = policy_output(theta, data.depth[i], data.proprio[i])
+        near = int(np.argmin(((teacher_etas - eta) ** 2).sum(axis=1)))
+        hits += data.scores[i, near] >= data.scores[i].max() - 1e-3
+    return hits / len(data)
+
+
+def _forward(params: list[Any], depth: Any, prop: Any) -> Any:
+    import torch
+
+    conv_w, conv_b, lin_w, lin_b = params
+    feats = torch.tanh(torch.nn.functional.conv2d(depth, conv_w, conv_b, stride=KERNEL))
+    x = torch.cat([feats.flatten(1), prop], dim=1)
+    return torch.sigmoid(x @ lin_w.T + lin_b)
+
+
+def _split(theta: np.ndarray) -> tuple[np.ndarray, ...]:
+    from pacplan.worlds.quadruped.policy import unpack
+
+    w = unpack(theta)
+    return w["conv_w"].copy(), w["conv_b"].copy(), w["lin_w"].copy(), w["lin_b"].copy()
+
+
+def _to_standardised(theta: np.ndarray, d_mu: float, d_sd: float, p_mu: np.ndarray,
+                     p_sd: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The same net on standardised inputs: conv on (d − μ)/σ, linear on (p − μ)/σ."""
+    conv_w, conv_b, lin_w, lin_b = _split(theta)
+    conv_b = conv_b + conv_w.sum(axis=(1, 2, 3)) * d_mu
+    conv_w = conv_w * d_sd
+    wp = lin_w[:, N_FEATURES:]
+    lin_b = lin_b + wp @ p_mu
+    lin_w = lin_w.copy()
+    lin_w[:, N_FEATURES:] = wp * p_sd
+    return conv_w, conv_b, lin_w, lin_b
+
+
+def _from_standardised(conv_w: np.ndarray, conv_b: np.ndarray, lin_w: np.ndarray,
+                       lin_b: np.ndarray, d_mu: float, d_sd: float, p_mu: np.ndarray,
+                       p_sd: np.ndarray) -> np.ndarray:
+    """Fold the standardisation back: the plain net on raw inputs, flat (944,) float64."""
+    cw = conv_w / d_sd
+    cb = conv_b - cw.sum(axis=(1, 2, 3)) * d_mu
+    lw = lin_w.copy()
+    lw[:, N_FEATURES:] = lin_w[:, N_FEATURES:] / p_sd
+    lb = lin_b - lw[:, N_FEATURES:] @ p_mu
+    flat = np.concatenate([cw.reshape(-1), cb, lw.reshape(-1), lb]).astype(np.float64)
+    assert flat.size == POLICY_DIM and cw.shape == (CHANNELS, 1, KERNEL, KERNEL)
+    assert lw.shape == (N_OUT, N_FEATURES + N_PROPRIO)
+    return flat
