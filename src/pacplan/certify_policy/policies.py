@@ -64,7 +64,7 @@ def _from_file(spec: str, observation_space: spaces.Space,
         onnx = OnnxPolicy(spec, data, observation_space, action_space)
         return ImportedPolicy(spec, onnx.kind, digest, onnx.act)
     if suffix == ".zip" or data[:4] == b"PK\x03\x04":
-        from pacplan.certify_policy.sb3 import SB3Policy
+        from pacplan.certify_policy.stable_baselines import SB3Policy
 
         sb3 = SB3Policy(spec, data, observation_space, action_space)
         return ImportedPolicy(spec, sb3.kind, digest, sb3.act)

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from pacplan.certify_policy.policies import load_policy
-from pacplan.certify_policy.sb3 import pickle_globals
+from pacplan.certify_policy.stable_baselines import pickle_globals
 from pacplan.errors import PacplanError
 
 sb3 = pytest.importorskip("stable_baselines3")
