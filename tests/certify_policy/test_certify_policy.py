@@ -263,6 +263,12 @@ def test_outputs_are_guarded(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     with pytest.raises(PacplanError, match="exists and is not a certify-policy directory"):
         certify_policy("CartPole-v1", ["user_policies:lean"], n=3, cost="terminated",
                        out=foreign)
+    empty = tmp_path / "empty"  # a folder the user made: left as it was found
+    empty.mkdir()
+    with pytest.raises(PacplanError, match="raised KeyError"):
+        certify_policy("CartPole-v1", ["user_policies:lean"], n=3, cost="user_costs:raises",
+                       out=empty)
+    assert empty.is_dir() and list(empty.iterdir()) == []
     done = tmp_path / "done"
     certify_policy("CartPole-v1", ["user_policies:lean"], n=3, cost="terminated", out=done)
     code, _, err = cli(["certify-matrix", str(done / "costs" / "cert.npy"), "--out",

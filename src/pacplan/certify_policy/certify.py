@@ -128,10 +128,11 @@ def _inputs(world: Any, loaded: list[ImportedPolicy],
             "success_needs_terminated": world.success_needs_terminated}
     if world.cost == "return":
         rule["return_bounds"] = [world.r_min, world.r_max]
-    if ":" in world.cost:
+    if ":" in world.cost:  # the function's code is part of what the costs depend on
         from pacplan.certify_policy.policies import source_sha256
+        from pacplan.worlds.gym_costs import cost_rule
 
-        rule["cost_source_sha256"] = source_sha256(world._rule.function, world.cost)
+        rule["cost_source_sha256"] = source_sha256(cost_rule(world.cost).function, world.cost)
     return {"env_id": world.env_id, "horizon": world.horizon, "cost": rule,
             "policies": [p.record() for p in loaded], "seeds": seeds}
 

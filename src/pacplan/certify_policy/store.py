@@ -65,14 +65,17 @@ def refuse_output(out: Path, inputs: dict[str, str | Path | None], option: str) 
 
 @contextlib.contextmanager
 def removed_if_refused(out: Path) -> Iterator[None]:
-    """Remove `out` if this command made it and is refused (a `PacplanError`); a kill or
-    Ctrl-C keeps it, to be resumed."""
-    existed = out.exists()
+    """Undo a new folder (absent or empty before, `refuse_output`) when this command is
+    refused (a `PacplanError`): removed, or emptied again; a kill or Ctrl-C keeps it, to be
+    resumed, and a folder being resumed is always kept."""
+    existed, fresh = out.exists(), not is_policy_dir(out)
     try:
         yield
     except PacplanError:
-        if not existed:
+        if fresh:
             shutil.rmtree(out, ignore_errors=True)
+            if existed:
+                out.mkdir(exist_ok=True)
         raise
 
 
