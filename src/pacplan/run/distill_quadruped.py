@@ -3,7 +3,8 @@
 - round 0: the look-ahead teacher (`worlds.quadruped.teacher`) walks `distill.envs`
   prior-training terrains; every decision state is kept with its 12 candidates' scores
   (`labels-0/<first seed>.npz`, a chunk of terrains each) and the net, started at the best
-  constant gait, is fitted to them (behaviour cloning);
+  constant gait, is fitted to them (behaviour cloning on the scores: the expected look-ahead
+  score of the gait it outputs is maximised, `worlds.quadruped.distill.fit`);
 - rounds 1..R: the student of the round before walks the same terrains, the teacher scores every
   state it reaches (DAgger), and the net is refit on all rounds' states from the last weights.
 
@@ -32,10 +33,10 @@ from pacplan.run.distill_store import read_round, write_round
 TEACHER = "quadruped look-ahead in MuJoCo (pacplan.worlds.quadruped.teacher)"
 FILES = r"labels-\d+/\d+\.npz"
 CHUNK = 4  # terrains per labels file (one worker task)
-UAV_ONLY = ("free_states", "clear_cap", "temperature")
-DEFAULT_BONUS_M = 0.05
-"""Metres added to the best constant gait's look-ahead score when targets are made
-(`worlds.quadruped.distill.targets`): where it ties the best candidate the student keeps it."""
+UAV_ONLY = ("free_states", "clear_cap", "temperature", "target_temperature")
+KERNEL = 0.02
+"""Width (in η², adjacent candidates are ≥ 0.0625 apart) of the softmax that weights each
+candidate's score by its nearness to the net's η in the fit (`worlds.quadruped.distill.fit`)."""
 _KEYS = ("seed", "primitive", "depth", "proprio", "scores", "cost")
 
 
@@ -85,7 +86,7 @@ def _round(cfg: RunConfig, r: int, theta: np.ndarray | None, seeds: np.ndarray,
            ) -> tuple[np.ndarray, dict[str, Any]]:
     """Label round r's states (the teacher walks in round 0, the student after), refit on every
     round's states so far, and list the weights with the round's record."""
-    from pacplan.worlds.quadruped.distill import Labelled, agreement, candidate_etas, fit, targets
+    from pacplan.worlds.quadruped.distill import Labelled, agreement, candidate_etas, fit
     from pacplan.worlds.quadruped.teacher import TeacherConfig
 
     d = cfg.distill
@@ -95,13 +96,10 @@ def _round(cfg: RunConfig, r: int, theta: np.ndarray | None, seeds: np.ndarray,
     t1 = time.perf_counter()
     parts = [walked] + [_load_labels(cfg, q, seeds, files) for q in range(r)]
     data = Labelled.concat([p[0] for p in parts])
-    config = TeacherConfig()
-    etas = candidate_etas(config)
-    target = targets(data.scores, etas, d.target_temperature,
-                     config.candidates.index(config.follow), DEFAULT_BONUS_M)
+    etas = candidate_etas(TeacherConfig())
     start = start_theta() if theta is None else np.asarray(theta, dtype=np.float64)
-    new, losses = fit(start, data, target, epochs=d.epochs, lr=d.lr, batch=d.batch,
-                      seed=d.seed + r)
+    new, losses = fit(start, data, data.scores, etas, kernel=KERNEL, epochs=d.epochs, lr=d.lr,
+                      batch=d.batch, seed=d.seed + r)
     rec: dict[str, Any] = {
         "round": r, "walker": "teacher" if r == 0 else "student",
         "walk_cost": float(np.mean(walked[1])), "states": len(data), "loss": losses,

@@ -3,13 +3,18 @@
 The student sees a depth image and 22 proprioceptive values; the teacher (`teacher`) scores its
 12 candidate gaits at any simulator state by looking ahead. The data are therefore (image,
 proprioception, the candidates' scores) at the decision states of episodes in prior-training
-terrains: the teacher's own episodes first (behaviour cloning), then the student's (DAgger: the
-student walks, the teacher scores every state it reaches, the student's gait is run).
+terrains: the teacher's own episodes first, then the student's (DAgger: the student walks, the
+teacher scores every state it reaches, the student's gait is run).
 
-The target of a state is the softmax of the scores over `target_temperature` metres applied to
-the candidates' policy outputs η: where two gaits score alike the student is asked for their
-mean rather than for one of them by the toss of a tie, and a clear winner is a hard label. The
-loss is the squared error of the net's η (`fit`), so the net is trained exactly as it walks.
+The fit maximises the expected look-ahead score of the gait the net outputs (`fit`), not the
+squared distance to the teacher's pick. The teacher's pick is exact closed-loop re-planning:
+from what the student sees, the same-looking states are won by different risky gaits, and the
+mean of the winners is a gait that falls. Measured on 96 prior terrains and 100 held-out ones
+(2026-11-27): regression to the teacher's (softened) picks walked 0.350, and 0.407 after a
+DAgger round, against 0.324 for the constant gait it started from; the expected-score fit
+walked 0.301 from the same data. Each candidate's mean score over the states tells the net
+which gaits are safe where it cannot tell states apart (the constant gait has the best mean:
+it falls least), and the states it can tell apart move it away from there.
 
 Inputs are standardised inside the fit and the scales folded back into the weights, so the net
 that comes out is the plain 944-weight net `policy.policy_output` evaluates. Everything is
@@ -102,25 +107,16 @@ def label_episode(world: Any, teacher: QuadrupedTeacher, seed: int,
     return data, float(result.cost)
 
 
-def targets(scores: np.ndarray, etas: np.ndarray, temperature: float, default: int | None = None,
-            default_bonus: float = 0.0) -> np.ndarray:
-    """(k, 4) soft targets: softmax(scores / temperature) over the candidates, applied to their
-    η. Candidate `default` (the best constant gait) scores `default_bonus` metres more: where
-    it is as good as any (a fifth of the states tie every candidate, half tie it with the
-    best), the student is asked to keep walking it, not for the mean of all candidates."""
-    s = np.array(scores, dtype=np.float64)
-    if default is not None:
-        s[:, default] += default_bonus
-    z = (s - s.max(axis=1, keepdims=True)) / temperature
-    w = np.exp(z)
-    w /= w.sum(axis=1, keepdims=True)
-    return w @ etas
+def fit(theta: np.ndarray, data: Labelled, scores: np.ndarray, etas: np.ndarray, *,
+        kernel: float, epochs: int, lr: float, batch: int, seed: int
+        ) -> tuple[np.ndarray, list[float]]:
+    """Fit the net (started at `theta`), Adam, minibatches in a fixed order; returns the weights
+    (float64, the policy's layout) and each epoch's mean loss.
 
-
-def fit(theta: np.ndarray, data: Labelled, target: np.ndarray, *, epochs: int, lr: float,
-        batch: int, seed: int) -> tuple[np.ndarray, list[float]]:
-    """Fit the net (started at `theta`) to `target` η by squared error, Adam, minibatches in a
-    fixed order; returns the weights (float64, the policy's layout) and each epoch's mean loss.
+    `scores` (k, C) are the candidates' look-ahead scores (metres) and `etas` (C, 4) their
+    policy outputs; the loss is minus the expected score of the net's η, each candidate
+    weighted by softmax(−‖η − η_c‖² / kernel): the net is pulled towards the gaits that score
+    well on average over the states it cannot tell apart.
 
     The depth image and each proprioceptive value are standardised over `data` first (their
     scales differ by orders of magnitude: metres, radians, rad/s), and the scaling is folded
@@ -140,7 +136,8 @@ def fit(theta: np.ndarray, data: Labelled, target: np.ndarray, *, epochs: int, l
               for a in (conv_w, conv_b, lin_w, lin_b)]
     depth = torch.tensor((data.depth.astype(np.float64) - d_mu) / d_sd).unsqueeze(1)
     prop = torch.tensor((data.proprio.astype(np.float64) - p_mu) / p_sd)
-    y = torch.tensor(target, dtype=torch.float64)
+    y = torch.tensor(scores, dtype=torch.float64)
+    cand = torch.tensor(etas, dtype=torch.float64)
     opt = torch.optim.Adam(params, lr=lr)
     n = len(data)
     losses: list[float] = []
@@ -150,7 +147,8 @@ def fit(theta: np.ndarray, data: Labelled, target: np.ndarray, *, epochs: int, l
         for start in range(0, n, batch):
             idx = order[start : start + batch]
             eta = _forward(params, depth[idx], prop[idx])
-            loss = ((eta - y[idx]) ** 2).sum(dim=1).mean()
+            near = torch.softmax(-((eta[:, None, :] - cand[None]) ** 2).sum(-1) / kernel, 1)
+            loss = -(near * y[idx]).sum(dim=1).mean()
             opt.zero_grad()
             loss.backward()
             opt.step()
