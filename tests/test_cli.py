@@ -401,6 +401,7 @@ def test_help_shows_choices_as_choices_and_flags_as_flags():
         ("pacplan train-prior quadruped-p", {"quadruped-paper", "quadruped-paper-bullet",
                                              "quadruped-paper-n1000", "quadruped-paper-n2000",
                                              "quadruped-prior"}),
+        ("pacplan train-prior quadruped-t", {"quadruped-taught-prior"}),
         ("pacplan run toy --executor p", {"processes"}),
         ("pacplan run toy --prior ", {"uav", "uav-taught", "quadruped"}),
         ("pacplan certify-matrix c.npy --bound q", {"quadratic"}),

@@ -38,7 +38,7 @@ def test_presets_live_inside_the_package() -> None:
     assert not (REPO / "configs").exists() and not (REPO / "priors").exists()  # one home
     assert {p.name for p in list_presets() if p.kind == "run"} == RUN_PRESETS
     assert {p.name for p in list_presets() if p.kind == "prior"} == {
-        "uav-prior", "uav-taught-prior", "quadruped-prior"}
+        "uav-prior", "uav-taught-prior", "quadruped-prior", "quadruped-taught-prior"}
     assert len(set(preset_names())) == len(preset_names())  # a name means one file
 
 
@@ -93,8 +93,10 @@ def test_package_data_globs_ship_every_preset_file() -> None:
     unshipped = [f for f in files if not any(fnmatch.fnmatch(f, g) for g in globs)]
     assert unshipped == []
     total = sum((package / f).stat().st_size for f in files)
-    # ≈ 1.6 MB today, 1.15 MB of it the UAV prior's 2,400-iteration training record
-    assert total < 2_000_000, f"the presets add {total} bytes to the wheel"
+    # ≈ 2.0 MB today (two UAV priors and the quadruped's, their figures and training records),
+    # 1.15 MB of it the UAV prior's 2,400-iteration training record: a budget against a stray
+    # large file, not a promise of a size
+    assert total < 2_500_000, f"the presets add {total} bytes to the wheel"
 
 
 # -- a file wins, then a preset by name ---------------------------------------------------------
