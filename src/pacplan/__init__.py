@@ -6,7 +6,7 @@ runs a preset, YAML file or dict; each returns a `pacplan.Certificate` (or a run
 raises `pacplan.PacplanError`. They are imported on first use, so `import pacplan` stays fast.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = ["Certificate", "PacplanError", "__version__", "certify", "run", "verify"]
 
