@@ -366,14 +366,16 @@ def test_cli_downloads_into_the_cache_and_the_printed_command_runs(
     assert paper_data_dir() == (paperdata.SHARED_DIR if paperdata.SHARED_DIR.is_dir() else cache)
     again = runner.invoke(_cli(), ["data", "paper", "--url", server.url])
     assert again.exit_code == 0 and "downloaded" not in again.output
-    line = next(s for s in again.output.splitlines() if s.startswith("next: "))
-    args = shlex.split(line.removeprefix("next: "))
-    assert args[:2] == ["pacplan", "certify-matrix"]
-    out = tmp_path / "certificate.json"
-    args = [*args[1:-2], "--out", str(out), "--rows", "1000", "--json"]
-    certified = runner.invoke(pacplan_app, args)
-    assert certified.exit_code == 0, certified.output
-    assert out.is_file()
+    lines = [s for s in again.output.splitlines() if s.startswith("next: ")]
+    assert len(lines) == 2 and "C_quadrotor.npy" in lines[0] and "C_minitaur.npy" in lines[1]
+    for i, line in enumerate(lines):  # each printed command runs (the quadruped's clips)
+        args = shlex.split(line.removeprefix("next: "))
+        assert args[:2] == ["pacplan", "certify-matrix"]
+        out = tmp_path / f"certificate-{i}.json"
+        args = [*args[1:-2], "--out", str(out), "--rows", "1000", "--json"]
+        certified = runner.invoke(pacplan_app, args)
+        assert certified.exit_code == 0, certified.output
+        assert out.is_file()
 
 
 def test_cli_custom_cache_names_the_variable(server: FileServer, tmp_path: Path) -> None:

@@ -19,19 +19,25 @@ from pacplan.errors import PacplanError
 from pacplan.outputs import refuse_overwriting
 
 data_app = typer.Typer(
-    help="Download data sets (the paper's published cost matrices, UAV and Minitaur priors).",
+    help="Download data sets (the paper's published UAV and Minitaur cost matrices and priors).",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
 
 
-def certify_command(directory: Path) -> str:
-    """The `certify-matrix` line to run next on the fetched matrices, quoted for a shell."""
-    cert = shlex.quote(str(directory / "C_quadrotor.npy"))
-    test = shlex.quote(str(directory / "C_quadrotor_emp_test.npy"))
-    return (f"pacplan certify-matrix {cert} --test {test} "
-            "--out runs/paper/certificate.json")
+def certify_commands(directory: Path) -> list[str]:
+    """The `certify-matrix` lines to run next on the fetched matrices (UAV, then quadruped),
+    quoted for a shell. The quadruped's costs were not clipped by the paper's code (48 cells
+    exceed 1), so its line clips them."""
+    lines = []
+    for robot, out, extra in (("quadrotor", "paper-uav", ""), ("minitaur", "paper-minitaur",
+                                                                " --clip")):
+        cert = shlex.quote(str(directory / f"C_{robot}.npy"))
+        test = shlex.quote(str(directory / f"C_{robot}_emp_test.npy"))
+        lines.append(f"pacplan certify-matrix {cert} --test {test}{extra} "
+                     f"--out runs/{out}/certificate.json")
+    return lines
 
 
 class Terminated(SystemExit):
@@ -64,7 +70,7 @@ def paper_cmd(
     timeout: float = typer.Option(paperdata.DEFAULT_TIMEOUT, "--timeout", metavar="SECONDS",
                                   help="Give up on a server silent this long."),
 ) -> None:
-    """Download the paper's published UAV cost matrices and its UAV and Minitaur priors, each
+    """Download the paper's published UAV and Minitaur cost matrices and its priors, each
     checked against a pinned sha256 (a prior's torch files before they are read; stored as
     .npy)."""
     if cache is not None:  # never into a planner or run directory
@@ -85,4 +91,5 @@ def paper_cmd(
     if directory != paperdata.default_cache_dir().resolve():
         env = shlex.quote(str(directory))
         typer.echo(f"for the tests and examples: export PACPLAN_PAPER_DATA={env}")
-    typer.echo(f"next: {certify_command(directory)}")
+    for line in certify_commands(directory):
+        typer.echo(f"next: {line}")
