@@ -178,7 +178,8 @@ def test_counts_take_the_right_number() -> None:
 
 def test_every_usage_line_names_its_values_one_way(capsys) -> None:  # type: ignore[no-untyped-def]
     """Arguments and option values in capitals (argparse's and click's way), never typer's
-    `<path>` / `<int>` or a lower-case name; typer's own {required} / [optional] marks."""
+    `<path>` / `<int>` or a lower-case name; typer's own {required} / [optional] marks, and
+    click's `...` after an argument given one or more times (certify-policy's POLICY)."""
     import re
 
     from pacplan.cli import app
@@ -191,7 +192,8 @@ def test_every_usage_line_names_its_values_one_way(capsys) -> None:  # type: ign
         code, out, _ = cli([*command.split(), "--help"], capsys)
         assert code == 0, command
         usage = next(line for line in out.splitlines() if "Usage:" in line).split("[OPTIONS]")[1]
-        assert re.fullmatch(r"(\s+(\{[A-Z_]+\}|\[[A-Z_]+\]))*\s*", usage), (command, usage)
+        assert re.fullmatch(r"(\s+(\{[A-Z_]+\}|\[[A-Z_]+\])(\.\.\.)?)*\s*", usage), (command,
+                                                                                usage)
         options = [line for line in out.splitlines() if re.match(r"\W*--", line)]
         assert options and not any(re.search(r"<(path|int|str|float)>", line)
                                    for line in options), (command, options)

@@ -55,7 +55,7 @@ def _default_out(env_id: str) -> Path:
 def certify_policy_cmd(
     env_id: str = typer.Argument(..., metavar="ENV_ID", help="A registered Gymnasium id, e.g. "
                                  "CartPole-v1."),
-    policies: list[str] = typer.Argument(..., metavar="POLICY...", help="A Stable-Baselines3 "
+    policies: list[str] = typer.Argument(..., metavar="POLICY", help="A Stable-Baselines3 "
                                          ".zip, an .onnx file or module:callable; several give "
                                          "a posterior over them."),
     n: int = typer.Option(500, "--n", help="Certification seeds N."),
