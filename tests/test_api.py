@@ -246,13 +246,34 @@ def test_import_stays_light_and_run_stays_callable() -> None:
     code = ("import sys, pacplan; heavy = [m for m in ('pacplan.api', 'torch', "
             "'pacplan.run.pipeline', 'scipy') if m in sys.modules]; print(heavy); "
             "import gymnasium; print('pacplan/UAVObstacleField-v0' in gymnasium.registry); "
-            "import pacplan.run.pipeline; print(callable(pacplan.run), "
+            "import pacplan.run.pipeline, pacplan.certify_policy.seeds; "
+            "print(callable(pacplan.run), callable(pacplan.certify_policy), "
             "pacplan.certify is pacplan.api.certify, sorted(pacplan.__all__))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=120).stdout.splitlines()
     assert out[0] == "[]"
     assert out[1] == "True"
-    assert out[2] == ("True True ['Certificate', 'PacplanError', '__version__', 'certify', "
-                      "'run', 'verify']")
+    assert out[2] == ("True True True ['Certificate', 'PacplanError', '__version__', 'certify', "
+                      "'certify_policy', 'run', 'verify']")
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         pacplan.nope  # noqa: B018
+
+
+def test_certify_policy_is_one_call_and_verifies(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A callable policy certified from Python in one call, against an independent kl-inverse
+    of the costs it stored (CartPole's return normalised by its 0..200 bounds)."""
+    from scipy.optimize import brentq
+
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+    result = pacplan.certify_policy("CartPole-v1", ["user_policies:lean"], n=30, horizon=200,
+                                    return_bounds=(0, 200), out=tmp_path / "lean")
+    costs = np.load(tmp_path / "lean" / "costs" / "cert.npy")
+    assert costs.shape == (30, 1) and 0 < costs.mean() < 1
+    c, n, delta = costs.mean(), 30, 0.01
+
+    def gap(q: float) -> float:
+        return c * np.log(c / q) + (1 - c) * np.log((1 - c) / (1 - q)) - np.log(2 * np.sqrt(n)
+                                                                                  / delta) / n
+    assert result.certificate.certified == pytest.approx(brentq(gap, c, 1 - 1e-12), rel=1e-6)
+    assert pacplan.verify(result.certificate_path).certified == result.certificate.certified

@@ -2,15 +2,18 @@
 
 The front door (`pacplan.api`): `pacplan.certify(costs)` certifies any N × m array of costs,
 `pacplan.verify(path)` checks a certificate file or planner directory, `pacplan.run(config)`
-runs a preset, YAML file or dict; each returns a `pacplan.Certificate` (or a run's result) and
-raises `pacplan.PacplanError`. They are imported on first use, so `import pacplan` stays fast.
+runs a preset, YAML file or dict, and `pacplan.certify_policy(env_id, policies, n=..., out=...)`
+certifies policies trained elsewhere (SB3, ONNX, a callable). Each returns a certificate (or a
+result holding one) and raises `pacplan.PacplanError`. They are imported on first use, so
+`import pacplan` stays fast.
 """
 
 __version__ = "0.2.0"
 
-__all__ = ["Certificate", "PacplanError", "__version__", "certify", "run", "verify"]
+__all__ = ["Certificate", "PacplanError", "__version__", "certify", "certify_policy", "run",
+           "verify"]
 
-# name -> module that defines it; `run` is the pacplan.run package itself, which is callable
+# name -> module that defines it; `run` and `certify_policy` are packages, callable
 _LAZY = {"certify": "pacplan.api", "verify": "pacplan.api", "Certificate": "pacplan.api",
          "PacplanError": "pacplan.errors"}
 
@@ -19,8 +22,8 @@ def __getattr__(name: str) -> object:
     """Import the front door's names on first use (PEP 562)."""
     import importlib
 
-    if name == "run":
-        return importlib.import_module("pacplan.run")
+    if name in ("run", "certify_policy"):  # callable packages (`pacplan.callable_package`)
+        return importlib.import_module(f"pacplan.{name}")
     if name in _LAZY:
         value = getattr(importlib.import_module(_LAZY[name]), name)
         globals()[name] = value

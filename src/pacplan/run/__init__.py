@@ -1,23 +1,11 @@
 """The pipeline behind `pacplan run`: prior, policies, cost matrices, certificates, report.
 
 The package is also the front door's `pacplan.run(config, out)` (`pacplan.api.run`): a module
-cannot be both a package and a function, and Python sets `pacplan.run` to this package as soon
-as any of its modules is imported, so the package itself is made callable.
+cannot be both a package and a function, so the package itself is callable
+(`pacplan.callable_package`).
 """
 
-import sys
-import types
-from typing import Any
+from pacplan.callable_package import make_callable
 
-
-class _CallablePackage(types.ModuleType):
-    """This package, callable as `pacplan.api.run`."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """`pacplan.api.run(config, out=None, ...)`: run a config, resumably."""
-        from pacplan.api import run
-
-        return run(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallablePackage
+make_callable(__name__, "pacplan.api:run", "`pacplan.api.run(config, out=None, ...)`: run a "
+              "config, resumably.")
