@@ -5,10 +5,12 @@ to the bit."""
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
+from safetensors.numpy import load
 
 from pacplan.config import parse_config
 from pacplan.errors import PacplanError
@@ -158,6 +160,12 @@ def test_stage_resumes_to_the_bit(tmp_path: Path) -> None:
     summary = stage.distilled_summary(theta_file)
     assert summary["teacher"].startswith("quadruped look-ahead")
     assert summary["eval_envs"] == 2 and 0.0 <= summary["eval_cost"] <= 1.0
+    rounds = [json.loads(line) for line in (out / "rounds.jsonl").read_text().splitlines()]
+    best = min(range(len(rounds)), key=lambda r: rounds[r]["eval_cost"])  # first of equals
+    assert summary["chosen_round"] == best
+    assert summary["eval_cost"] == rounds[best]["eval_cost"]
+    chosen = (out / f"round-{best}.safetensors").read_bytes()
+    assert np.array_equal(load(chosen)["theta"], load(theta_file.read_bytes())["theta"])
     # a kill after round 0: round 1's labels and weights and the result are gone
     for name in ("theta.safetensors", "round-1.safetensors", "labels-1/0.npz"):
         (out / name).unlink()

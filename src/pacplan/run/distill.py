@@ -119,8 +119,9 @@ def distill(cfg: RunConfig, run_dir: str | Path, log: Any = None) -> Path:
     if cfg.world.name == "quadruped":
         from pacplan.run import distill_quadruped
 
-        theta, records = distill_quadruped.rounds(cfg, seeds, _eval_seeds(cfg), files, say)
-        record: dict[str, Any] = {"teacher": distill_quadruped.TEACHER}
+        theta, records, chosen = distill_quadruped.rounds(cfg, seeds, _eval_seeds(cfg), files,
+                                                          say)
+        record: dict[str, Any] = {"teacher": distill_quadruped.TEACHER, "chosen_round": chosen}
     else:
         theta, records, t_lattice = _uav_rounds(cfg, seeds, files, out, say)
         record = {"teacher": "uav lattice dynamic program (pacplan.worlds.uav.teacher)"}
@@ -198,11 +199,16 @@ def _stamp(out: Path, inputs: dict[str, Any]) -> None:
 
 
 def summary(record: dict[str, Any]) -> dict[str, Any]:
-    """What the prior's metadata states about its distillation (short)."""
-    last = record["rounds_log"][-1] if record["rounds_log"] else {}
-    return {"teacher": record["teacher"], "seeds": record["seeds"], "rounds": record["rounds"],
-            "states": last.get("states"), "eval_cost": last.get("eval_cost"),
-            "eval_envs": last.get("eval_envs")}
+    """What the prior's metadata states about its distillation (short): the result's round
+    (the last, or the one chosen on held-out terrains, `chosen_round`)."""
+    log = record["rounds_log"]
+    used = log[record.get("chosen_round", len(log) - 1)] if log else {}
+    out = {"teacher": record["teacher"], "seeds": record["seeds"], "rounds": record["rounds"],
+           "states": used.get("states"), "eval_cost": used.get("eval_cost"),
+           "eval_envs": used.get("eval_envs")}
+    if "chosen_round" in record:
+        out["chosen_round"] = record["chosen_round"]
+    return out
 
 
 def distilled_summary(path: str | Path) -> dict[str, Any]:
