@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import math
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -78,3 +79,24 @@ def load_script(path: Path) -> ModuleType:
     sys.modules[path.stem] = module  # dataclasses in it look their module up
     spec.loader.exec_module(module)
     return module
+
+
+def binary_kl(q: float, c: float) -> float:
+    """kl(Bernoulli(q) ‖ Bernoulli(c)), written out (an oracle independent of pacplan's)."""
+    out = 0.0
+    if q > 0:
+        out += q * math.log(q / c)
+    if q < 1:
+        out += (1 - q) * math.log((1 - q) / (1 - c))
+    return out
+
+
+def klinv_oracle(emp: float, kl_div: float, n: int, delta: float) -> float:
+    """sup{c ∈ [Ĉ, 1] : kl(Ĉ‖c) ≤ (KL + ln(2√N/δ)) / N}, by scipy's root finder."""
+    from scipy.optimize import brentq
+
+    budget = (kl_div + math.log(2 * math.sqrt(n) / delta)) / n
+    if binary_kl(emp, 1 - 1e-15) <= budget:
+        return 1.0
+    return brentq(lambda c: binary_kl(emp, c) - budget, emp + 1e-300 if emp < 1 else emp,
+                  1 - 1e-15, xtol=1e-14, rtol=1e-14)

@@ -6,36 +6,17 @@ a `PacplanError` naming the Python argument, never a command-line flag."""
 from __future__ import annotations
 
 import json
-import math
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from scipy.optimize import brentq, minimize
+from scipy.optimize import minimize
 
 import pacplan
+from helpers import klinv_oracle
 from pacplan.errors import PacplanError
-
-
-def _kl(q: float, c: float) -> float:
-    """kl(Bernoulli(q) ‖ Bernoulli(c)), written out."""
-    out = 0.0
-    if q > 0:
-        out += q * math.log(q / c)
-    if q < 1:
-        out += (1 - q) * math.log((1 - q) / (1 - c))
-    return out
-
-
-def _klinv_oracle(emp: float, kl_div: float, n: int, delta: float) -> float:
-    """sup{c ∈ [Ĉ, 1] : kl(Ĉ‖c) ≤ (KL + ln(2√N/δ)) / N}, by bisection-type root finding."""
-    budget = (kl_div + math.log(2 * math.sqrt(n) / delta)) / n
-    if _kl(emp, 1 - 1e-15) <= budget:
-        return 1.0
-    return brentq(lambda c: _kl(emp, c) - budget, emp + 1e-300 if emp < 1 else emp,
-                  1 - 1e-15, xtol=1e-14, rtol=1e-14)
 
 
 def _bound_at(p: np.ndarray, costs: np.ndarray, delta: float) -> float:
@@ -44,7 +25,7 @@ def _bound_at(p: np.ndarray, costs: np.ndarray, delta: float) -> float:
     emp = float(costs.mean(axis=0) @ p)
     nz = p[p > 0]
     kl_div = float(np.sum(nz * np.log(nz * m)))
-    return _klinv_oracle(min(max(emp, 0.0), 1.0), max(kl_div, 0.0), costs.shape[0], delta)
+    return klinv_oracle(min(max(emp, 0.0), 1.0), max(kl_div, 0.0), costs.shape[0], delta)
 
 
 def _best_by_scipy(costs: np.ndarray, delta: float) -> float:
@@ -73,7 +54,7 @@ def test_one_policy_is_a_plain_test_set_bound(n: int, rate: float) -> None:
     costs = (rng.random(n) < rate).astype(float)  # 1-D: one policy
     cert = pacplan.certify(costs, delta=0.05)
     assert cert.m == 1 and cert.n == n and cert.p == [1.0] and cert.kl == 0.0
-    expected = _klinv_oracle(costs.mean(), 0.0, n, 0.05)
+    expected = klinv_oracle(costs.mean(), 0.0, n, 0.05)
     assert cert.klinv == pytest.approx(expected, abs=1e-9)
     assert cert.klinv >= expected - 1e-12  # never below the exact bound
     assert cert.certified == min(cert.klinv, cert.quadratic, cert.mcallester)
@@ -263,17 +244,11 @@ def test_certify_policy_is_one_call_and_verifies(tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """A callable policy certified from Python in one call, against an independent kl-inverse
     of the costs it stored (CartPole's return normalised by its 0..200 bounds)."""
-    from scipy.optimize import brentq
-
     monkeypatch.syspath_prepend(str(Path(__file__).parent))
     result = pacplan.certify_policy("CartPole-v1", ["user_policies:lean"], n=30, horizon=200,
                                     return_bounds=(0, 200), out=tmp_path / "lean")
     costs = np.load(tmp_path / "lean" / "costs" / "cert.npy")
     assert costs.shape == (30, 1) and 0 < costs.mean() < 1
-    c, n, delta = costs.mean(), 30, 0.01
-
-    def gap(q: float) -> float:
-        return c * np.log(c / q) + (1 - c) * np.log((1 - c) / (1 - q)) - np.log(2 * np.sqrt(n)
-                                                                                  / delta) / n
-    assert result.certificate.certified == pytest.approx(brentq(gap, c, 1 - 1e-12), rel=1e-6)
+    expected = klinv_oracle(float(costs.mean()), 0.0, 30, 0.01)
+    assert result.certificate.certified == pytest.approx(expected, rel=1e-9)
     assert pacplan.verify(result.certificate_path).certified == result.certificate.certified

@@ -14,11 +14,10 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pytest
-from scipy.optimize import brentq
 
 import user_costs
 import user_policies
-from helpers import cli
+from helpers import cli, klinv_oracle
 from pacplan.certify_policy import certify as certify_module
 from pacplan.certify_policy import certify_policy
 from pacplan.errors import PacplanError
@@ -47,24 +46,6 @@ def _return_costs(env_id: str, act: Callable[[Any], Any], seeds: Sequence[int], 
     return np.array([(hi - _episode(env_id, act, s, horizon)[0]) / hi for s in seeds])
 
 
-def _kl(q: float, c: float) -> float:
-    """Binary relative entropy kl(q‖c)."""
-    out = 0.0
-    if q > 0:
-        out += q * math.log(q / c)
-    if q < 1:
-        out += (1 - q) * math.log((1 - q) / (1 - c))
-    return out
-
-
-def _klinv(emp: float, kl: float, n: int, delta: float) -> float:
-    """sup{c : kl(Ĉ‖c) ≤ (KL + ln(2√N/δ))/N}, by scipy's root finder."""
-    budget = (kl + math.log(2 * math.sqrt(n) / delta)) / n
-    if _kl(emp, 1 - 1e-15) <= budget:
-        return 1.0
-    return brentq(lambda c: _kl(emp, c) - budget, emp + 1e-15, 1 - 1e-15, xtol=1e-14)
-
-
 def _predict(model: Any) -> Callable[[Any], Any]:
     return lambda obs: model.predict(obs, deterministic=True)[0]
 
@@ -88,7 +69,7 @@ def test_an_sb3_policy_from_the_command_line(ppo_cartpole: tuple[Path, Any], tmp
                                   100, 100), rtol=0, atol=1e-12)
     c = verify_certificate(out / "certificate.json")
     assert (c.n, c.m, c.kl, c.p) == (30, 1, 0.0, [1.0])
-    assert c.certified == pytest.approx(_klinv(float(want.mean()), 0.0, 30, 0.01), abs=1e-9)
+    assert c.certified == pytest.approx(klinv_oracle(float(want.mean()), 0.0, 30, 0.01), abs=1e-9)
     assert c.test_cost == pytest.approx(float(test.mean()), abs=1e-12)
     assert "certified cost" in stdout
     code, stdout, err = cli(["verify", str(out / "certificate.json")], capsys)
@@ -111,11 +92,11 @@ def test_several_policies_get_the_bound_optimal_posterior(tmp_path: Path) -> Non
     cbar = want.mean(axis=0)
     assert len(set(np.round(cbar, 6))) == 3  # three different policies
     # no fixed posterior beats the optimum: uniform (KL 0) and each point mass (KL ln 3)
-    fixed = [_klinv(float(cbar.mean()), 0.0, 40, 0.01)]
-    fixed += [_klinv(float(v), math.log(3), 40, 0.01) for v in cbar]
+    fixed = [klinv_oracle(float(cbar.mean()), 0.0, 40, 0.01)]
+    fixed += [klinv_oracle(float(v), math.log(3), 40, 0.01) for v in cbar]
     assert c.certified <= min(fixed) + 1e-9
     # nor can it beat the best policy at no KL cost
-    assert c.certified >= _klinv(float(cbar.min()), 0.0, 40, 0.01) - 1e-9
+    assert c.certified >= klinv_oracle(float(cbar.min()), 0.0, 40, 0.01) - 1e-9
     assert c.p[int(np.argmin(cbar))] == max(c.p)
     verify_certificate(result.certificate_path)
 
@@ -175,7 +156,7 @@ def test_a_success_cost_the_user_names(tmp_path: Path) -> None:
                           success_key="landed", success_needs_terminated=True,
                           out=tmp_path / "good")
     assert good.certificate.emp_cost == 0.0
-    assert good.certificate.certified == pytest.approx(_klinv(0.0, 0.0, 25, 0.01), abs=1e-9)
+    assert good.certificate.certified == pytest.approx(klinv_oracle(0.0, 0.0, 25, 0.01), abs=1e-9)
     once = certify_policy(lander, ["user_policies:fire_at_once"], n=25, cost="success",
                           success_key="landed", out=tmp_path / "once")
     costs = np.load(tmp_path / "once" / "costs" / "cert.npy")[:, 0]
