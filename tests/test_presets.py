@@ -30,7 +30,7 @@ RUN_PRESETS = {"toy", "gym-cartpole", "gym-inverted-pendulum", "uav-quick", "uav
                "uav-tight", "uav-taught",
                "quadruped-quick", "quadruped-hard", "quadruped-hour", "quadruped-paper",
                "quadruped-paper-n1000", "quadruped-paper-n2000",
-               "quadruped-paper-bullet", "quadruped-mujoco-quick"}
+               "quadruped-paper-bullet", "quadruped-paper-code", "quadruped-mujoco-quick"}
 
 
 def test_presets_live_inside_the_package() -> None:

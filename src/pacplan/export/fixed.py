@@ -72,6 +72,10 @@ def _quadruped(options: dict[str, Any]) -> dict[str, Any]:
     from pacplan.worlds.quadruped.world import QuadrupedWorld
 
     world = QuadrupedWorld(**options)
+    if world.variant != "text":
+        raise PacplanError(f"export describes the text quadruped world's deployment; variant "
+                           f"{world.variant!r} (the paper's code's clock and cost) is not "
+                           "exported")
     return {
         "observation": {"depth": "(50, 50) float32 z-depth in metres from the torso camera, "
                                  "clipped to [0.01, far_m]",

@@ -22,6 +22,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from pacplan.errors import PacplanError
 from pacplan.worlds.gym_common import (
     RENDER_MODES,
     check_image_obs,
@@ -55,6 +56,10 @@ class MinitaurTerrainEnv(gym.Env):
         self.render_mode = check_render_mode(render_mode)
         self.image_obs = check_image_obs(image_obs)
         self.world = QuadrupedWorld(**world_options)
+        if self.world.variant != "text":
+            raise PacplanError(f"pacplan/MinitaurTerrain-v0 steps the text world's episode; "
+                               f"variant {self.world.variant!r} is a world option for "
+                               "certification runs only")
         far = self.world.camera.far_m
         self.observation_space = spaces.Dict(
             {

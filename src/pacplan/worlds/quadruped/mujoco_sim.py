@@ -98,12 +98,7 @@ class MujocoMinitaurSim(TorsoReadouts):
     def _build(self, plank_length: float) -> None:
         """Compile the model for this plank length (once; terrains then only move planks)."""
         cfg = self.physics
-        mjcf = MjcfConfig(
-            time_step=cfg.time_step, kp=cfg.kp, kd=cfg.kd, terrain_friction=cfg.terrain_friction,
-            robot=cfg.robot, self_collision=cfg.self_collision, plank_length=plank_length,
-            contact=self.contact,
-        )
-        self.model = model = mujoco.MjModel.from_xml_string(minitaur_mjcf(mjcf))
+        self.model = model = mujoco.MjModel.from_xml_string(self._mjcf_text(plank_length))
         self.data = mujoco.MjData(model)
         self._plank_length = plank_length
         self._base_adr = int(model.jnt_qposadr[model.joint("base").id])
@@ -116,6 +111,38 @@ class MujocoMinitaurSim(TorsoReadouts):
         self._nstate = mujoco.mj_stateSize(model, _STATE)
         self._plank_bodies = np.array([model.body(f"plank{i}").id for i in range(model.nmocap)])
         self._robot_geoms = np.flatnonzero(model.geom_group != TERRAIN_GROUP)
+
+    def _mjcf_config(self, plank_length: float) -> MjcfConfig:
+        """The generated model's settings (a subclass with another terrain pool reuses them)."""
+        cfg = self.physics
+        return MjcfConfig(
+            time_step=cfg.time_step, kp=cfg.kp, kd=cfg.kd, terrain_friction=cfg.terrain_friction,
+            robot=cfg.robot, self_collision=cfg.self_collision, plank_length=plank_length,
+            contact=self.contact,
+        )
+
+    def _mjcf_text(self, plank_length: float) -> str:
+        """The MJCF the simulator compiles: robot, ground and a pool of plank bodies
+        `plank0`, `plank1`, ... (mocap) that `_terrain_poses` places."""
+        return minitaur_mjcf(self._mjcf_config(plank_length))
+
+    def _terrain_poses(self, terrain: Terrain) -> tuple[np.ndarray, np.ndarray, float]:
+        """Positions and (w, x, y, z) quaternions of the pool's bodies for `terrain`, and the
+        highest point any ray could meet there (for the sky rays' shortcut)."""
+        pos, quat = plank_poses(terrain)
+        peaks = terrain.peak_heights
+        return pos, quat, max(0.0, float(peaks.max()) if peaks.size else 0.0)
+
+    def _settle_targets(self) -> np.ndarray:
+        """(steps, 8) motor targets held while the robot settles before the clock starts."""
+        settle = round(self.physics.settle_s / self.physics.time_step)
+        return np.tile(NEUTRAL_MOTOR_ANGLES, (max(settle, 0), 1))
+
+    def _gait_targets(self, params: GaitParams, n_steps: int) -> tuple[np.ndarray, np.ndarray]:
+        """(n_steps, 8) motor targets of the next `n_steps` physics steps and the gait phase
+        after each: φ advances by ω·dt per step from where the last primitive left it."""
+        phases = self._phase + params.omega * self.physics.time_step * np.arange(1, n_steps + 1)
+        return gait_motor_angles(params, phases), phases
 
     def close(self) -> None:
         """Drop the model (a later reset rebuilds it); nothing external to release."""
@@ -131,19 +158,17 @@ class MujocoMinitaurSim(TorsoReadouts):
         mujoco.mj_resetData(m, d)
         # `mujoco.rollout` resets the data's mocap poses to the model's, so the planks are
         # placed in this simulator's own model (cheap: no recompilation).
-        pos, quat = plank_poses(terrain)
+        pos, quat, self._terrain_top = self._terrain_poses(terrain)
         m.body_pos[self._plank_bodies] = pos
         m.body_quat[self._plank_bodies] = quat
         d.mocap_pos[:] = pos
         d.mocap_quat[:] = quat
-        peaks = terrain.peak_heights
-        self._terrain_top = max(0.0, float(peaks.max()) if peaks.size else 0.0)
         d.qpos[self._base_adr:self._base_adr + 7] = (*START_POSITION, 1.0, 0.0, 0.0, 0.0)
         d.qpos[self._motor_q] = MOTOR_DIRECTION * _RESET_MOTOR_ANGLE
         d.qpos[self._knee_q] = MOTOR_DIRECTION * _RESET_KNEE_ANGLE
-        settle = round(self.physics.settle_s / self.physics.time_step)
-        if settle > 0:
-            self._advance(np.tile(NEUTRAL_MOTOR_ANGLES, (settle, 1)))
+        settle = self._settle_targets()
+        if len(settle) > 0:
+            self._advance(settle)
         else:
             mujoco.mj_kinematics(m, d)
         self.step_count = 0
@@ -289,8 +314,8 @@ class MujocoMinitaurSim(TorsoReadouts):
         outcome = PrimitiveOutcome(fell=False, finished=False, steps=0)
         if n_steps <= 0:
             return outcome
-        phases = self._phase + params.omega * cfg.time_step * np.arange(1, n_steps + 1)
-        states = self._advance(gait_motor_angles(params, phases))
+        targets, phases = self._gait_targets(params, n_steps)
+        states = self._advance(targets)
         checks = [k for k in range(n_steps) if (k + 1) % cfg.check_every == 0 or k == n_steps - 1]
         a = 1 + self._base_adr  # qpos starts after the time entry of the state
         stop = n_steps - 1

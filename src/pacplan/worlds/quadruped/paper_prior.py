@@ -42,9 +42,28 @@ def from_paper_layout(theta: np.ndarray) -> np.ndarray:
 
 def load_paper_prior(folder: Path) -> tuple[np.ndarray, np.ndarray]:
     """(μ, log σ²) float64 in pacplan's layout, from `pacplan data paper`'s folder."""
+    mu, logvar = _load_paper_layout(folder)
+    return from_paper_layout(mu), from_paper_layout(logvar)
+
+
+def _load_paper_layout(folder: Path) -> tuple[np.ndarray, np.ndarray]:
     paths = [folder / name for name in PRIOR_NAMES]
     for path in paths:
         if not path.is_file():
             raise PacplanError(f"{path} is missing: run `pacplan data paper`")
-    mu, logvar = (np.load(p, allow_pickle=False).astype(np.float64) for p in paths)
-    return from_paper_layout(mu), from_paper_layout(logvar)
+    mu, logvar = (np.load(p, allow_pickle=False) for p in paths)
+    return mu, logvar
+
+
+def paper_draws(folder: Path, m: int = 10, seed: int = 0) -> np.ndarray:
+    """(m, 944) float32 policies in pacplan's layout, drawn as the paper's cost-matrix code drew
+    them: `torch.manual_seed(seed)`, one (m, 944) block of standard normals ε, μ + exp(½ log σ²)·ε
+    in float32 in the paper's layout, then relabelled (`from_paper_layout`). Needs torch."""
+    import torch
+
+    mu, logvar = _load_paper_layout(folder)
+    gen = torch.Generator().manual_seed(seed)  # the stream torch.manual_seed(seed) gives
+    eps = torch.randn((m, POLICY_DIM), generator=gen)
+    mu_t = torch.as_tensor(np.asarray(mu, np.float32))
+    std = (0.5 * torch.as_tensor(np.asarray(logvar, np.float32))).exp()
+    return from_paper_layout((mu_t + std * eps).numpy()).astype(np.float32)

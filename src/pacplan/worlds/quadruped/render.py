@@ -15,7 +15,6 @@ from pacplan.worlds.quadruped.rollout import (
     RolloutResult,
     fixed_gait_controller,
     policy_controller,
-    rollout,
 )
 from pacplan.worlds.quadruped.terrain import Terrain
 from pacplan.worlds.quadruped.world import QuadrupedWorld
@@ -29,7 +28,7 @@ def walk(
     controller = (
         fixed_gait_controller(REFERENCE_GAIT) if theta is None else policy_controller(theta)
     )
-    return rollout(w.sim, w.terrain(seed), controller, w.rollout_config, record=True)
+    return w.run(controller, seed, record=True)  # the world's own episode and cost rule
 
 
 def render_figure(seed: int, out: str, theta_path: str | None = None,

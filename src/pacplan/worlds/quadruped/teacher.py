@@ -111,6 +111,10 @@ def check_teacher_world(world: str, options: Mapping[str, Any] | None = None) ->
     if world != "quadruped":
         raise PacplanError(f"the quadruped teacher plans only in the quadruped world, not "
                            f"{world!r}")
+    variant = opts.get("variant", "text")
+    if variant != "text":
+        raise PacplanError(f"the quadruped teacher looks ahead in the text world only (its "
+                           f"rollout and cost rule), not variant {variant!r}")
     engine = opts.get("physics", "bullet")
     if engine != SUPPORTED_ENGINE:
         raise PacplanError(f"the quadruped teacher looks ahead by saving and restoring MuJoCo's "
@@ -146,8 +150,9 @@ class QuadrupedTeacher:
 
     def __init__(self, world: Any, config: TeacherConfig | None = None) -> None:
         name = getattr(world, "name", type(world).__name__)
-        options = ({"physics": getattr(world, "engine", None), "robot": getattr(world, "robot",
-                                                                               None)}
+        options = ({"physics": getattr(world, "engine", None),
+                    "robot": getattr(world, "robot", None),
+                    "variant": getattr(world, "variant", "text")}
                    if name == "quadruped" else {})
         check_teacher_world(str(name), options)
         self.world = world

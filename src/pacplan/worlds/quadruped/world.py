@@ -9,16 +9,24 @@ import numpy as np
 
 from pacplan.errors import PacplanError
 from pacplan.validation import check_policies, check_seeds, check_unit_costs
+from pacplan.worlds.quadruped.boxes import PAPER_MAX_SLOPE_DEG, BoxTerrain, sample_box_terrain
 from pacplan.worlds.quadruped.camera import CameraConfig
 from pacplan.worlds.quadruped.episode import RolloutConfig
 from pacplan.worlds.quadruped.policy import POLICY_DIM
-from pacplan.worlds.quadruped.rollout import RolloutResult, policy_controller, rollout
+from pacplan.worlds.quadruped.rollout import (
+    Controller,
+    RolloutResult,
+    policy_controller,
+    rollout,
+)
 from pacplan.worlds.quadruped.scene import DEFAULT_ROBOT, robot_spec
 from pacplan.worlds.quadruped.sim import MinitaurSim, PhysicsConfig
 from pacplan.worlds.quadruped.simulator import QuadrupedSim
 from pacplan.worlds.quadruped.terrain import Terrain, sample_terrain
 
 ENGINES = ("bullet", "mujoco")
+VARIANTS = ("text", "paper-code")  # the paper's text (default); the paper's code as it ran
+ACTION_REPEAT = 5  # variant 'paper-code': physics steps per control step
 
 
 class QuadrupedWorld:
@@ -41,27 +49,72 @@ class QuadrupedWorld:
     `threads` (1, MuJoCo only): simulators run in that many threads inside `costs` (MuJoCo
     steps without the GIL); results do not depend on it. The constructor only validates; the
     simulator is opened on the first rollout, so worlds are cheap to rebuild in workers.
+
+    `variant`: "text" (the default: the paper's text, DESIGN.md §5) or "paper-code": the
+    experiment as the paper's public code ran it (`pacplan.worlds.quadruped.paper_code` lists
+    every difference: its box terrain, 0.25 s primitives with the gait clock at `gait_clock` = 2
+    times simulated time, 5 s rollouts, far plane 1000 m, its settling and cost rule, clipped).
+    There the defaults become primitive_s 0.25, horizon_s 5, depth_far_m 1000, gait_clock 2,
+    max_slope_deg 35·2/3 and physics "mujoco"; `plank_length`, `robot: minitaur`, `physics:
+    bullet` and the Minitaur's contact options are refused in one line, as is `gait_clock` in
+    the text world. Options left unset take the variant's defaults, so the text world is built
+    exactly as before.
     """
 
     name = "quadruped"
 
     def __init__(
         self,
-        max_slope_deg: float = 23.3,
-        plank_length: float = 0.5,
+        max_slope_deg: float | None = None,
+        plank_length: float | None = None,
         finish_dx: float = 6.0,
-        horizon_s: float = 10.0,
-        primitive_s: float = 0.5,
+        horizon_s: float | None = None,
+        primitive_s: float | None = None,
         time_step: float = 0.002,
         solver_iterations: int = 60,
         self_collision: bool | None = None,
         mounted_contacts: bool | None = None,
         camera_pitch_deg: float | None = None,
-        depth_far_m: float = 10.0,
-        physics: str = "bullet",
+        depth_far_m: float | None = None,
+        physics: str | None = None,
         threads: int = 1,
         robot: str = DEFAULT_ROBOT,
+        variant: str = "text",
+        gait_clock: float | None = None,
     ) -> None:
+        if variant not in VARIANTS:
+            raise PacplanError(f"variant must be one of {', '.join(VARIANTS)}, got {variant!r}")
+        self.variant = variant
+        if variant == "paper-code":
+            refused = {"plank_length": plank_length, "self_collision": self_collision,
+                       "mounted_contacts": mounted_contacts}
+            for option, value in refused.items():
+                if value is not None:
+                    raise PacplanError(f"{option} is not an option of variant 'paper-code' (its "
+                                       "terrain is the paper's boxes, its robot the Derpy)")
+            if robot != DEFAULT_ROBOT or physics not in (None, "mujoco"):
+                raise PacplanError("variant 'paper-code' runs the Derpy in MuJoCo only (robot: "
+                                   f"derpy, physics: mujoco), got robot {robot!r}, physics "
+                                   f"{physics!r}")
+            gait_clock = 2.0 if gait_clock is None else gait_clock
+            if isinstance(gait_clock, bool) or not 0.0 < float(gait_clock) <= 10.0:
+                raise PacplanError(f"gait_clock must lie in (0, 10], got {gait_clock!r}")
+            if max_slope_deg is None:
+                max_slope_deg = PAPER_MAX_SLOPE_DEG
+            horizon_s = 5.0 if horizon_s is None else horizon_s
+            primitive_s = 0.25 if primitive_s is None else primitive_s
+            depth_far_m = 1000.0 if depth_far_m is None else depth_far_m
+            physics = "mujoco"
+        elif gait_clock is not None:
+            raise PacplanError("gait_clock is an option of variant 'paper-code' only: the text "
+                               "world's gait phase is ω × simulated time")
+        max_slope_deg = 23.3 if max_slope_deg is None else max_slope_deg
+        plank_length = 0.5 if plank_length is None else plank_length
+        horizon_s = 10.0 if horizon_s is None else horizon_s
+        primitive_s = 0.5 if primitive_s is None else primitive_s
+        depth_far_m = 10.0 if depth_far_m is None else depth_far_m
+        physics = "bullet" if physics is None else physics
+        self.gait_clock = gait_clock
         spec = robot_spec(robot)  # refuses an unknown robot naming the allowed values
         spec.urdf_path()  # refuses a missing URDF naming the file
         if spec.name != "minitaur":
@@ -88,6 +141,12 @@ class QuadrupedWorld:
             raise PacplanError("primitive_s must be a whole number of physics time steps")
         if abs(horizon_s / primitive_s - round(horizon_s / primitive_s)) > 1e-6:
             raise PacplanError("horizon_s must be a whole number of primitives")
+        if variant == "paper-code":
+            control = primitive_s / (ACTION_REPEAT * time_step)
+            if abs(control - round(control)) > 1e-6:
+                raise PacplanError(f"variant 'paper-code': primitive_s must be a whole number of "
+                                   f"control steps ({ACTION_REPEAT} physics steps each), got "
+                                   f"{primitive_s!r}")
         self.max_slope_deg = float(max_slope_deg)
         self.plank_length = float(plank_length)
         self.terrain(0)  # validates max_slope_deg and plank_length
@@ -121,6 +180,11 @@ class QuadrupedWorld:
         return state
 
     def _new_sim(self) -> QuadrupedSim:
+        if self.variant == "paper-code":
+            from pacplan.worlds.quadruped.paper_code import PaperCodeConfig, PaperCodeMujocoSim
+
+            return PaperCodeMujocoSim(self.physics, self.camera,
+                                      PaperCodeConfig(gait_clock=float(self.gait_clock or 2.0)))
         if self.engine == "mujoco":
             from pacplan.worlds.quadruped.mujoco_sim import MujocoMinitaurSim
 
@@ -149,17 +213,28 @@ class QuadrupedWorld:
     def policy_dim(self) -> int:
         return POLICY_DIM
 
-    def terrain(self, seed: int) -> Terrain:
+    def terrain(self, seed: int) -> Terrain | BoxTerrain:
         """The terrain environment seed `seed` names under this world's options."""
+        if self.variant == "paper-code":
+            return sample_box_terrain(int(seed), self.max_slope_deg)
         return sample_terrain(int(seed), self.max_slope_deg, self.plank_length)
 
     def rollout(self, theta: np.ndarray, seed: int, record: bool = False,
                 sim: QuadrupedSim | None = None) -> RolloutResult:
         """One rollout of policy `theta` on the terrain of `seed`, with its details."""
-        return rollout(
-            sim or self.sim, self.terrain(seed), policy_controller(theta), self.rollout_config,
-            record=record,
-        )
+        return self.run(policy_controller(theta), seed, record=record, sim=sim)
+
+    def run(self, controller: Controller, seed: int, record: bool = False,
+            sim: QuadrupedSim | None = None) -> RolloutResult:
+        """One rollout of any controller on the terrain of `seed`, under this world's episode
+        and cost rule (the paper code's for variant 'paper-code')."""
+        if self.variant == "paper-code":
+            from pacplan.worlds.quadruped.paper_code import paper_code_rollout
+
+            return paper_code_rollout(sim or self.sim, self.terrain(seed),  # type: ignore[arg-type]
+                                      controller, self.rollout_config, record=record)
+        return rollout(sim or self.sim, self.terrain(seed), controller, self.rollout_config,
+                       record=record)
 
     def costs(self, thetas: np.ndarray, seeds: np.ndarray) -> np.ndarray:
         """(n, k) costs of k policies on n terrains, each a full rollout; with `threads` > 1
