@@ -23,4 +23,4 @@ from pacplan_runtime.planner import Episode, Planner
 __all__ = ["CertificateMonitor", "Episode", "GaitDecision", "GymDecision", "Planner",
            "PlannerError", "PrimitiveDecision", "UncertifiedUseWarning"]
 
-__version__ = "0.1.0"  # released with pacplan, same number (its pyproject pins this)
+__version__ = "0.2.0"  # released with pacplan, same number (its pyproject pins this)
