@@ -115,6 +115,15 @@ def test_mujoco_boxes_are_where_the_code_put_them() -> None:
     assert dist == pytest.approx(0.95) or float(terrain.height(5.0 + dist)) >= 0.14 - 1e-9
     marker = m.geom("goal_marker")
     assert marker.contype[0] == 0 and marker.conaffinity[0] == 0
+    # a foot grips the code's boxes with Bullet's default 0.5 (its URDF friction 1 times the
+    # boxes' 0.5), the plane with 1; the boxes' priority makes MuJoCo use theirs
+    box, ground = m.geom("plank7"), m.geom("ground")
+    assert box.friction[0] == 0.5 and box.priority[0] == 2 and ground.friction[0] == 1.0
+    assert tuple(box.solref) == sim.contact.foot_solref
+    # the sky reads what the code's float32 arithmetic made of the cleared depth buffer
+    sky = np.float32(1000.0 * 0.01) / (np.float32(1000.0) - np.float32(1000.0 - 0.01)
+                                        * np.float32(1.0))
+    assert sim.depth_image().max() == sky and 999.0 < sky < 999.1
 
 
 def test_gait_clock_runs_at_twice_simulated_time_held_per_control_step() -> None:

@@ -9,7 +9,13 @@ same Derpy twin the text world uses. Every difference from the text world:
 - terrain: 25 pairs of tilted boxes whose tops form overlapping tents (`boxes`), θ drawn from
   NumPy's legacy generator seeded with the environment seed, slopes up to 35°·2/3 = 23.33°;
   about 1.9 visible crests per metre (text world: one ridge per metre, valleys at ground
-  level); the ground plane stays, and a visual-only goal marker stands at x = 6 m;
+  level); the ground plane stays (pybullet_data's 200 m plane), and a visual-only goal marker
+  stands at x = 6 m;
+- friction: the code's boxes keep Bullet's default lateral friction 0.5, so a foot (URDF
+  friction 1) grips a box with 0.5 (Bullet multiplies) and the plane with 1 (the text world:
+  1 everywhere); in MuJoCo the boxes get contact priority over the robot with that friction and
+  the feet's calibrated softness (any other link touching a box gets the same: those are
+  falls);
 - timing: one control step is 5 physics steps (0.01 s) with each leg-model target held for all
   five (the text world: the gait is re-evaluated at every 0.002 s step); the gait clock runs at
   `gait_clock` (2) times simulated time and the gait phase is ω × clock, read at the start of
@@ -18,8 +24,10 @@ same Derpy twin the text world uses. Every difference from the text world:
   steps), a rollout at most 20 of them (5 s);
 - settling: 0.2 s with the motors held at π/2, then five all-zero leg-model actions (0.05 s)
   (the text world: 0.25 s in the gait's neutral pose);
-- sensing: depth far plane 1000 m (text: 10 m), so the sky and the void past the boxes read
-  1000 m; motor angles wrapped to [−π, π) as pybullet_envs' `GetMotorAngles` returns them;
+- sensing: depth far plane 1000 m (text: 10 m), and depth passed through the code's float32
+  arithmetic (depth buffer value, then far·near/(far − (far − near)·d) in float32), so the sky
+  reads 999.02 m, not 1000; motor angles wrapped to [−π, π) as pybullet_envs'
+  `GetMotorAngles` returns them;
 - cost: |x − 6|/6 with x the torso's x in the world frame (the robot starts at x = 0) read at
   the START of the current primitive, 0 as soon as the torso passes x = 6 (checked every control
   step), and on a fall the same formula (the text world: 1 − Δx/6 from where the clock started,
@@ -49,10 +57,10 @@ from pacplan.worlds.quadruped.boxes import (
     BoxTerrain,
     box_poses,
 )
-from pacplan.worlds.quadruped.camera import CameraConfig
+from pacplan.worlds.quadruped.camera import CAMERA_NEAR_M, CameraConfig
 from pacplan.worlds.quadruped.episode import RolloutConfig
 from pacplan.worlds.quadruped.gait import NEUTRAL_MOTOR_ANGLES, GaitParams, gait_motor_angles
-from pacplan.worlds.quadruped.mjcf import GROUND_HALF_THICKNESS_M
+from pacplan.worlds.quadruped.mjcf import GROUND_HALF_THICKNESS_M, parse_urdf, urdf_path
 from pacplan.worlds.quadruped.mujoco_sim import MujocoMinitaurSim
 from pacplan.worlds.quadruped.rollout import Controller, RolloutResult
 from pacplan.worlds.quadruped.sim import PhysicsConfig
@@ -63,6 +71,7 @@ ACTION_REPEAT = 5  # physics steps per control step (pybullet_envs' PD control)
 SETTLE_HALF_PI_STEPS = 100  # pybullet_envs' reset: motors held at π/2 for 0.2 s
 SETTLE_ZERO_ACTIONS = 5  # the paper's code: five all-zero leg-model actions before the first
 MARKER_TOP_M = GOAL_MARKER_HALF_EXTENTS[2]
+BOX_FRICTION = 0.5  # Bullet's default lateral friction: the code's boxes set none
 PLANE_HALF_M = 100.0  # pybullet_data's plane.urdf: a 200 m × 200 m plane (visual and collision)
 
 
@@ -82,9 +91,10 @@ def wrap_angles(angles: np.ndarray) -> np.ndarray:
     return np.where(a < -math.pi, a + 2.0 * math.pi, a)
 
 
-def paper_code_mjcf(base: str) -> str:
+def paper_code_mjcf(base: str, box_contact: str = "") -> str:
     """`base` (the text world's MJCF) with its plank pool replaced by the 50 box bodies
-    (`plank0`..`plank49`, mocap, half extents (0.25, 5, 0.25)), its ground box widened to
+    (`plank0`..`plank49`, mocap, half extents (0.25, 5, 0.25), extra geom attributes
+    `box_contact`), its ground box widened to
     pybullet_data's plane (200 m × 200 m, top at z = 0: the camera sees it to the sides of the
     10 m wide boxes and past their end, where the text world's 20 m × 10 m ground box would read
     the 1000 m far value) and the visual-only goal marker (no contacts; the camera's rays see
@@ -101,7 +111,7 @@ def paper_code_mjcf(base: str) -> str:
     end = kept.index("  </worldbody>")
     size = " ".join(repr(float(v)) for v in BOX_HALF_EXTENTS)
     new = [f'    <body name="plank{i}" mocap="true" pos="0.0 0.0 -100.0" quat="1.0 0.0 0.0 0.0">'
-           f'<geom name="plank{i}" class="terrain" type="box" size="{size}"/></body>'
+           f'<geom name="plank{i}" class="terrain" type="box" size="{size}"{box_contact}/></body>'
            for i in range(2 * N_PAIRS)]
     marker = " ".join(repr(float(v)) for v in GOAL_MARKER_HALF_EXTENTS)
     new.append(f'    <geom name="goal_marker" class="terrain" type="box" contype="0" '
@@ -115,11 +125,26 @@ class PaperCodeMujocoSim(MujocoMinitaurSim):
 
     def __init__(self, physics: PhysicsConfig | None = None, camera: CameraConfig | None = None,
                  clock: PaperCodeConfig | None = None) -> None:
-        super().__init__(physics, camera)
+        super().__init__(physics, camera or CameraConfig(far_m=PAPER_CODE_DEFAULTS["depth_far_m"]))
         self.clock = clock or PaperCodeConfig()
 
     def _mjcf_text(self, plank_length: float) -> str:
-        return paper_code_mjcf(super()._mjcf_text(plank_length))
+        _, links, _ = parse_urdf(urdf_path(self.physics.robot))
+        foot_mu = next(lk.foot_friction for lk in links if lk.foot_friction is not None)
+        mu = BOX_FRICTION * foot_mu
+        contact = (f' priority="2" friction="{mu!r} 0.005 0.0001" '
+                   f'solref="{" ".join(repr(float(v)) for v in self.contact.foot_solref)}" '
+                   f'solimp="{" ".join(repr(float(v)) for v in self.contact.foot_solimp)}"')
+        return paper_code_mjcf(super()._mjcf_text(plank_length), contact)
+
+    def depth_from(self, torso_pos: np.ndarray, torso_orn: np.ndarray) -> np.ndarray:
+        """The image as the code computed it: the depth-buffer value d of each z-depth, then
+        far·near/(far − (far − near)·d), both in float32 (the sky: 999.02 m at far 1000)."""
+        z = super().depth_from(torso_pos, torso_orn).astype(np.float64)
+        near, far = CAMERA_NEAR_M, self.camera.far_m
+        d = (far / (far - near) * (1.0 - near / z)).astype(np.float32)
+        return (np.float32(far * near) / (np.float32(far) - np.float32(far - near) * d)
+                ).astype(np.float32)
 
     def _terrain_poses(self, terrain: BoxTerrain) -> tuple[np.ndarray, np.ndarray, float]:  # type: ignore[override]
         pos, quat = box_poses(terrain)
