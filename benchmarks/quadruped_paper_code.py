@@ -2,6 +2,7 @@
 
     nice -n 10 python benchmarks/quadruped_paper_code.py [--terrains 200] [--first-seed 9600000]
         [--draws 10] [--workers 2] [--rows runs/quadruped-paper-code/rows.jsonl] [--save]
+        [--bullet 40]
 
 Why: pacplan's `quadruped` world follows the paper's text; `variant: paper-code`
 (`pacplan.worlds.quadruped.paper_code`) rebuilds the experiment as the paper's code ran it. The
@@ -21,6 +22,11 @@ other), checked disjoint from every shipped quadruped preset's seeds. Each finis
 (both worlds' rows come one world after the other: the paper-code world first) is appended to
 `--rows` after a first line stamping the settings; a rerun with the same settings resumes (other
 settings are refused). `--save` writes benchmarks/data/quadruped-paper-code.json.
+
+`--bullet N` also walks the first N terrains of the paper-code world in PyBullet, the paper's
+engine (`physics: bullet`: pacplan's Bullet Derpy, which benchmarks/quadruped_oracle.py checks
+against pybullet_envs itself; about 1 CPU-s a rollout, so N stays small), with its own rows
+file (`--rows` with `-bullet` added to its name).
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ from pacplan.worlds.quadruped.paper_prior import load_paper_prior, paper_draws
 
 WORLDS = {"paper-code": {"variant": "paper-code"},
           "text": {"max_slope_deg": 23.3, "physics": "mujoco", "robot": "derpy"}}
+BULLET = {"paper-code-bullet": {"variant": "paper-code", "physics": "bullet"}}
 FIRST_SEED = 9_600_000
 PAPER_MATRIX_COST = 0.185  # the issue's figure: C_minitaur.npy's mean
 TOLERANCE = 0.04
@@ -85,7 +92,7 @@ def _walk(task: tuple[str, list[int], np.ndarray]) -> list[dict[str, Any]]:
     """Every policy on each terrain of one world: cost (and the code's unclipped cost), fall,
     finish, CPU seconds."""
     world_name, seeds, thetas = task
-    world = QuadrupedWorld(**WORLDS[world_name])
+    world = QuadrupedWorld(**{**WORLDS, **BULLET}[world_name])
     rows = []
     for seed in seeds:
         cells = []
@@ -175,6 +182,26 @@ def summarise(rows: list[dict[str, Any]], names: list[str], draws: int) -> dict[
     }
 
 
+def _run(path: Path, stamp: dict[str, Any], worlds: dict[str, Any], seeds: range,
+         thetas: np.ndarray, workers: int) -> dict[tuple[str, int], dict[str, Any]]:
+    """Every (world, terrain) row of `worlds` × `seeds`, resumed from `path` and appended to
+    it as each chunk of terrains finishes."""
+    done = _load_rows(path, stamp)
+    todo = [(w, s) for w in worlds for s in seeds if (w, s) not in done]
+    if todo:
+        tasks = []
+        for w in worlds:
+            left = [s for ww, s in todo if ww == w]
+            tasks += [(w, left[i:i + CHUNK], thetas) for i in range(0, len(left), CHUNK)]
+        with ProcessPoolExecutor(workers) as pool, path.open("a") as f:
+            for fut in as_completed([pool.submit(_walk, t) for t in tasks]):
+                for row in fut.result():
+                    f.write(json.dumps(row) + "\n")
+                    done[(row["world"], row["seed"])] = row
+                f.flush()
+    return done
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--terrains", type=int, default=200)
@@ -183,6 +210,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--rows", type=Path, default=ROWS)
     ap.add_argument("--save", action="store_true")
+    ap.add_argument("--bullet", type=int, default=0,
+                    help="also walk the first N terrains of the paper-code world in PyBullet")
     args = ap.parse_args(argv)
     lo, hi = args.first_seed, args.first_seed + args.terrains
     for what, (a, b) in preset_seed_ranges().items():
@@ -192,20 +221,12 @@ def main(argv: list[str] | None = None) -> None:
     stamp = {"stamp": {"worlds": WORLDS, "policies": names, "first_seed": lo,
                        "terrains": args.terrains,
                        "weights_sha": __import__("hashlib").sha256(thetas.tobytes()).hexdigest()}}
-    done = _load_rows(args.rows, stamp)
     t0 = time.perf_counter()
-    todo = [(w, s) for w in WORLDS for s in range(lo, hi) if (w, s) not in done]
-    if todo:
-        tasks = []
-        for w in WORLDS:
-            seeds = [s for ww, s in todo if ww == w]
-            tasks += [(w, seeds[i:i + CHUNK], thetas) for i in range(0, len(seeds), CHUNK)]
-        with ProcessPoolExecutor(args.workers) as pool, args.rows.open("a") as f:
-            for fut in as_completed([pool.submit(_walk, t) for t in tasks]):
-                for row in fut.result():
-                    f.write(json.dumps(row) + "\n")
-                    done[(row["world"], row["seed"])] = row
-                f.flush()
+    done = _run(args.rows, stamp, WORLDS, range(lo, hi), thetas, args.workers)
+    if args.bullet:
+        b_stamp = {"stamp": {**stamp["stamp"], "worlds": BULLET, "terrains": args.bullet}}
+        b_rows = args.rows.with_name(f"{args.rows.stem}-bullet{args.rows.suffix}")
+        done |= _run(b_rows, b_stamp, BULLET, range(lo, lo + args.bullet), thetas, args.workers)
     out: dict[str, Any] = {"benchmark": "quadruped_paper_code", "worlds": WORLDS,
                            "terrains": [lo, hi], "draws": args.draws,
                            "draws_as": "torch.manual_seed(0), randn((draws, 944)), paper layout"}
@@ -215,7 +236,7 @@ def main(argv: list[str] | None = None) -> None:
         out["paper_matrix"] = {"mean": round(float(matrix.mean()), 4),
                                "first_draws_mean": round(float(matrix[:, :args.draws].mean()), 4),
                                "shape": list(matrix.shape)}
-    for w in WORLDS:
+    for w in [*WORLDS, *(BULLET if args.bullet else {})]:
         rows = [done[(w, s)] for s in range(lo, hi) if (w, s) in done]
         if rows:
             out[w] = {"n": len(rows), **summarise(rows, names, args.draws)}
@@ -224,6 +245,11 @@ def main(argv: list[str] | None = None) -> None:
         out["yardstick"] = {"target": PAPER_MATRIX_COST, "tolerance": TOLERANCE,
                             "measured": got, "met": bool(abs(got - PAPER_MATRIX_COST)
                                                          <= TOLERANCE)}
+    if "paper-code-bullet" in out:
+        got = out["paper-code-bullet"]["paper_prior_draws"]["mean_cost"]
+        out["yardstick_bullet"] = {"target": PAPER_MATRIX_COST, "tolerance": TOLERANCE,
+                                   "measured": got, "terrains": out["paper-code-bullet"]["n"],
+                                   "within": bool(abs(got - PAPER_MATRIX_COST) <= TOLERANCE)}
     out["wall_s_this_invocation"] = round(time.perf_counter() - t0, 1)
     text = json.dumps(out)
     print(text)

@@ -20,11 +20,8 @@ from pacplan.worlds import make_world
 from pacplan.worlds.quadruped import QuadrupedWorld
 from pacplan.worlds.quadruped.boxes import BoxTerrain, box_poses, sample_box_terrain
 from pacplan.worlds.quadruped.gait import GaitParams, gait_motor_angles
-from pacplan.worlds.quadruped.paper_code import (
-    PaperCodeMujocoSim,
-    paper_code_cost,
-    wrap_angles,
-)
+from pacplan.worlds.quadruped.paper_code import paper_code_cost, wrap_angles
+from pacplan.worlds.quadruped.paper_code_mujoco import PaperCodeMujocoSim
 from pacplan.worlds.quadruped.policy import gait_theta
 
 RUN = Path(__file__).resolve().parents[3] / "results" / "quadruped"
@@ -169,7 +166,7 @@ def test_motor_angles_are_wrapped_as_pybullet_envs_reads_them() -> None:
 @pytest.mark.parametrize(("options", "named"), [
     ({"variant": "paper-code", "plank_lenght": 0.5}, "plank_lenght"),
     ({"variant": "paper-code", "plank_length": 0.5}, "plank_length"),
-    ({"variant": "paper-code", "physics": "bullet"}, "physics"),
+    ({"variant": "paper-code", "physics": "tiny"}, "physics"),
     ({"variant": "paper-code", "robot": "minitaur"}, "robot"),
     ({"variant": "paper-code", "gait_clock": -1.0}, "gait_clock"),
     ({"variant": "paper-code", "primitive_s": 0.013}, "primitive_s"),
@@ -227,3 +224,27 @@ def test_the_report_figure_draws_a_paper_code_walk(tmp_path: Path) -> None:
 
     out = render_figure(4, str(tmp_path / "walk.png"), None, {"variant": "paper-code"})
     assert Path(out).stat().st_size > 10_000
+
+
+def test_pybullet_builds_the_same_boxes_with_the_codes_friction() -> None:
+    import pybullet
+
+    from pacplan.worlds.quadruped.paper_code_bullet import PaperCodeBulletSim
+
+    sim = PaperCodeBulletSim()
+    terrain = sample_box_terrain(5)
+    sim.reset(terrain)
+    cid = sim.cid
+    for x in (0.9, 1.6, 3.3, 4.75, 7.0):
+        hit = pybullet.rayTest([x, 2.0, 2.0], [x, 2.0, -1.0], physicsClientId=cid)[0]
+        assert hit[3][2] == pytest.approx(float(terrain.height(x)), abs=1e-6)
+    plane, box = sim.terrain_body, sim.terrain_body + 1
+    assert pybullet.getDynamicsInfo(plane, -1, physicsClientId=cid)[1] == 1.0
+    assert pybullet.getDynamicsInfo(box, -1, physicsClientId=cid)[1] == 0.5
+    sky = np.float32(1000.0 * 0.01) / (np.float32(1000.0) - np.float32(1000.0 - 0.01)
+                                        * np.float32(1.0))
+    assert sim.depth_image().max() == sky
+    assert sim.step_count == 0 and sim.time == 0.0
+    sim.close()
+    world = QuadrupedWorld(variant="paper-code", physics="bullet")
+    assert world.engine == "bullet" and world.rollout_config.primitive_s == 0.25

@@ -38,7 +38,9 @@ same Derpy twin the text world uses. Every difference from the text world:
 The policy's η order is NOT changed: the paper's net reads its outputs as (a1, a2, steering,
 speed) and pacplan's as (a1, a2, ω, a_st), a relabelling of weights that
 `paper_prior.from_paper_layout` undoes exactly, so a weight vector means the same gait in both
-variants. PyBullet is not offered for this variant (physics: mujoco only).
+variants. Both engines run it: MuJoCo (`paper_code_mujoco`, the default) and PyBullet
+(`paper_code_bullet`, the paper's engine, several times slower); this module holds what they
+share.
 """
 
 from __future__ import annotations
@@ -55,15 +57,13 @@ from pacplan.worlds.quadruped.boxes import (
     GOAL_MARKER_X_M,
     N_PAIRS,
     BoxTerrain,
-    box_poses,
 )
-from pacplan.worlds.quadruped.camera import CAMERA_NEAR_M, CameraConfig
+from pacplan.worlds.quadruped.camera import CAMERA_NEAR_M
 from pacplan.worlds.quadruped.episode import RolloutConfig
 from pacplan.worlds.quadruped.gait import NEUTRAL_MOTOR_ANGLES, GaitParams, gait_motor_angles
 from pacplan.worlds.quadruped.mjcf import GROUND_HALF_THICKNESS_M, parse_urdf, urdf_path
-from pacplan.worlds.quadruped.mujoco_sim import MujocoMinitaurSim
 from pacplan.worlds.quadruped.rollout import Controller, RolloutResult
-from pacplan.worlds.quadruped.sim import PhysicsConfig
+from pacplan.worlds.quadruped.simulator import QuadrupedSim
 
 PAPER_CODE_DEFAULTS = {"primitive_s": 0.25, "horizon_s": 5.0, "depth_far_m": 1000.0,
                        "gait_clock": 2.0, "finish_dx": 6.0}
@@ -120,56 +120,53 @@ def paper_code_mjcf(base: str, box_contact: str = "") -> str:
     return "\n".join(kept[:end] + new + kept[end:])
 
 
-class PaperCodeMujocoSim(MujocoMinitaurSim):
-    """The MuJoCo Derpy with the paper code's terrain, settling, clock and motor-angle reading."""
+def code_depth(z: np.ndarray, far: float) -> np.ndarray:
+    """z-depth images as the code computed them: the depth-buffer value d of each z (float32),
+    then far·near/(far − (far − near)·d) in float32 (the sky: 999.02 m at far 1000)."""
+    near = CAMERA_NEAR_M
+    z64 = np.asarray(z, dtype=np.float64)
+    d = (far / (far - near) * (1.0 - near / z64)).astype(np.float32)
+    return (np.float32(far * near) / (np.float32(far) - np.float32(far - near) * d)
+            ).astype(np.float32)
 
-    def __init__(self, physics: PhysicsConfig | None = None, camera: CameraConfig | None = None,
-                 clock: PaperCodeConfig | None = None) -> None:
-        super().__init__(physics, camera or CameraConfig(far_m=PAPER_CODE_DEFAULTS["depth_far_m"]))
-        self.clock = clock or PaperCodeConfig()
 
-    def _mjcf_text(self, plank_length: float) -> str:
-        _, links, _ = parse_urdf(urdf_path(self.physics.robot))
-        foot_mu = next(lk.foot_friction for lk in links if lk.foot_friction is not None)
-        mu = BOX_FRICTION * foot_mu
-        contact = (f' priority="2" friction="{mu!r} 0.005 0.0001" '
-                   f'solref="{" ".join(repr(float(v)) for v in self.contact.foot_solref)}" '
-                   f'solimp="{" ".join(repr(float(v)) for v in self.contact.foot_solimp)}"')
-        return paper_code_mjcf(super()._mjcf_text(plank_length), contact)
+def settle_targets(clock: PaperCodeConfig) -> np.ndarray:
+    """(steps, 8) motor targets of the code's settling: π/2 for 100 physics steps, then five
+    all-zero leg-model actions of `action_repeat` steps each."""
+    half_pi = np.full(8, math.pi / 2)
+    zero_steps = SETTLE_ZERO_ACTIONS * clock.action_repeat
+    return np.vstack([np.tile(half_pi, (SETTLE_HALF_PI_STEPS, 1)),
+                      np.tile(NEUTRAL_MOTOR_ANGLES, (zero_steps, 1))])
 
-    def depth_from(self, torso_pos: np.ndarray, torso_orn: np.ndarray) -> np.ndarray:
-        """The image as the code computed it: the depth-buffer value d of each z-depth, then
-        far·near/(far − (far − near)·d), both in float32 (the sky: 999.02 m at far 1000)."""
-        z = super().depth_from(torso_pos, torso_orn).astype(np.float64)
-        near, far = CAMERA_NEAR_M, self.camera.far_m
-        d = (far / (far - near) * (1.0 - near / z)).astype(np.float32)
-        return (np.float32(far * near) / (np.float32(far) - np.float32(far - near) * d)
-                ).astype(np.float32)
 
-    def _terrain_poses(self, terrain: BoxTerrain) -> tuple[np.ndarray, np.ndarray, float]:  # type: ignore[override]
-        pos, quat = box_poses(terrain)
-        peaks = terrain.peak_heights
-        return pos, quat, max(MARKER_TOP_M, float(peaks.max()) if peaks.size else 0.0)
+def held_gait_targets(params: GaitParams, step_count: int, n_steps: int, clock: PaperCodeConfig,
+                      time_step: float) -> tuple[np.ndarray, np.ndarray]:
+    """Targets and phases of the next `n_steps` physics steps from `step_count` (counted from
+    the clock's start): control step c holds the gait at phase
+    ω · gait_clock · c · (action_repeat · dt) for its `action_repeat` physics steps."""
+    steps = step_count + np.arange(n_steps)
+    control = (steps // clock.action_repeat).astype(np.float64)
+    period = clock.action_repeat * time_step
+    phases = params.omega * (clock.gait_clock * period * control)
+    return gait_motor_angles(params, phases), phases
 
-    def _settle_targets(self) -> np.ndarray:
-        half_pi = np.full(8, math.pi / 2)
-        zero_steps = SETTLE_ZERO_ACTIONS * self.clock.action_repeat
-        return np.vstack([np.tile(half_pi, (SETTLE_HALF_PI_STEPS, 1)),
-                          np.tile(NEUTRAL_MOTOR_ANGLES, (zero_steps, 1))])
 
-    def _gait_targets(self, params: GaitParams, n_steps: int) -> tuple[np.ndarray, np.ndarray]:
-        """Control step c (counted from the clock's start) holds the gait at phase
-        ω · gait_clock · c · (action_repeat · dt) for its `action_repeat` physics steps."""
-        steps = self.step_count + np.arange(n_steps)
-        control = (steps // self.clock.action_repeat).astype(np.float64)
-        period = self.clock.action_repeat * self.physics.time_step
-        phases = params.omega * (self.clock.gait_clock * period * control)
-        return gait_motor_angles(params, phases), phases
+def box_contact_attributes(robot: str, foot_solref: tuple[float, ...],
+                           foot_solimp: tuple[float, ...]) -> str:
+    """MJCF attributes of the boxes: contact priority over the robot, a foot's friction on
+    them (its URDF friction × Bullet's default 0.5) and the feet's calibrated softness."""
+    _, links, _ = parse_urdf(urdf_path(robot))
+    foot_mu = next(lk.foot_friction for lk in links if lk.foot_friction is not None)
+    mu = BOX_FRICTION * foot_mu
+    return (f' priority="2" friction="{mu!r} 0.005 0.0001" '
+            f'solref="{" ".join(repr(float(v)) for v in foot_solref)}" '
+            f'solimp="{" ".join(repr(float(v)) for v in foot_solimp)}"')
 
-    def proprioception(self) -> np.ndarray:
-        out = super().proprioception()
-        out[:8] = wrap_angles(out[:8])
-        return out
+
+def terrain_top(terrain: BoxTerrain) -> float:
+    """The highest point a ray can meet on this terrain (crest or goal marker)."""
+    peaks = terrain.peak_heights
+    return max(MARKER_TOP_M, float(peaks.max()) if peaks.size else 0.0)
 
 
 @dataclass
@@ -186,12 +183,12 @@ def paper_code_cost(x_start: float, goal_x: float, finished: bool) -> tuple[floa
     return float(min(max(raw, 0.0), 1.0)), float(raw)
 
 
-def paper_code_rollout(sim: MujocoMinitaurSim, terrain: BoxTerrain, controller: Controller,
+def paper_code_rollout(sim: QuadrupedSim, terrain: BoxTerrain, controller: Controller,
                        config: RolloutConfig, record: bool = False) -> PaperCodeResult:
     """One rollout with the paper code's end rule and cost: up to `max_primitives` primitives,
     stopped at a fall or once the torso passes x = finish_dx (world frame, checked every
     control step); the cost reads x at the start of the primitive that was running."""
-    sim.reset(terrain)
+    sim.reset(terrain)  # type: ignore[arg-type]
     goal = config.finish_dx
     gaits: list[GaitParams] = []
     starts: list[float] = []

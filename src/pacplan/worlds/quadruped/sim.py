@@ -166,15 +166,30 @@ class MinitaurSim(TorsoReadouts):
             physicsClientId=cid,
         )
         pybullet.setGravity(0.0, 0.0, -10.0, physicsClientId=cid)
-        self.terrain_body = build_terrain(cid, terrain, cfg.terrain_friction)
+        self.terrain_body = self._build_terrain(terrain)
         self.robot, self.motor_ids = load_robot(cid, robot_spec(cfg.robot), cfg.self_collision,
                                                 cfg.mounted_contacts)
         # Settle: hold the pose the gait starts from, so t = 0 begins from rest.
-        for _ in range(round(cfg.settle_s / cfg.time_step)):
-            self._apply_pd(NEUTRAL_MOTOR_ANGLES)
+        for target in self._settle_targets():
+            self._apply_pd(target)
             pybullet.stepSimulation(physicsClientId=cid)
         self.step_count = 0
         self._phase = 0.0
+
+    def _build_terrain(self, terrain: Terrain) -> int:
+        """Add the terrain's bodies to the fresh simulation; the ground body's id."""
+        return build_terrain(self.cid, terrain, self.physics.terrain_friction)
+
+    def _settle_targets(self) -> np.ndarray:
+        """(steps, 8) motor targets held while the robot settles before the clock starts."""
+        steps = round(self.physics.settle_s / self.physics.time_step)
+        return np.tile(NEUTRAL_MOTOR_ANGLES, (max(steps, 0), 1))
+
+    def _gait_targets(self, params: GaitParams, n_steps: int) -> tuple[np.ndarray, np.ndarray]:
+        """(n_steps, 8) motor targets of the next `n_steps` physics steps and the gait phase
+        after each: φ advances by ω·dt per step from where the last primitive left it."""
+        phases = self._phase + params.omega * self.physics.time_step * np.arange(1, n_steps + 1)
+        return gait_motor_angles(params, phases), phases
 
     # ------------------------------------------------------------------ state
     @property
@@ -233,8 +248,7 @@ class MinitaurSim(TorsoReadouts):
         cfg = self.physics
         cid = self.cid
         n_steps = round(duration_s / cfg.time_step)
-        phases = self._phase + params.omega * cfg.time_step * np.arange(1, n_steps + 1)
-        targets = gait_motor_angles(params, phases)
+        targets, phases = self._gait_targets(params, n_steps)
         outcome = PrimitiveOutcome(fell=False, finished=False, steps=0)
         for k in range(n_steps):
             self._apply_pd(targets[k])

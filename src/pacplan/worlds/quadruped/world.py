@@ -55,10 +55,10 @@ class QuadrupedWorld:
     every difference: its box terrain, 0.25 s primitives with the gait clock at `gait_clock` = 2
     times simulated time, 5 s rollouts, far plane 1000 m, its settling and cost rule, clipped).
     There the defaults become primitive_s 0.25, horizon_s 5, depth_far_m 1000, gait_clock 2,
-    max_slope_deg 35·2/3 and physics "mujoco"; `plank_length`, `robot: minitaur`, `physics:
-    bullet` and the Minitaur's contact options are refused in one line, as is `gait_clock` in
-    the text world. Options left unset take the variant's defaults, so the text world is built
-    exactly as before.
+    max_slope_deg 35·2/3 and physics "mujoco" ("bullet" runs it in PyBullet, the paper's
+    engine); `plank_length`, `robot: minitaur` and the Minitaur's contact options are refused in
+    one line, as is `gait_clock` in the text world. Options left unset take the variant's
+    defaults, so the text world is built exactly as before.
     """
 
     name = "quadruped"
@@ -92,10 +92,9 @@ class QuadrupedWorld:
                 if value is not None:
                     raise PacplanError(f"{option} is not an option of variant 'paper-code' (its "
                                        "terrain is the paper's boxes, its robot the Derpy)")
-            if robot != DEFAULT_ROBOT or physics not in (None, "mujoco"):
-                raise PacplanError("variant 'paper-code' runs the Derpy in MuJoCo only (robot: "
-                                   f"derpy, physics: mujoco), got robot {robot!r}, physics "
-                                   f"{physics!r}")
+            if robot != DEFAULT_ROBOT:
+                raise PacplanError(f"variant 'paper-code' runs the paper's robot only (robot: "
+                                   f"derpy), got robot {robot!r}")
             gait_clock = 2.0 if gait_clock is None else gait_clock
             if isinstance(gait_clock, bool) or not 0.0 < float(gait_clock) <= 10.0:
                 raise PacplanError(f"gait_clock must lie in (0, 10], got {gait_clock!r}")
@@ -104,7 +103,7 @@ class QuadrupedWorld:
             horizon_s = 5.0 if horizon_s is None else horizon_s
             primitive_s = 0.25 if primitive_s is None else primitive_s
             depth_far_m = 1000.0 if depth_far_m is None else depth_far_m
-            physics = "mujoco"
+            physics = "mujoco" if physics is None else physics
         elif gait_clock is not None:
             raise PacplanError("gait_clock is an option of variant 'paper-code' only: the text "
                                "world's gait phase is ω × simulated time")
@@ -181,10 +180,16 @@ class QuadrupedWorld:
 
     def _new_sim(self) -> QuadrupedSim:
         if self.variant == "paper-code":
-            from pacplan.worlds.quadruped.paper_code import PaperCodeConfig, PaperCodeMujocoSim
+            from pacplan.worlds.quadruped.paper_code import PaperCodeConfig
 
-            return PaperCodeMujocoSim(self.physics, self.camera,
-                                      PaperCodeConfig(gait_clock=float(self.gait_clock or 2.0)))
+            clock = PaperCodeConfig(gait_clock=float(self.gait_clock or 2.0))
+            if self.engine == "bullet":
+                from pacplan.worlds.quadruped.paper_code_bullet import PaperCodeBulletSim
+
+                return PaperCodeBulletSim(self.physics, self.camera, clock)
+            from pacplan.worlds.quadruped.paper_code_mujoco import PaperCodeMujocoSim
+
+            return PaperCodeMujocoSim(self.physics, self.camera, clock)
         if self.engine == "mujoco":
             from pacplan.worlds.quadruped.mujoco_sim import MujocoMinitaurSim
 
