@@ -17,6 +17,11 @@ hold on any x86-64 CPU: prior, policies and cost matrices by sha256 (ES draws it
 certificates by value, against reference files in tests/data/pinned/, every number to the
 tolerance `verify` uses (NumPy's AVX-512 exp and log move their last bits on other CPUs).
 
+Since 0.2.0 (issue 38's first step) uav-quick certifies the taught prior (priors/uav-taught):
+its prior, policies and matrices were re-pinned, and its matrices are the first 1000 rows of
+results/uav-taught's, byte for byte (the same prior, policies and seeds; checked when pinned, and
+by `test_uav_quick_matrices_are_the_taught_runs_first_rows`).
+
 The reference certificates were regenerated once more, on purpose (issue 36), when the posterior
 search stopped deciding on differences below 1e-9: a flat bound's β had wandered by 1e-7 under
 another CPU's last bits. Their β and p moved (toy N = 1000: β 456.98 → 456.85), their certified
@@ -46,11 +51,11 @@ TOY = {
     "costs/test.npy": "beb918859277e888ae0dd292779502e585fd5aee2ae0757ef82f2a0e9be92338",
 }
 
-UAV_QUICK = {  # re-pinned once, on purpose: the shipped UAV prior was retrained (issue 13)
-    "prior.safetensors": "59ded429cc928bc587e01e809bb8e12eaf3084baa71cdc0f55ac9fb3bffa8f6b",
-    "policies.npy": "b26aca8c3c3547c8c31d4161ea9e69f83bf7c86312363626b721a323d371b51b",
-    "costs/cert.npy": "7474d475f23e4d197f506a2b8af481752434996444adab22d06e6088b8fc44af",
-    "costs/test.npy": "395882d70863506cc46c23c48b8d341aa2b02b01690621c9185b41049d244da5",
+UAV_QUICK = {  # re-pinned on purpose: uav-quick certifies the taught prior since 0.2.0
+    "prior.safetensors": "4bab9be5279482756e6516485901fef6e93b3d9af6fbb445289f9cc4f7756570",
+    "policies.npy": "12ae96dd3698a96889788624a0a81d0a55bef00c28d4a0341f5815f8b2a4ecd4",
+    "costs/cert.npy": "eb4c1d287e5bb3b64ccfcd936d3c134bf110f8220658817037c3bb32f5c0cbb1",
+    "costs/test.npy": "bc75743cac0f84cd6d79a244f483810ea558249a4449c0f110324afd49dfb30e",
     "costs/baseline-depth-filter-only.npy":  # no prior involved: unchanged since issue 10
         "c89c973aefa6651b671a177b647c5d41ff7743d61fb70f0c37cabd17c89ca9a8",
 }
@@ -82,6 +87,24 @@ def test_reference_certificates_see_a_changed_number() -> None:
     assert value_difference(cert, noisy) is None
     moved = {**cert, "klinv": cert["klinv"] + 1e-7}
     assert "klinv" in (value_difference(cert, moved) or "")
+
+
+def test_uav_quick_matrices_are_the_taught_runs_first_rows() -> None:
+    """The pinned uav-quick hashes name the first 1000 rows of the shipped results/uav-taught
+    run (the same prior, policies and seeds): an independent run pins the main job."""
+    import hashlib
+
+    import numpy as np
+
+    from pacplan.files import npy_bytes
+
+    taught = REPO / "results" / "uav-taught"
+    assert sha256_file(taught / "prior.safetensors") == UAV_QUICK["prior.safetensors"]
+    assert sha256_file(taught / "policies.npy") == UAV_QUICK["policies.npy"]
+    for role in ("cert", "test"):
+        rows = np.load(taught / "costs" / f"{role}.npy", allow_pickle=False)[:1000]
+        digest = hashlib.sha256(npy_bytes(np.ascontiguousarray(rows))).hexdigest()
+        assert digest == UAV_QUICK[f"costs/{role}.npy"], role
 
 
 @pytest.mark.slow
