@@ -248,3 +248,21 @@ def test_pybullet_builds_the_same_boxes_with_the_codes_friction() -> None:
     sim.close()
     world = QuadrupedWorld(variant="paper-code", physics="bullet")
     assert world.engine == "bullet" and world.rollout_config.primitive_s == 0.25
+
+
+def test_the_papers_draws_are_drawn_as_its_code_drew_them() -> None:
+    torch = pytest.importorskip("torch")
+    from pacplan.paperdata import paper_data_dir
+    from pacplan.worlds.quadruped.paper_prior import from_paper_layout, paper_draws
+
+    folder = paper_data_dir()
+    if folder is None:
+        pytest.skip("the paper's data is not here (pacplan data paper)")
+    ten = paper_draws(folder, 10)
+    assert ten.shape == (10, 944) and ten.dtype == np.float32
+    assert np.array_equal(paper_draws(folder, 50)[:10], ten)  # a (50, 944) block starts alike
+    torch.manual_seed(0)  # the paper's code: torch.manual_seed(0); randn((m, 944))
+    eps = torch.randn((10, 944)).numpy()
+    mu = np.load(folder / "mu_minitaur_best.npy").astype(np.float32)
+    std = np.exp(0.5 * np.load(folder / "logvar_minitaur_best.npy").astype(np.float32))
+    np.testing.assert_allclose(ten, from_paper_layout(mu + std * eps), rtol=1e-6, atol=1e-6)
