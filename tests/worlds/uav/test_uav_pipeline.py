@@ -15,13 +15,18 @@ from pacplan.run.provenance import verify_certificate as verify
 REPO = Path(__file__).resolve().parents[3]
 
 
-def test_shipped_prior_fits_the_uav_world():
+def test_shipped_priors_fit_the_uav_world():
+    """Both shipped UAV priors fit the net; the main job (uav-quick) certifies the taught one,
+    uav-tight the ES-only one."""
     from pacplan.worlds.uav import spec
 
-    mu, logvar = load_prior(shipped_priors()["uav"])
-    assert mu.shape == logvar.shape == (spec.POLICY_DIM,)
-    assert np.all(np.isfinite(mu)) and np.all(np.isfinite(logvar))
+    for name in ("uav", "uav-taught"):
+        mu, logvar = load_prior(shipped_priors()[name])
+        assert mu.shape == logvar.shape == (spec.POLICY_DIM,)
+        assert np.all(np.isfinite(mu)) and np.all(np.isfinite(logvar))
     cfg = load_config(preset_path("uav-quick"))
+    assert Path(cfg.prior) == shipped_priors()["uav-taught"].resolve()
+    cfg = load_config(preset_path("uav-tight"))
     assert Path(cfg.prior) == shipped_priors()["uav"].resolve()
 
 
