@@ -224,7 +224,8 @@ def main(argv: list[str] | None = None) -> None:
     t0 = time.perf_counter()
     done = _run(args.rows, stamp, WORLDS, range(lo, hi), thetas, args.workers)
     if args.bullet:
-        b_stamp = {"stamp": {**stamp["stamp"], "worlds": BULLET, "terrains": args.bullet}}
+        b_stamp = {"stamp": {k: v for k, v in stamp["stamp"].items() if k != "terrains"}
+                   | {"worlds": BULLET}}  # rows are per terrain: a larger --bullet resumes
         b_rows = args.rows.with_name(f"{args.rows.stem}-bullet{args.rows.suffix}")
         done |= _run(b_rows, b_stamp, BULLET, range(lo, lo + args.bullet), thetas, args.workers)
     out: dict[str, Any] = {"benchmark": "quadruped_paper_code", "worlds": WORLDS,
