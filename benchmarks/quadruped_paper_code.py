@@ -40,12 +40,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 from safetensors.numpy import load_file
 
 from pacplan.es.checkpoint import load_prior
 from pacplan.paperdata import paper_data_dir
-from pacplan.presets import presets_dir, resolve_prior
+from pacplan.presets import resolve_prior, seed_ranges
 from pacplan.worlds.quadruped import QuadrupedWorld
 from pacplan.worlds.quadruped.paper_prior import load_paper_prior, paper_draws
 
@@ -64,13 +63,7 @@ CHUNK = 2  # terrains per task handed to a worker
 
 def preset_seed_ranges() -> dict[str, tuple[int, int]]:
     """Every seed range of every shipped quadruped config (presets and prior recipes)."""
-    out: dict[str, tuple[int, int]] = {}
-    folder = presets_dir()
-    for path in sorted([*folder.glob("quadruped*.yaml"), *folder.glob("priors/quadruped*.yaml")]):
-        seeds = (yaml.safe_load(path.read_text()) or {}).get("seeds") or {}
-        for role, r in seeds.items():
-            out[f"{path.stem} {role}"] = (int(r[0]), int(r[1]))
-    return out
+    return seed_ranges("quadruped")
 
 
 def policies(draws: int) -> tuple[list[str], np.ndarray]:

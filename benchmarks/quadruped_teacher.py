@@ -35,11 +35,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 from safetensors.numpy import load_file
 
 from pacplan.errors import PacplanError
-from pacplan.presets import presets_dir
+from pacplan.presets import seed_ranges
 from pacplan.worlds.quadruped import QuadrupedWorld
 from pacplan.worlds.quadruped.teacher import QuadrupedTeacher, TeacherConfig, check_teacher_request
 
@@ -54,13 +53,7 @@ CHUNK = 4  # terrains per task handed to a worker
 
 def preset_seed_ranges() -> dict[str, tuple[int, int]]:
     """Every seed range of every shipped quadruped config (presets and prior recipes)."""
-    out: dict[str, tuple[int, int]] = {}
-    folder = presets_dir()
-    for path in sorted([*folder.glob("quadruped*.yaml"), *folder.glob("priors/quadruped*.yaml")]):
-        seeds = (yaml.safe_load(path.read_text()) or {}).get("seeds") or {}
-        for role, r in seeds.items():
-            out[f"{path.stem} {role}"] = (int(r[0]), int(r[1]))
-    return out
+    return seed_ranges("quadruped")
 
 
 def _walk(seeds: list[int]) -> list[dict[str, Any]]:

@@ -87,6 +87,22 @@ def preset_path(name: str) -> Path:
                        "(`pacplan presets` describes them)")
 
 
+def seed_ranges(world: str) -> dict[str, tuple[int, int]]:
+    """Every seed range of every shipped config of `world` (run presets and prior recipes whose
+    names start with it), as "<preset> <role>" -> [start, stop): what a benchmark's held-out
+    seeds must stay clear of."""
+    import yaml
+
+    out: dict[str, tuple[int, int]] = {}
+    for preset in list_presets():
+        if not preset.name.startswith(world):
+            continue
+        seeds = (yaml.safe_load(preset.path.read_text()) or {}).get("seeds") or {}
+        for role, r in seeds.items():
+            out[f"{preset.name} {role}"] = (int(r[0]), int(r[1]))
+    return out
+
+
 def shipped_priors() -> dict[str, Path]:
     """The shipped priors by name: `priors/<name>.safetensors` made by `<name>-prior.yaml`."""
     folder = presets_dir() / PRIORS
