@@ -9,8 +9,8 @@ import pickle
 import gymnasium as gym
 import numpy as np
 import pytest
-import user_costs
 
+import user_costs
 from pacplan.errors import CostRangeError, PacplanError
 from pacplan.worlds.base import make_world
 from pacplan.worlds.check import check_world
