@@ -11,7 +11,7 @@ clipped to [0, 1]: nearly every cost nonzero, mean 12.7 %, so it alarms). For ea
 - old: the whole file read and parsed at once, then `CertificateMonitor.update` one episode
   at a time (what `pacplan monitor` did), on the first `--old-episodes` lines only (at its
   rate the whole log takes many minutes; its cost per episode does not depend on the episode);
-- new: `pacplan monitor`'s reader (`cli_monitor.iter_costs`, line by line) feeding
+- new: `pacplan monitor`'s reader (`pacplan.cli.monitor.iter_costs`, line by line) feeding
   `update_many`, on the same first lines and on the whole log;
 - same: whether both give the same alarm episode and lower bound on the shared lines.
 
@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pacplan.cli_monitor import iter_costs
+from pacplan.cli.monitor import iter_costs
 from pacplan.runtime import CertificateMonitor
 
 CERTIFIED, ALPHA = 0.12, 0.01

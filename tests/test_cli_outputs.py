@@ -108,7 +108,7 @@ def test_control_characters_in_file_names_are_escaped(tmp_path: Path, capsys) ->
     (["pacplan", "verify", "x.json"], "interrupted"),
 ])
 def test_the_interrupted_line_says_what_is_kept(argv: list[str], words: str) -> None:
-    from pacplan.cli_output import interrupted_line
+    from pacplan.cli.output import interrupted_line
 
     line = interrupted_line(argv)
     assert words in line
@@ -120,7 +120,7 @@ def test_the_interrupted_line_gives_the_command_that_resumes() -> None:
     """The command after 'resume with:' splits back (as a shell would) into the same argv."""
     import shlex
 
-    from pacplan.cli_output import interrupted_line
+    from pacplan.cli.output import interrupted_line
 
     argv = ["/x/bin/pacplan", "run", "my config.yaml", "--out", "runs/[a] b", "--workers", "2"]
     line = interrupted_line(argv)

@@ -456,7 +456,7 @@ def test_cli_monitor_feeds_the_same_verdict_as_one_cost_at_a_time(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Costs go to the monitor in blocks; the printed verdict and bound are those of update()
     fed each cost in turn, across the reader's chunk boundaries."""
-    from pacplan import cli_monitor
+    from pacplan.cli import monitor as cli_monitor
 
     monkeypatch.setattr(cli_monitor, "CHUNK", 700)
     x = uav_like(0.2, (1, 2500), np.random.default_rng(13))[0]
@@ -473,7 +473,7 @@ def test_cli_monitor_feeds_the_same_verdict_as_one_cost_at_a_time(
 
 
 def test_the_plot_trace_keeps_the_bound_exactly_and_the_mean_thinned() -> None:
-    from pacplan.cli_monitor import _Trace
+    from pacplan.cli.monitor import _Trace
 
     x = uav_like(0.2, (1, 30_000), np.random.default_rng(14))[0]
     monitor = CertificateMonitor(C, 0.01)
@@ -552,6 +552,6 @@ def test_cli_monitor_reads_a_log_that_starts_with_a_byte_order_mark(
     code, out, err = cli(["monitor", str(uav_planner), str(path)], capsys)
     assert code == 0, err
     assert "2 episodes, mean cost 20.00 %" in out
-    from pacplan.cli_monitor import read_costs
+    from pacplan.cli.monitor import read_costs
 
     assert read_costs(path).tolist() == [0.1, 0.3]

@@ -1,4 +1,4 @@
-"""Property: the monitor's line parser (`pacplan.cli_monitor.read_costs`), fed any bytes as a
+"""Property: the monitor's line parser (`pacplan.cli.monitor.read_costs`), fed any bytes as a
 CSV or a JSON-lines log, either returns exactly the costs a reference parse finds, every one in
 [0, 1], or raises one PacplanError of one line; never another exception, never a hang
 (hypothesis's deadline).
@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from pacplan.cli_monitor import read_costs
+from pacplan.cli.monitor import read_costs
 from pacplan.errors import PacplanError
 
 _DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")

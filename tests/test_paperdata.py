@@ -27,7 +27,7 @@ from typer.testing import CliRunner
 
 from pacplan import paperdata
 from pacplan.cli import app as pacplan_app
-from pacplan.cli_data import data_app
+from pacplan.cli.data import data_app
 from pacplan.errors import PacplanError
 from pacplan.paperdata import PAPER_FILES, PRIOR_FILES, fetch_paper_data, paper_data_dir
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import typer
 
 from pacplan import paperdata
-from pacplan.cli_output import sigterm_raises
+from pacplan.cli.output import sigterm_raises
 from pacplan.errors import PacplanError
 from pacplan.outputs import refuse_overwriting
 

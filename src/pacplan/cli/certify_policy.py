@@ -12,7 +12,7 @@ import typer
 from rich.markup import escape
 
 from pacplan.certify_policy.seeds import DEFAULT_FIRST_SEED, Names
-from pacplan.cli_output import certificate_table, console, print_json, shown, sigterm_as_ctrl_c
+from pacplan.cli.output import certificate_table, console, print_json, shown, sigterm_as_ctrl_c
 from pacplan.errors import PacplanError
 from pacplan.validation import check_real
 

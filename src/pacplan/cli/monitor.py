@@ -26,7 +26,7 @@ from typing import Any, TextIO
 import numpy as np
 import typer
 
-from pacplan.cli_output import console, fail, shown
+from pacplan.cli.output import console, fail, shown
 from pacplan.errors import PacplanError
 from pacplan.files import open_regular
 from pacplan.outputs import refuse_overwriting

@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
-from pacplan.cli_output import console, err_console, print_json
+from pacplan.cli.output import console, err_console, print_json
 from pacplan.run.compare import TOLERANCE, Agreement, compare_runs
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
-from pacplan.cli_output import console, print_json
+from pacplan.cli.output import console, print_json
 from pacplan.run.plan import plan_n
 
 

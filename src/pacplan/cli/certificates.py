@@ -1,0 +1,117 @@
+"""`pacplan certify-matrix`, `bound`, `verify` and `export`: certificates from a cost matrix,
+the bounds alone, checking a certificate or planner, and exporting a certified planner."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from pacplan.choices import BOUND_CHOICES, SOLVERS
+from pacplan.cli.options import BoundOpt, DeltaOpt, choices, completer
+from pacplan.cli.output import certificate_table, console, number_text, print_json, shown
+from pacplan.outputs import refuse_overwriting
+from pacplan.pacbayes import bounds
+from pacplan.pacbayes.certificate import build_certificate
+from pacplan.pacbayes.matrices import load_cost_matrix
+from pacplan.run.provenance import verify_certificate
+from pacplan.validation import check_choice, check_delta, check_whole_number
+
+
+def certify_matrix(
+    costs: Path = typer.Argument(..., help="Certification cost matrix (.npy, N × m, in [0, 1])."),
+    test: Path | None = typer.Option(None, "--test", help="Held-out test cost matrix (.npy)."),
+    rows: int | None = typer.Option(None, "--rows", help="Use only the first N rows of COSTS."),
+    delta: float = DeltaOpt,
+    bound: str = BoundOpt,
+    solver: str = typer.Option("gibbs", "--solver", metavar=choices(SOLVERS),
+                               autocompletion=completer(SOLVERS),
+                               help="gibbs: exact and fast; rep: the paper's convex program."),
+    clip: bool = typer.Option(False, "--clip", help="Clip costs outside [0, 1] (recorded)."),
+    out: Path | None = typer.Option(None, "--out", help="Write the certificate JSON here."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Optimize a posterior over the m policies of a cost matrix and certify it."""
+    check_delta(delta)
+    check_choice("bound", bound, BOUND_CHOICES)
+    check_choice("solver", solver, SOLVERS)
+    if out is not None:  # never write the certificate over the matrix it is made from
+        refuse_overwriting(out, "--out", {"COSTS": costs, "--test": test}, file=True)
+    flags = ("--rows", "--clip")  # errors advise the flags, not the Python arguments
+    cert = load_cost_matrix(costs, rows=rows, clip=clip, name=str(costs), options=flags)
+    test_m = (load_cost_matrix(test, clip=clip, name=str(test), options=flags)
+              if test is not None else None)
+    c = build_certificate(cert, delta, bound=bound, solver=solver, test=test_m)
+    if out is not None:
+        c.save(out)
+    if as_json:
+        print_json(c.to_dict())
+    else:
+        console.print(certificate_table(c))
+        if out is not None:
+            console.print(f"certificate written to {shown(out)}")
+
+
+def bound_cmd(
+    emp: float = typer.Option(..., "--emp", help="Empirical cost Ĉ in [0, 1]."),
+    kl: float = typer.Option(..., "--kl", help="KL(p‖p0) ≥ 0."),
+    n: str = typer.Option(..., "-n", "--n", metavar="N",
+                          help="Number of certification environments N (e.g. 4000 or 4e3)."),
+    delta: float = DeltaOpt,
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Print the McAllester, quadratic and kl-inverse bounds for given Ĉ, KL, N and δ."""
+    n_envs = check_whole_number(n, "N (-n)")
+    values = bounds.all_bounds(emp, kl, n_envs, delta)
+    if as_json:
+        print_json({**values, "certified": min(values.values()), "emp_cost": emp, "kl": kl,
+                     "n": n_envs, "delta": delta})
+        return
+    table = Table(title=f"PAC-Bayes bounds (Ĉ = {emp:g}, KL = {kl:g}, N = {n_envs}, "
+                  f"δ = {delta:g})")
+    table.add_column("bound")
+    table.add_column("value", justify="right")
+    for name, value in values.items():
+        table.add_row(name, number_text(value))
+    console.print(table)
+
+
+def verify_cmd(
+    file: Path = typer.Argument(..., help="certificate.json, or a planner directory "
+                                          "(pacplan export), to check."),
+) -> None:
+    """Recompute a certificate from the matrices it references; fail on any mismatch. A
+    planner directory: every file's sha256, its certificate, and its policies and
+    probabilities against the certificate."""
+    from pacplan.export import is_planner_dir, verify_planner
+
+    if is_planner_dir(file):
+        c = verify_planner(file)
+        console.print(f"[green]OK[/] planner {shown(file)}: every file matches manifest.json; its "
+                      f"certificate verifies (certified cost ≤ {100 * c.certified:.2f} %, "
+                      f"δ = {c.delta:g}, N = {c.n}); support, probabilities and weights are "
+                      "the certified ones")
+        return
+    c = verify_certificate(file)
+    console.print(f"[green]OK[/] {shown(file)}: certified cost ≤ {100 * c.certified:.2f} % "
+                  f"({c.certified_by}, δ = {c.delta:g}, N = {c.n}, m = {c.m}); inputs match "
+                  "their sha256 and every number recomputes")
+
+
+def export_cmd(
+    run_dir: Path = typer.Argument(..., help="Run directory whose certificate verifies."),
+    out: Path = typer.Option(..., "--out", help="New planner directory to write."),
+    n: int | None = typer.Option(None, "--n", help="Export certificates/N<n>.json instead "
+                                 "of the main certificate.json."),
+) -> None:
+    """Export the certified planner (posterior support, ONNX net, weights, fixed parts,
+    certificate) for `pacplan.runtime`; refuses a certificate that does not verify."""
+    from pacplan.export import export_planner, verify_planner
+
+    refuse_overwriting(out, "--out", {"RUN_DIR": run_dir})  # not into a planner or run dir
+    export_planner(run_dir, out, n)
+    c = verify_planner(out)
+    console.print(f"[green]Exported[/] {shown(out)}: certified cost ≤ {100 * c.certified:.2f} % "
+                  f"(δ = {c.delta:g}, N = {c.n}); draw one policy per episode "
+                  "(docs/deploy.md)")
