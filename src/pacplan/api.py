@@ -151,10 +151,10 @@ def _run(config: Any, out: PathLike | None, prior: PathLike | None, progress: bo
          executor: str | None, workers: int | None, address: str | None) -> RunResult:
     from pacplan.outputs import refuse_overwriting
     from pacplan.presets import resolve_prior
+    from pacplan.report.document import write_report
     from pacplan.run.fresh import discard_if_refused
     from pacplan.run.pipeline import check_worlds
     from pacplan.run.pipeline import run as run_pipeline
-    from pacplan.run.report import write_report
     from pacplan.run.rundir import RunDir
 
     cfg = _config(config)

@@ -108,7 +108,7 @@ def test_killed_distillation_resumes_to_the_bit_and_is_recorded(tmp_path: Path) 
 
 
 def test_report_says_how_the_prior_was_taught_and_shows_the_stages(tmp_path: Path) -> None:
-    from pacplan.run.report_prior import _taught
+    from pacplan.report.prior import _taught
     from pacplan.run.rundir import RunDir
 
     meta = {"distill": json.dumps({"teacher": "T", "seeds": [0, 480], "rounds": 3,

@@ -102,9 +102,11 @@ def _certificates(m: int, ns: list[int], seed: int = 0) -> tuple[dict[int, Any],
 
 @pytest.fixture
 def unsaved(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
-    """Figures handed to `save_figure` by `pacplan.run.figures`, not drawn (the axes are what
-    these tests read; drawing the PNGs would only cost seconds), closed afterwards."""
-    from pacplan.run import figures
+    """Figures handed to `save_figure` by `pacplan.report.figures` and `pacplan.run.curve`, not
+    drawn (the axes are what these tests read; drawing the PNGs would only cost seconds), closed
+    afterwards."""
+    from pacplan.report import figures
+    from pacplan.run import curve
 
     captured: list[Any] = []
 
@@ -113,6 +115,7 @@ def unsaved(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
         return Path(path)
 
     monkeypatch.setattr(figures, "save_figure", keep)
+    monkeypatch.setattr(curve, "save_figure", keep)
     yield captured
     for fig in captured:
         plotting.pyplot().close(fig)
@@ -120,7 +123,7 @@ def unsaved(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
 
 def _report_figures(tmp_path: Path, unsaved: list[Any], m: int, ns: list[int],
                     paper: dict[int, float] | None) -> list[Any]:
-    from pacplan.run import figures
+    from pacplan.report import figures
 
     certs, costs = _certificates(m, ns)
     figures.report_figures(tmp_path, certs, costs, paper=paper)
@@ -144,11 +147,11 @@ def test_policy_ticks_are_whole_numbers(tmp_path, unsaved, m):
 
 
 def test_training_curve_iterations_are_whole_numbers(tmp_path, unsaved):
-    from pacplan.run import figures
+    from pacplan.run import curve
 
     records = [{"iteration": i, "cost": 0.5 - 0.1 * i, "best": 0.5 - 0.1 * i, "utility": i == 1,
                 "sigma_mean": 1.0} for i in range(3)]
-    figures.plot_training_curve(records, tmp_path / "curve.png")
+    curve.plot_training_curve(records, tmp_path / "curve.png")
     assert _whole(unsaved[0].axes[0].get_xticks())
 
 

@@ -15,10 +15,10 @@ import yaml
 
 from pacplan.config import parse_config
 from pacplan.errors import PacplanError
+from pacplan.report.document import write_report
 from pacplan.run.executors import SerialExecutor
 from pacplan.run.pipeline import run
 from pacplan.run.provenance import verify_certificate as verify
-from pacplan.run.report import write_report
 
 BASE = {
     "name": "toy-pipeline",
@@ -241,7 +241,7 @@ def test_baseline_from_a_weights_file_and_stale_chunks(tmp_path: Path):
 
 
 def test_paired_comparison_against_exact_cases():
-    from pacplan.run.report_tables import paired_comparison
+    from pacplan.report.tables import paired_comparison
 
     rng = np.random.default_rng(0)
     test = rng.uniform(0, 1, (50, 3))

@@ -13,8 +13,8 @@ from helpers import SMALL_TOY_RUN
 from pacplan.config import parse_config
 from pacplan.errors import PacplanError
 from pacplan.pacbayes.schema import certificate_content_sha256
+from pacplan.report.document import write_report
 from pacplan.run.pipeline import run
-from pacplan.run.report import write_report
 
 CONFIG = {**SMALL_TOY_RUN, "name": "toy-report", "baselines": [{"name": "zeros"}]}
 
@@ -114,7 +114,7 @@ def test_html_is_self_contained_and_holds_the_same_numbers(rundir: Path):
 
 
 def test_markdown_to_html_constructs(tmp_path: Path):
-    from pacplan.run.report_html import markdown_to_html
+    from pacplan.report.html import markdown_to_html
 
     (tmp_path / "f.png").write_bytes(b"\x89PNG fake")
     text = ("# T <1>\n\npara *em* and **b** `x<y`\ncontinued\n\n| a | b |\n|---|---:|\n"
@@ -151,7 +151,7 @@ def _certificate(finished_run: Path, **changes: object):
 
 
 def test_paper_column_exactly_when_the_setting_matches(finished_run: Path):
-    from pacplan.run.report_tables import paper_figures, table1
+    from pacplan.report.tables import paper_figures, table1
 
     setting = {"n": 1000, "m": 50, "delta": 0.01}
     paper = {n: _certificate(finished_run, **{**setting, "n": n}) for n in (1000, 1500, 4000)}
@@ -180,7 +180,7 @@ def test_report_of_a_non_paper_setting_has_no_paper_column(rundir: Path):
 
 
 def test_choose_trajectories_takes_failures_and_a_success():
-    from pacplan.run.report import choose_trajectories
+    from pacplan.report.document import choose_trajectories
 
     costs = np.array([0.0, 0.3, 0.0, 0.5, 0.2, 0.0])
     assert choose_trajectories(costs, 3) == [1, 3, 0]
@@ -197,8 +197,8 @@ def test_report_draws_failures_from_the_test_matrix(rundir: Path, monkeypatch):
     import yaml
 
     from pacplan.files import atomic_write_bytes
-    from pacplan.run import report
-    from pacplan.run.report import choose_trajectories
+    from pacplan.report import document as report
+    from pacplan.report.document import choose_trajectories
 
     drawn = []
 
@@ -229,7 +229,7 @@ def test_report_draws_failures_from_the_test_matrix(rundir: Path, monkeypatch):
 
 
 def test_timing_table_sums_invocations(rundir: Path):
-    from pacplan.run.report_tables import timing_table
+    from pacplan.report.tables import timing_table
 
     history = [
         {"finished": "2026-01-01T00:00:00Z", "seconds": {"prior": 10.0, "cert costs": 20.5}},
@@ -476,8 +476,8 @@ def test_world_options_and_prior_metadata_are_text(finished_run: Path, tmp_path:
     from types import SimpleNamespace
 
     from pacplan.config import load_config
-    from pacplan.run.report import _header
-    from pacplan.run.report_prior import _es_record_summary, _taught
+    from pacplan.report.document import _header
+    from pacplan.report.prior import _es_record_summary, _taught
     from pacplan.run.rundir import RunDir
 
     link = "[click me](mailto:a@b)"

@@ -1,5 +1,5 @@
 """Property: a string from outside (a file name, a config value, a JSON field) put into the
-report through `pacplan.run.markdown` renders as its own characters and nothing else.
+report through `pacplan.report.markdown` renders as its own characters and nothing else.
 
 Oracle: markdown-it-py, the parser report.html is rendered with, here with raw HTML on (as
 GitHub renders report.md) and pipe tables. For any string s, "before {text(s)} after" parses
@@ -16,7 +16,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from pacplan.run.markdown import code, printable, text
+from pacplan.report.markdown import code, printable, text
 
 MD = MarkdownIt("commonmark", {"html": True}).enable("table")
 

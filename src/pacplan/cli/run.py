@@ -36,9 +36,9 @@ def run_cmd(
 ) -> None:
     """Run every step (prior, policies, cost matrices, certificates, report); resumable."""
     from pacplan.config import load_config
+    from pacplan.report.document import write_report
     from pacplan.run.fresh import discard_if_refused
     from pacplan.run.pipeline import check_worlds, run
-    from pacplan.run.report import write_report
     from pacplan.run.rundir import RunDir
 
     cfg = load_config(resolve_config(config))
@@ -62,7 +62,7 @@ def report_cmd(
 ) -> None:
     """Write report.md, report.html and figures/ for a run directory (Table 1 form, one row
     per N)."""
-    from pacplan.run.report import write_report
+    from pacplan.report.document import write_report
     from pacplan.run.rundir import RunDir
 
     report = write_report(run_dir)

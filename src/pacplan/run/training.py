@@ -20,8 +20,8 @@ from pacplan.errors import PacplanError
 from pacplan.es import checkpoint as ckpt
 from pacplan.es.algorithm import ESState, ask, init_state, tell
 from pacplan.files import sha256_file
+from pacplan.run.curve import plot_training_curve
 from pacplan.run.executors import Executor, WorldSpec, executor_from_config
-from pacplan.run.figures import plot_training_curve
 from pacplan.run.progress import progress_bar
 from pacplan.run.rundir import RunDir, identity
 from pacplan.run.tensorboard import ScalarLog, open_log

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pacplan.run.report import write_report
+from pacplan.report.document import write_report
 
 ROOT = Path(__file__).resolve().parents[3]
 BENCH = ROOT / "benchmarks" / "quadruped_result_crossval.py"

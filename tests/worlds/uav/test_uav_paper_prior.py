@@ -184,7 +184,7 @@ def test_docs_quote_the_committed_measurement() -> None:
     state what the benchmark measured."""
     import json
 
-    from pacplan.run.report_tables import PAPER_NOTES
+    from pacplan.report.tables import PAPER_NOTES
 
     repo = Path(__file__).resolve().parents[3]
     data = json.loads((repo / "benchmarks" / "data" / "uav-paper-prior.json").read_text())

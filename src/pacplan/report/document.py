@@ -8,10 +8,10 @@ matrices) and every matrix, the policies and the prior are read only after their
 manifest.json. What is for people only (metrics.jsonl, timings.json, a shipped prior's training
 record, crossval/*.json) is labelled as such, and a field of it is quoted only once its type and
 range are checked. A string from outside (a file name, a config value, a JSON field) is written
-with `pacplan.run.markdown` (`text`, `code`): it shows as its own characters and can never
+with `pacplan.report.markdown` (`text`, `code`): it shows as its own characters and can never
 become a link, an image, emphasis, HTML or a new table cell.
 
-report.html is the same Markdown rendered by `pacplan.run.report_html`, figures embedded: one
+report.html is the same Markdown rendered by `pacplan.report.html`, figures embedded: one
 file to share.
 """
 
@@ -34,12 +34,11 @@ from pacplan.files import (
 )
 from pacplan.pacbayes.matrices import matrix_from_bytes
 from pacplan.pacbayes.record import Certificate
-from pacplan.run.figures import report_figures
-from pacplan.run.markdown import code, text
-from pacplan.run.provenance import verify_certificate
-from pacplan.run.report_html import markdown_to_html
-from pacplan.run.report_prior import prior_section
-from pacplan.run.report_tables import (
+from pacplan.report.figures import report_figures
+from pacplan.report.html import markdown_to_html
+from pacplan.report.markdown import code, text
+from pacplan.report.prior import prior_section
+from pacplan.report.tables import (
     PAPER_NOTES,
     paired_comparison,
     paper_bounds,
@@ -49,6 +48,7 @@ from pacplan.run.report_tables import (
     table1,
     timing_table,
 )
+from pacplan.run.provenance import verify_certificate
 from pacplan.run.rundir import SHA256_PATTERN, Manifest, RunDir, read_timings, timing_number
 from pacplan.validation import SAFE_NAME, check_unit_costs, is_int
 from pacplan.worlds.base import world_renderer

@@ -20,9 +20,9 @@ from pacplan.files import (
     sha256_file,
 )
 from pacplan.pacbayes.record import relative_path
-from pacplan.run.figures import plot_training_curve
-from pacplan.run.markdown import code, text
-from pacplan.run.report_tables import duration
+from pacplan.report.markdown import code, text
+from pacplan.report.tables import duration
+from pacplan.run.curve import plot_training_curve
 from pacplan.run.rundir import Manifest, RunDir
 from pacplan.validation import is_int
 

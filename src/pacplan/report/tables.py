@@ -1,7 +1,7 @@
 """The report's tables: Table 1 in the paper's form (with the paper's own figures where the run
 reproduces its setting), the posterior against each baseline on the same test environments, and
 the wall time of each step. Pure functions of checked numbers: no files; a name in a cell is
-written with `pacplan.run.markdown.text`.
+written with `pacplan.report.markdown.text`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import numpy as np
 from pacplan.pacbayes.certificate import confidence_interval
 from pacplan.pacbayes.posterior import mixture_costs
 from pacplan.pacbayes.record import Certificate
-from pacplan.run.markdown import text
+from pacplan.report.markdown import text
 
 # The paper's Table 1 (Veer & Majumdar, CoRL 2020), δ = 0.01, m = 50, per world: for each N the
 # bound it reports and, where it states one, the test cost of that N's posterior. UAV: the figures

@@ -1,0 +1,7 @@
+"""Everything that turns a finished run directory into report.md, report.html and figures/.
+
+A consumer of runs, not a stage of running them: it reads what `pacplan.run` wrote (through
+`pacplan.run.rundir` and `pacplan.run.provenance`) and never writes anything a run reads back.
+`write_report` (`pacplan.report.document`) is the entry point; `tables`, `prior`, `figures`,
+`html` and `markdown` are its parts.
+"""
