@@ -74,7 +74,7 @@ def _summary(run: dict[str, Any]) -> dict[str, Any]:
 
 
 def _figure(bullet: dict[str, Any], mujoco: dict[str, Any], path: str) -> str:
-    from pacplan.plotting import pyplot, save_figure
+    from pacplan.io.plotting import pyplot, save_figure
 
     plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained")

@@ -43,7 +43,7 @@ import numpy as np
 from safetensors.numpy import load_file
 
 from pacplan.es.checkpoint import load_prior
-from pacplan.paperdata import paper_data_dir
+from pacplan.io.paperdata import paper_data_dir
 from pacplan.presets import resolve_prior, seed_ranges
 from pacplan.worlds.quadruped import QuadrupedWorld
 from pacplan.worlds.quadruped.paper_prior import load_paper_prior, paper_draws

@@ -18,8 +18,8 @@ import multiprocessing as mp
 
 import numpy as np
 
+from pacplan.io.weights import load_theta
 from pacplan.presets import PRIORS, presets_dir
-from pacplan.weights import load_theta
 from pacplan.worlds.quadruped import QuadrupedWorld
 from pacplan.worlds.quadruped.policy import POLICY_DIM
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pacplan.files import atomic_write_json
+from pacplan.io.files import atomic_write_json
 from pacplan.pacbayes.matrices import matrix_from_bytes
 from pacplan.pacbayes.record import Certificate
 from pacplan.run.rundir import RunDir

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from pacplan.es.checkpoint import read_metrics
-from pacplan.plotting import pyplot, save_figure
+from pacplan.io.plotting import pyplot, save_figure
 from pacplan.presets import presets_dir
 
 PRIORS_DIR = presets_dir() / "priors"

@@ -100,7 +100,7 @@ def main() -> None:
 
 def draw(out: dict[str, Any], path: Path) -> None:
     """Lower bound vs episodes per world, the certified cost as a line, alarms marked."""
-    from pacplan.plotting import pyplot, save_figure
+    from pacplan.io.plotting import pyplot, save_figure
 
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7.5, 4.2))

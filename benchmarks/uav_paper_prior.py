@@ -26,7 +26,7 @@ import numpy as np
 
 from pacplan import portable
 from pacplan.es.checkpoint import load_prior
-from pacplan.paperdata import paper_data_dir
+from pacplan.io.paperdata import paper_data_dir
 from pacplan.presets import resolve_prior
 from pacplan.worlds.uav import UAVWorld
 from pacplan.worlds.uav import paper_prior as pp

@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 
 from pacplan.es.checkpoint import load_prior
+from pacplan.io.weights import load_theta
 from pacplan.presets import resolve_prior
-from pacplan.weights import load_theta
 from pacplan.worlds.uav import UAVWorld
 from pacplan.worlds.uav.spec import POLICY_DIM
 

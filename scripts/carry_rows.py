@@ -35,7 +35,7 @@ import numpy as np
 
 from pacplan.config import config_to_dict, load_config
 from pacplan.errors import PacplanError
-from pacplan.files import npy_bytes
+from pacplan.io.files import npy_bytes
 from pacplan.run.chunks import ChunkStore
 from pacplan.run.executors import chunk_grid
 from pacplan.run.pipeline import cost_inputs

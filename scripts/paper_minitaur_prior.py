@@ -18,7 +18,7 @@ import argparse
 from pathlib import Path
 
 from pacplan.es.checkpoint import save_prior
-from pacplan.paperdata import paper_data_dir
+from pacplan.io.paperdata import paper_data_dir
 from pacplan.worlds.quadruped.paper_prior import load_paper_prior
 
 

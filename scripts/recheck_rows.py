@@ -30,7 +30,7 @@ import numpy as np
 
 from pacplan.config import RunConfig, config_to_dict, load_config
 from pacplan.errors import PacplanError
-from pacplan.files import npy_from_bytes, sha256_bytes
+from pacplan.io.files import npy_from_bytes, sha256_bytes
 from pacplan.run.chunks import ChunkStore
 from pacplan.run.executors import make_executor
 from pacplan.run.rows import leading_cert_rows

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import settings
 
-from pacplan.paperdata import default_cache_dir, paper_data_dir
+from pacplan.io.paperdata import default_cache_dir, paper_data_dir
 
 # Property tests draw the same examples on every run, so a green suite stays green on the next
 # machine; HYPOTHESIS_PROFILE=explore draws new ones each run (to hunt, not to gate).

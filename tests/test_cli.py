@@ -167,14 +167,14 @@ def test_console_script_usage_error_has_no_traceback():
 def make_read_only(monkeypatch: pytest.MonkeyPatch):
     """Make a folder tree read-only (restored after the test).
 
-    Root ignores permission bits, so as root pacplan's own writes (`pacplan.files`) into the
+    Root ignores permission bits, so as root pacplan's own writes (`pacplan.io.files`) into the
     folder are refused with the EACCES a user would get.
     """
     import builtins
     import errno
     import os
 
-    import pacplan.files
+    import pacplan.io.files
 
     folders: list[Path] = []
     real_open = builtins.open
@@ -192,7 +192,7 @@ def make_read_only(monkeypatch: pytest.MonkeyPatch):
             d.chmod(0o555)
         folders.append(folder.resolve())
         if os.geteuid() == 0:
-            monkeypatch.setattr(pacplan.files, "open", guarded_open, raising=False)
+            monkeypatch.setattr(pacplan.io.files, "open", guarded_open, raising=False)
         return folder
 
     yield make
@@ -290,7 +290,7 @@ def _fake_render(seed: int, out: str, theta_path: str | None,
                  world_options: dict | None = None) -> str:
     """A renderer (the registry's signature) that writes its PNG the way pacplan writes every
     file."""
-    from pacplan.files import atomic_write_bytes
+    from pacplan.io.files import atomic_write_bytes
 
     atomic_write_bytes(out, b"\x89PNG fake")
     return out

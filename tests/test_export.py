@@ -13,7 +13,7 @@ import pytest
 from helpers import cli as run
 from pacplan.errors import PacplanError
 from pacplan.export import export_planner, verify_planner
-from pacplan.files import sha256_file
+from pacplan.io.files import sha256_file
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 

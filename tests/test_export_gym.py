@@ -20,7 +20,7 @@ import pytest
 from helpers import cli
 from pacplan.config import parse_config
 from pacplan.export import export_planner
-from pacplan.files import sha256_file
+from pacplan.io.files import sha256_file
 from pacplan.run.pipeline import run
 from pacplan.worlds.gym_policies import LinearPolicy
 from pacplan.worlds.gym_world import GymWorld

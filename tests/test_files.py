@@ -12,7 +12,7 @@ import pytest
 from numpy.lib import format as npy_format
 
 from pacplan.errors import PacplanError
-from pacplan.files import atomic_save_npy, atomic_write_bytes, load_npy
+from pacplan.io.files import atomic_save_npy, atomic_write_bytes, load_npy
 
 
 def _disk_full(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,6 +1,6 @@
 """One overwrite rule for every command that writes (issue 36): an output that is an input, or
 that is or lies inside a planner or run directory, is refused in one line before anything is
-read or written (`pacplan.outputs.refuse_overwriting`). `monitor --plot` is tested in
+read or written (`pacplan.io.outputs.refuse_overwriting`). `monitor --plot` is tested in
 test_monitor.py; here the rule itself and every other command that writes."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import yaml
 
 from helpers import SMALL_TOY_RUN, cli
 from pacplan.errors import PacplanError
-from pacplan.outputs import folder_kind, refuse_overwriting
+from pacplan.io.outputs import folder_kind, refuse_overwriting
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -110,7 +110,7 @@ def test_certify_matrix_out_inside_a_run_or_planner_directory(
 
 def _fake_render(seed: int, out: str, theta_path: str | None,
                  world_options: dict | None = None) -> str:
-    from pacplan.files import atomic_write_bytes
+    from pacplan.io.files import atomic_write_bytes
 
     atomic_write_bytes(out, b"\x89PNG fake")
     return out

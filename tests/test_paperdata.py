@@ -25,11 +25,11 @@ import torch
 import typer
 from typer.testing import CliRunner
 
-from pacplan import paperdata
 from pacplan.cli import app as pacplan_app
 from pacplan.cli.data import data_app
 from pacplan.errors import PacplanError
-from pacplan.paperdata import PAPER_FILES, PRIOR_FILES, fetch_paper_data, paper_data_dir
+from pacplan.io import paperdata
+from pacplan.io.paperdata import PAPER_FILES, PRIOR_FILES, fetch_paper_data, paper_data_dir
 
 NAMES = {f.name for f in PAPER_FILES}
 STORED = NAMES | {t.stored.name for t in PRIOR_FILES}

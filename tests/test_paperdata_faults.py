@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from pacplan.errors import PacplanError
-from pacplan.paperdata import PAPER_FILES, fetch_paper_data
+from pacplan.io.paperdata import PAPER_FILES, fetch_paper_data
 
 
 class _Trickle(BaseHTTPRequestHandler):

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 import torch
 
-from pacplan import paperdata
 from pacplan.errors import PacplanError
-from pacplan.paperdata import PaperFile, PaperTensor, fetch_paper_data
+from pacplan.io import paperdata
+from pacplan.io.paperdata import PaperFile, PaperTensor, fetch_paper_data
 
 D = 13_943
 

@@ -1,4 +1,4 @@
-"""`pacplan.weights.load_theta`: a user's policy file is read safely or refused in one line."""
+"""`pacplan.io.weights.load_theta`: a user's policy file is read safely or refused in one line."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from numpy.lib import format as npy_format
 
 from pacplan.errors import PacplanError
-from pacplan.weights import load_theta
+from pacplan.io.weights import load_theta
 
 
 def test_npy_and_safetensors_load(tmp_path: Path) -> None:

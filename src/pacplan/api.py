@@ -149,7 +149,7 @@ def run(config: PathLike | Mapping[str, Any] | RunConfig, out: PathLike | None =
 
 def _run(config: Any, out: PathLike | None, prior: PathLike | None, progress: bool, report: bool,
          executor: str | None, workers: int | None, address: str | None) -> RunResult:
-    from pacplan.outputs import refuse_overwriting
+    from pacplan.io.outputs import refuse_overwriting
     from pacplan.presets import resolve_prior
     from pacplan.report.document import write_report
     from pacplan.run.fresh import discard_if_refused

@@ -25,7 +25,8 @@ from pydantic.types import Strict
 
 from pacplan.choices import BOUND_CHOICES, EXECUTORS, SOLVERS
 from pacplan.errors import PacplanError
-from pacplan.files import atomic_write_text
+from pacplan.io.files import atomic_write_text
+from pacplan.io.yamlio import read_yaml, yaml_text
 from pacplan.validation import (
     INT64_MAX,
     check_int64_seed_range,
@@ -33,7 +34,6 @@ from pacplan.validation import (
     check_unique,
     overlapping_ranges,
 )
-from pacplan.yamlio import read_yaml, yaml_text
 
 
 class _Strict(BaseModel):

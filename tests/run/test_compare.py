@@ -21,10 +21,10 @@ import pytest
 
 from helpers import cli
 from pacplan.config import load_config
+from pacplan.io.yamlio import read_yaml, yaml_text
 from pacplan.presets import preset_path
 from pacplan.run.compare import TOLERANCE, Agreement, Difference, compare_runs
 from pacplan.run.pipeline import run
-from pacplan.yamlio import read_yaml, yaml_text
 
 OTHER_CPU = {  # an old Intel's BLAS kernels, NumPy without AVX2/AVX-512 paths, PyTorch scalar
     "OPENBLAS_CORETYPE": "Sandybridge",

@@ -13,9 +13,9 @@ import pytest
 
 from helpers import SMALL_TOY_RUN
 from pacplan.config import parse_config
+from pacplan.io.yamlio import read_yaml, yaml_text
 from pacplan.run.compare import Agreement, Difference, compare_runs, value_difference
 from pacplan.run.pipeline import run
-from pacplan.yamlio import read_yaml, yaml_text
 
 
 @pytest.fixture(scope="module")

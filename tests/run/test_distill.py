@@ -14,7 +14,7 @@ import pytest
 from helpers import cli
 from pacplan.config import dump_config, parse_config
 from pacplan.errors import PacplanError
-from pacplan.files import safetensors_metadata, save_safetensors
+from pacplan.io.files import safetensors_metadata, save_safetensors
 from pacplan.run import distill as stage
 from pacplan.worlds.uav import distill as dl
 from pacplan.worlds.uav import teacher as tch

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pacplan import plotting
+from pacplan.io import plotting
 
 
 def _captured(monkeypatch: pytest.MonkeyPatch, module: Any) -> list[Any]:

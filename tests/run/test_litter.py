@@ -14,13 +14,13 @@ import pytest
 
 from helpers import SMALL_TOY_RUN, StopAfter
 from pacplan.config import parse_config
-from pacplan.files import remove_stale_temps, temp_path, temp_writer
+from pacplan.io.files import remove_stale_temps, temp_path, temp_writer
 from pacplan.run.pipeline import run
 
 _KILLED_WRITE = """
 import os, signal, sys
 from pathlib import Path
-import pacplan.files as files
+import pacplan.io.files as files
 def die(*_):  # killed between writing the temporary file and renaming it
     os.kill(os.getpid(), signal.SIGKILL)
 files.os.replace = die

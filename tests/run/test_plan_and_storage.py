@@ -17,7 +17,8 @@ import pytest
 from helpers import cli
 from pacplan.config import load_config
 from pacplan.errors import PacplanError
-from pacplan.files import safetensors_bytes
+from pacplan.io.files import safetensors_bytes
+from pacplan.io.yamlio import read_yaml, yaml_text
 from pacplan.pacbayes import bounds
 from pacplan.pacbayes.certificate import build_certificate
 from pacplan.pacbayes.matrices import CostMatrix, matrix_from_bytes, rational_bytes, sha256_array
@@ -27,7 +28,6 @@ from pacplan.run.compare import Agreement, compare_runs
 from pacplan.run.pipeline import run
 from pacplan.run.plan import plan_n
 from pacplan.run.provenance import verify_certificate
-from pacplan.yamlio import read_yaml, yaml_text
 
 # ----------------------------------------------------------------------- rational storage
 

@@ -16,10 +16,10 @@ import pytest
 from helpers import SMALL_TOY_RUN, StopAfter, load_script
 from pacplan.config import parse_config
 from pacplan.errors import PacplanError
+from pacplan.io.yamlio import read_yaml, yaml_text
 from pacplan.run.pipeline import run
 from pacplan.worlds import base
 from pacplan.worlds.toy import ToyWorld
-from pacplan.yamlio import read_yaml, yaml_text
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "recheck_rows.py"
 CHUNKS = {"chunk_policies": 4, "chunk_seeds": 10}

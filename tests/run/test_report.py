@@ -196,7 +196,7 @@ def test_choose_trajectories_takes_failures_and_a_success():
 def test_report_draws_failures_from_the_test_matrix(rundir: Path, monkeypatch):
     import yaml
 
-    from pacplan.files import atomic_write_bytes
+    from pacplan.io.files import atomic_write_bytes
     from pacplan.report import document as report
     from pacplan.report.document import choose_trajectories
 
@@ -273,7 +273,7 @@ def test_prior_trained_in_the_run(rundir: Path):
 
 
 def test_prior_given_as_a_file(finished_run: Path, tmp_path: Path):
-    from pacplan.files import sha256_file
+    from pacplan.io.files import sha256_file
 
     shipped = tmp_path / "shipped"
     shipped.mkdir()

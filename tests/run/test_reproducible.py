@@ -36,7 +36,7 @@ from pathlib import Path
 import pytest
 
 from pacplan.config import load_config
-from pacplan.files import sha256_file
+from pacplan.io.files import sha256_file
 from pacplan.presets import preset_path
 from pacplan.run.compare import value_difference
 from pacplan.run.pipeline import run
@@ -96,7 +96,7 @@ def test_uav_quick_matrices_are_the_taught_runs_first_rows() -> None:
 
     import numpy as np
 
-    from pacplan.files import npy_bytes
+    from pacplan.io.files import npy_bytes
 
     taught = REPO / "results" / "uav-taught"
     assert sha256_file(taught / "prior.safetensors") == UAV_QUICK["prior.safetensors"]

@@ -20,7 +20,7 @@ from typing import Any
 from gymnasium import spaces
 
 from pacplan.errors import PacplanError
-from pacplan.files import read_file_bytes, sha256_bytes
+from pacplan.io.files import read_file_bytes, sha256_bytes
 
 
 @dataclass(frozen=True)

@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 
 from pacplan.errors import PacplanError
-from pacplan.files import atomic_write_json, npy_bytes
-from pacplan.outputs import protecting_folder, refuse_overwriting, same_file
+from pacplan.io.files import atomic_write_json, npy_bytes
+from pacplan.io.outputs import protecting_folder, refuse_overwriting, same_file
 from pacplan.run.chunks import ChunkStore, Ledger
 from pacplan.run.rundir import identity
 
@@ -47,7 +47,7 @@ def is_policy_dir(path: str | Path) -> bool:
 
 def refuse_output(out: Path, inputs: dict[str, str | Path | None], option: str) -> None:
     """`out` must be a new or empty folder, or a certify-policy directory to resume; never an
-    input, nor inside a planner or run directory (`pacplan.outputs`)."""
+    input, nor inside a planner or run directory (`pacplan.io.outputs`)."""
     if not is_policy_dir(out):
         refuse_overwriting(out, option, inputs)
         if out.exists() and (not out.is_dir() or any(out.iterdir())):

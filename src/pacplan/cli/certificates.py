@@ -11,7 +11,7 @@ from rich.table import Table
 from pacplan.choices import BOUND_CHOICES, SOLVERS
 from pacplan.cli.options import BoundOpt, DeltaOpt, choices, completer
 from pacplan.cli.output import certificate_table, console, number_text, print_json, shown
-from pacplan.outputs import refuse_overwriting
+from pacplan.io.outputs import refuse_overwriting
 from pacplan.pacbayes import bounds
 from pacplan.pacbayes.certificate import build_certificate
 from pacplan.pacbayes.matrices import load_cost_matrix

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import typer
 
-from pacplan import paperdata
 from pacplan.cli.output import sigterm_raises
 from pacplan.errors import PacplanError
-from pacplan.outputs import refuse_overwriting
+from pacplan.io import paperdata
+from pacplan.io.outputs import refuse_overwriting
 
 data_app = typer.Typer(
     help="Download data sets (the paper's published UAV and Minitaur cost matrices and priors).",

@@ -28,8 +28,8 @@ import typer
 
 from pacplan.cli.output import console, fail, shown
 from pacplan.errors import PacplanError
-from pacplan.files import open_regular
-from pacplan.outputs import refuse_overwriting
+from pacplan.io.files import open_regular
+from pacplan.io.outputs import refuse_overwriting
 
 JSON_SUFFIXES = (".jsonl", ".ndjson", ".json")
 MAX_LINE = 1 << 20
@@ -288,7 +288,7 @@ def _level(alpha: float) -> str:
 def _plot(path: Path, trace: _Trace, episodes: int, mean: float, certified: float,
           alarm: int | None, level: str) -> None:
     """Lower bound and running mean against episodes, the certified cost as a dashed line."""
-    from pacplan.plotting import pyplot, save_figure
+    from pacplan.io.plotting import pyplot, save_figure
 
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4))

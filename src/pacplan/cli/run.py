@@ -17,7 +17,7 @@ from pacplan.cli.options import (
     complete_prior,
 )
 from pacplan.cli.output import certificate_table, console, shown, sigterm_as_ctrl_c
-from pacplan.outputs import refuse_overwriting
+from pacplan.io.outputs import refuse_overwriting
 from pacplan.presets import list_presets, preset_path, resolve_config, resolve_prior, shipped_priors
 
 

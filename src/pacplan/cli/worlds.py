@@ -9,7 +9,7 @@ from rich.table import Table
 
 from pacplan.cli.output import console, fail, print_json, shown, stdout_to_stderr
 from pacplan.errors import PacplanError
-from pacplan.outputs import refuse_overwriting
+from pacplan.io.outputs import refuse_overwriting
 from pacplan.validation import INT64_MAX, check_whole_number, count
 
 

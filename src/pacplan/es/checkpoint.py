@@ -2,7 +2,7 @@
 
 `es_state.safetensors` is the source of truth (every array of `ESState` in float64, scalars as
 JSON metadata); `prior.safetensors` (mu, logvar) and `es_state.json` (for people) are derived from
-it on every save. Files are written atomically and byte-reproducibly (`pacplan.files`); where
+it on every save. Files are written atomically and byte-reproducibly (`pacplan.io.files`); where
 they live is the caller's business (`pacplan.run.rundir` names them).
 
 The state carries the sha256 of its own content in its metadata, so one atomic write is both the
@@ -24,7 +24,7 @@ import numpy as np
 
 from pacplan.errors import PacplanError
 from pacplan.es.algorithm import ESState
-from pacplan.files import (
+from pacplan.io.files import (
     append_json_line,
     atomic_write_bytes,
     atomic_write_json,

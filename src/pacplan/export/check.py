@@ -21,7 +21,7 @@ import numpy as np
 from pacplan.errors import PacplanError
 from pacplan.export.fixed import fixed_parts
 from pacplan.export.write import EVIDENCE, NET_DTYPE, net_onnx, planner_spec, split_weights
-from pacplan.files import npy_from_bytes
+from pacplan.io.files import npy_from_bytes
 from pacplan.pacbayes.record import Certificate
 from pacplan.run.provenance import verify_certificate
 from pacplan.run.rundir import Manifest, RunDir

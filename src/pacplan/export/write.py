@@ -31,7 +31,7 @@ from pacplan.export.onnx_nets import (
     quadruped_net_onnx,
     uav_net_onnx,
 )
-from pacplan.files import (
+from pacplan.io.files import (
     atomic_write_bytes,
     atomic_write_json,
     load_npy,

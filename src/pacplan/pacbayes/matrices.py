@@ -1,6 +1,6 @@
 """Loading and checking cost matrices: the only data a certificate rests on.
 
-Matrices are .npy files read by `pacplan.files.load_npy` (never unpickled; sizes checked before
+Matrices are .npy files read by `pacplan.io.files.load_npy` (never unpickled; sizes checked before
 allocating), or *rational* matrices: a safetensors file holding integer numerators k and, in its
 metadata, a denominator d, the costs being exactly k / d. The UAV's costs are multiples of 1/240
 and mostly zero, so 100,000 × 50 of them take 5 MB as uint8 numerators instead of 40 MB of
@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from pacplan.errors import PacplanError
-from pacplan.files import (
+from pacplan.io.files import (
     npy_from_bytes,
     read_file_bytes,
     safetensors_bytes,

@@ -20,7 +20,7 @@ import numpy as np
 
 from pacplan import __version__
 from pacplan.errors import PacplanError
-from pacplan.files import atomic_write_json
+from pacplan.io.files import atomic_write_json
 from pacplan.pacbayes.schema import (
     CertificateRecord,
     ProvenanceRecord,

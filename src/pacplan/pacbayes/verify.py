@@ -17,7 +17,7 @@ from typing import Protocol
 import numpy as np
 
 from pacplan.errors import PacplanError
-from pacplan.files import read_file_bytes, sha256_bytes
+from pacplan.io.files import read_file_bytes, sha256_bytes
 from pacplan.pacbayes.certificate import TEST_CONFIDENCE, build_certificate
 from pacplan.pacbayes.matrices import CostMatrix, matrix_from_bytes
 from pacplan.pacbayes.posterior import (

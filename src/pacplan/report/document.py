@@ -27,7 +27,7 @@ import numpy as np
 
 from pacplan.config import RunConfig, load_config
 from pacplan.errors import PacplanError
-from pacplan.files import (
+from pacplan.io.files import (
     atomic_save_npy,
     atomic_write_text,
     read_file_bytes,

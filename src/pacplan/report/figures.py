@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from pacplan.io.plotting import integer_ticks, pyplot, save_figure
 from pacplan.pacbayes.posterior import mixture_costs
 from pacplan.pacbayes.record import Certificate
-from pacplan.plotting import integer_ticks, pyplot, save_figure
 
 
 def report_figures(fig_dir: Path, certs: dict[int, Certificate], cert: np.ndarray,

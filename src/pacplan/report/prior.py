@@ -13,7 +13,7 @@ import pacplan
 from pacplan.config import RunConfig
 from pacplan.errors import PacplanError
 from pacplan.es.checkpoint import read_prior
-from pacplan.files import (
+from pacplan.io.files import (
     atomic_write_bytes,
     read_file_bytes,
     safetensors_metadata,

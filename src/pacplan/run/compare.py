@@ -35,9 +35,9 @@ from typing import Any
 import numpy as np
 
 from pacplan.errors import PacplanError
-from pacplan.files import npy_from_bytes, read_file_bytes
+from pacplan.io.files import npy_from_bytes, read_file_bytes
+from pacplan.io.yamlio import read_yaml
 from pacplan.run.rundir import RunDir
-from pacplan.yamlio import read_yaml
 
 TOLERANCE = 1e-9
 """|a − b| ≤ TOLERANCE · max(1, |a|, |b|): what `verify` allows a recomputed certificate number.

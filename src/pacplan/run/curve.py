@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from pacplan.plotting import integer_ticks, pyplot, save_figure
+from pacplan.io.plotting import integer_ticks, pyplot, save_figure
 
 
 def plot_training_curve(records: list[dict[str, Any]], out: str | Path) -> Path | None:

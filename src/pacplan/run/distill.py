@@ -39,7 +39,7 @@ import numpy as np
 
 from pacplan.config import DistillConfig, RunConfig
 from pacplan.errors import PacplanError
-from pacplan.files import (
+from pacplan.io.files import (
     atomic_write_bytes,
     atomic_write_json,
     npy_bytes,

@@ -26,7 +26,7 @@ import numpy as np
 
 from pacplan.config import RunConfig
 from pacplan.errors import PacplanError
-from pacplan.files import atomic_write_bytes, npz_arrays, npz_bytes, sha256_bytes
+from pacplan.io.files import atomic_write_bytes, npz_arrays, npz_bytes, sha256_bytes
 from pacplan.run.chunks import Ledger
 from pacplan.run.distill_store import read_round, write_round
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from pacplan.errors import PacplanError
-from pacplan.files import (
+from pacplan.io.files import (
     append_json_line,
     atomic_write_bytes,
     safetensors_bytes,

@@ -18,15 +18,15 @@ import numpy as np
 
 from pacplan.config import RunConfig, config_to_dict, dump_config, parse_config
 from pacplan.errors import PacplanError
-from pacplan.files import load_npy, remove_stale_temps, sha256_bytes
+from pacplan.io.files import load_npy, remove_stale_temps, sha256_bytes
+from pacplan.io.weights import load_theta
+from pacplan.io.yamlio import read_yaml
 from pacplan.pacbayes.record import Certificate
 from pacplan.run.executors import Executor, WorkersLost, executor_from_config
 from pacplan.run.rundir import Manifest, RunDir, identity
 from pacplan.run.stages import certify, ensure_costs, ensure_policies, ensure_prior, world_spec
 from pacplan.validation import count
-from pacplan.weights import load_theta
 from pacplan.worlds.base import check_world_options, warmup_note
-from pacplan.yamlio import read_yaml
 
 
 @dataclass

@@ -8,7 +8,7 @@ import numpy as np
 
 from pacplan.config import config_to_dict, load_config
 from pacplan.errors import PacplanError
-from pacplan.files import load_npy
+from pacplan.io.files import load_npy
 from pacplan.pacbayes.matrices import matrix_from_bytes
 from pacplan.run.chunks import ChunkStore
 from pacplan.run.executors import chunk_grid

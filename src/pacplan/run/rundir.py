@@ -37,7 +37,7 @@ from typing import Any
 
 from pacplan.errors import PacplanError
 from pacplan.es.checkpoint import CheckpointFiles
-from pacplan.files import (
+from pacplan.io.files import (
     atomic_write_json,
     atomic_write_text,
     read_file_bytes,
@@ -120,7 +120,7 @@ class RunDir:
         longer loaded), or a `figures` that leaves the run at all (the report embeds its
         figures from inside the run, and failed only after writing them). A link elsewhere
         (costs/ on a larger disk) is the user's choice and kept."""
-        from pacplan.outputs import protecting_folder
+        from pacplan.io.outputs import protecting_folder
 
         try:
             own = self.path.resolve()

@@ -21,7 +21,7 @@ from pacplan import portable
 from pacplan.config import RunConfig, config_to_dict
 from pacplan.errors import PacplanError
 from pacplan.es.checkpoint import load_prior, load_prior_seeds, read_prior
-from pacplan.files import (
+from pacplan.io.files import (
     atomic_save_npy,
     atomic_write_bytes,
     sha256_file,

@@ -19,13 +19,13 @@ from pacplan.config import ESConfig, RunConfig, dump_config
 from pacplan.errors import PacplanError
 from pacplan.es import checkpoint as ckpt
 from pacplan.es.algorithm import ESState, ask, init_state, tell
-from pacplan.files import sha256_file
+from pacplan.io.files import sha256_file
+from pacplan.io.weights import load_theta
 from pacplan.run.curve import plot_training_curve
 from pacplan.run.executors import Executor, WorldSpec, executor_from_config
 from pacplan.run.progress import progress_bar
 from pacplan.run.rundir import RunDir, identity
 from pacplan.run.tensorboard import ScalarLog, open_log
-from pacplan.weights import load_theta
 
 PairedCostFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
 """(thetas (n, k, d) float32, seeds (n,) int64) -> (n, k) costs in [0, 1], thetas[i] on seeds[i]."""

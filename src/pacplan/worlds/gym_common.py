@@ -7,7 +7,7 @@ the image layout Stable-Baselines3's `CnnPolicy` and `MultiInputPolicy` take wit
 
 Frames for `render_mode="rgb_array"` are drawn with matplotlib's Agg canvas on a figure of fixed
 size that the env keeps (no pyplot, no global state, no display), and depth is drawn in the
-project's one convention (`pacplan.plotting.draw_depth`: "viridis_r" from 0 m, near and bright,
+project's one convention (`pacplan.io.plotting.draw_depth`: "viridis_r" from 0 m, near and bright,
 to the camera's far distance, dark, with a "depth (m)" colorbar).
 """
 
@@ -78,7 +78,7 @@ def depth_panel(fig: Any, rect: tuple[float, float, float, float], far: float, s
     """An image axes at `rect` (figure fraction) showing depth in the one convention
     (`plotting.draw_depth`) with its "depth (m)" colorbar beside it; returns the image artist,
     to update with `set_data`."""
-    from pacplan.plotting import depth_colorbar, draw_depth
+    from pacplan.io.plotting import depth_colorbar, draw_depth
 
     ax = fig.add_axes(rect)
     image = draw_depth(ax, np.full((size, size), far, dtype=np.float32), far)

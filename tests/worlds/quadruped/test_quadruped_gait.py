@@ -115,8 +115,8 @@ def test_gait_theta_runs_its_gait_whatever_the_policy_sees() -> None:
 
 
 def test_shipped_gait_init_file_is_the_reference_gait() -> None:
+    from pacplan.io.weights import load_theta
     from pacplan.presets import PRIORS, presets_dir
-    from pacplan.weights import load_theta
     from pacplan.worlds.quadruped.policy import gait_theta
 
     path = presets_dir() / PRIORS / "quadruped-gait-init.safetensors"

@@ -11,8 +11,8 @@ from gymnasium.utils.env_checker import check_env
 
 import pacplan  # noqa: F401 - registers the environments
 from pacplan.errors import PacplanError
+from pacplan.io.weights import load_theta
 from pacplan.presets import shipped_priors
-from pacplan.weights import load_theta
 from pacplan.worlds.quadruped import QuadrupedWorld
 from pacplan.worlds.quadruped.gym_env import MinitaurTerrainEnv
 from pacplan.worlds.quadruped.policy import POLICY_DIM, policy_action
@@ -100,7 +100,7 @@ def test_step_before_reset_is_refused() -> None:
 
 
 def test_load_theta_formats(tmp_path: Path) -> None:
-    """The files `pacplan render quadruped --theta` reads, through `pacplan.weights`."""
+    """The files `pacplan render quadruped --theta` reads, through `pacplan.io.weights`."""
     from safetensors.numpy import save_file
 
     def load(name: str) -> np.ndarray:

@@ -252,7 +252,7 @@ def test_pybullet_builds_the_same_boxes_with_the_codes_friction() -> None:
 
 def test_the_papers_draws_are_drawn_as_its_code_drew_them() -> None:
     torch = pytest.importorskip("torch")
-    from pacplan.paperdata import paper_data_dir
+    from pacplan.io.paperdata import paper_data_dir
     from pacplan.worlds.quadruped.paper_prior import from_paper_layout, paper_draws
 
     folder = paper_data_dir()

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from pacplan.errors import PacplanError
-from pacplan.paperdata import paper_data_dir
+from pacplan.io.paperdata import paper_data_dir
 from pacplan.worlds.quadruped import QuadrupedWorld
 from pacplan.worlds.quadruped.episode import initial, observation
 from pacplan.worlds.quadruped.gait import GaitParams

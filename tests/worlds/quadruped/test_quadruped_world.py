@@ -196,7 +196,7 @@ def test_shipped_quadruped_result_verifies() -> None:
     import hashlib
     from pathlib import Path
 
-    from pacplan.files import npy_bytes
+    from pacplan.io.files import npy_bytes
     from pacplan.presets import shipped_priors
     from pacplan.run.provenance import verify_certificate as verify
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from pacplan.plotting import depth_colorbar, draw_depth, pyplot, save_figure
-from pacplan.weights import load_theta
+from pacplan.io.plotting import depth_colorbar, draw_depth, pyplot, save_figure
+from pacplan.io.weights import load_theta
 from pacplan.worlds.quadruped.gait import REFERENCE_GAIT
 from pacplan.worlds.quadruped.policy import POLICY_DIM
 from pacplan.worlds.quadruped.rollout import (
@@ -93,7 +93,7 @@ def _draw_top_view(ax: Any, terrain: Terrain, result: RolloutResult) -> None:
 
 def _draw_depth(fig: Any, ax: Any, result: RolloutResult, far_m: float) -> None:
     """The torso camera's first depth image, in the convention of
-    `pacplan.plotting.draw_depth` (bright near, dark at the far value, which the sky reads)."""
+    `pacplan.io.plotting.draw_depth` (bright near, dark at the far value, which the sky reads)."""
     depth = result.first_depth if result.first_depth is not None else np.zeros((50, 50))
     im = draw_depth(ax, depth, far_m)
     ax.set_title(f"torso camera at t = 0 (far {far_m:g} m)", fontsize=10)

@@ -3,7 +3,7 @@
 Top view (x–y) and side view (y–z) of the tunnel and cylinders with the flown trajectory and the
 collision point, and the depth images at the first and at the last decision with the Depth
 Filter's 5x5 cells and the chosen primitive's cell highlighted (depth drawn in the one
-convention of `pacplan.plotting.draw_depth`: bright near, dark at the camera's far distance).
+convention of `pacplan.io.plotting.draw_depth`: bright near, dark at the camera's far distance).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pacplan.plotting import depth_colorbar, draw_depth, pyplot, save_figure
-from pacplan.weights import load_theta as load_policy_weights
+from pacplan.io.plotting import depth_colorbar, draw_depth, pyplot, save_figure
+from pacplan.io.weights import load_theta as load_policy_weights
 from pacplan.worlds.uav import spec
 from pacplan.worlds.uav.policy_np import NumpyPolicy
 from pacplan.worlds.uav.scene import Scene
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 
 def load_theta(path: str | Path) -> np.ndarray:
-    """This world's θ from .npy or .safetensors (see `pacplan.weights.load_theta`)."""
+    """This world's θ from .npy or .safetensors (see `pacplan.io.weights.load_theta`)."""
     return load_policy_weights(path, spec.POLICY_DIM, "UAV")
 
 
@@ -149,7 +149,7 @@ def _draw_views(ax_top: Any, ax_side: Any, tr: Trajectory) -> None:
 
 def _draw_decisions(fig: Any, ax_img: list[Any], tr: Trajectory, policy: NumpyPolicy) -> None:
     """Depth at the first and last decisions with the Depth Filter cells, the flown one red
-    (the depth convention of `pacplan.plotting.draw_depth`, one shared colorbar)."""
+    (the depth convention of `pacplan.io.plotting.draw_depth`, one shared colorbar)."""
     from matplotlib.patches import Rectangle
 
     from pacplan.worlds.uav.batched import BatchedScene

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from pacplan.files import atomic_write_bytes
+from pacplan.io.files import atomic_write_bytes
 
 DEPTH_CMAP = "viridis_r"
 """Colour map of every depth image: near is bright, far is dark."""

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from pacplan.errors import PacplanError
-from pacplan.files import atomic_write_bytes, npy_bytes, sha256_bytes, sha256_file
+from pacplan.io.files import atomic_write_bytes, npy_bytes, sha256_bytes, sha256_file
 
 COMMIT = "ef4063c808b9cf57d6a1b4a3fad37efbb1999fdd"
 BASE_URL = f"https://raw.githubusercontent.com/irom-lab/PAC-Vision-Planning/{COMMIT}/Weights/"
@@ -125,7 +125,7 @@ class FetchReport:
 
 def _checkout_shared_dir() -> Path | None:
     """`../shared/data/paper` beside a source checkout (where CI keeps the data), else None."""
-    src = Path(__file__).resolve().parents[1]
+    src = Path(__file__).resolve().parents[2]  # src/pacplan/io/paperdata.py
     repo = src.parent
     if src.name != "src" or not (repo / "pyproject.toml").is_file():
         return None  # an installed wheel: there is no checkout to look beside

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from pacplan.errors import PacplanError
-from pacplan.files import load_npy
+from pacplan.io.files import load_npy
 from pacplan.validation import check_finite
 
 
