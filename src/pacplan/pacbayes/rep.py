@@ -18,14 +18,14 @@ import numpy as np
 
 from pacplan.errors import PacplanError
 from pacplan.pacbayes import bounds
-from pacplan.pacbayes.posterior import (
+from pacplan.pacbayes.evaluate import (
     Posterior,
-    _check_inputs,
-    _objective,
-    _posterior_at,
-    _validate_choice,
+    bound_objective,
+    check_inputs,
     kl_divergence,
+    posterior_at,
     uniform_prior,
+    validate_choice,
 )
 
 
@@ -126,10 +126,10 @@ def optimize_rep(costs: np.ndarray, delta: float, bound: str = "quadratic",
                  p0: np.ndarray | None = None, grid_points: int = 40,
                  refine_steps: int = 25) -> Posterior:
     """The paper's parametric relative-entropy program (slow baseline)."""
-    cbar, n, p0 = _check_inputs(costs, p0)
-    _validate_choice(bound, delta)
+    cbar, n, p0 = check_inputs(costs, p0)
+    validate_choice(bound, delta)
     rep = _Rep(cbar, p0)
-    objective = _objective(bound, n, delta)
+    objective = bound_objective(bound, n, delta)
 
     def evaluate(q: np.ndarray) -> float:
         return float(objective(np.array([cbar @ q]), np.array([kl_divergence(q, p0)]))[0])
@@ -143,4 +143,4 @@ def optimize_rep(costs: np.ndarray, delta: float, bound: str = "quadratic",
         v = evaluate(q)
         if v < best_value:
             best_p, best_value = q, v
-    return _posterior_at(best_p, cbar, n, p0, bound, delta, f"rep:{rep.solver.lower()}", None)
+    return posterior_at(best_p, cbar, n, p0, bound, delta, f"rep:{rep.solver.lower()}", None)

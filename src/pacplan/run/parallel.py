@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from pacplan.errors import PacplanError
-from pacplan.run.executors import (
+from pacplan.run.tasks import (
     Block,
     Executor,
     WorkersLost,
