@@ -19,9 +19,9 @@ import numpy as np
 import torch
 
 from pacplan.worlds.uav import compiled as fast
+from pacplan.worlds.uav import cull, raycast, spec
 from pacplan.worlds.uav import dynamics as dyn
 from pacplan.worlds.uav import policy as pol
-from pacplan.worlds.uav import raycast, spec
 from pacplan.worlds.uav.raycast import SceneTensors
 from pacplan.worlds.uav.results import RolloutResult, cost_from_checks
 from pacplan.worlds.uav.scene import Scene, sample_scene
@@ -82,11 +82,13 @@ class BatchedSimulator:
         self.rays = torch.as_tensor(spec.pixel_rays(), dtype=dtype, device=self.device)
         self.rays_t = self.rays.t().contiguous()
         self.cells = pol.FilterCells(self.device)
-        self.compiled = _compile(fast.render_kernel) if compile else None
-        self.phases = _compile(fast.phases) if compile else None
-        self.conv1 = _compile(fast.conv1) if compile else None
+        self.compiled = _compile(fast.slot_kernel) if compile else None
+        self.finish = _compile(fast.finish) if compile else None
+        self.conv1 = _compile(fast.conv1_at) if compile else None
         self.conv2 = _compile(fast.conv2) if compile else None
         self.net_chunk = 512
+        self.slot_width = 4  # cylinders per slot of the compiled ray caster
+        self.slot_chunk = 2 * self.render_chunk  # slots per call of it (one static shape)
         self.check_disp = torch.tensor(dyn.CHECK_DISP, device=self.device)
         self.cam_offset = torch.as_tensor(spec.CAM_OFFSET, dtype=torch.float64, device=self.device)
 
@@ -101,30 +103,60 @@ class BatchedSimulator:
                 ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Depth images (F, 50, 50) and, when compiled, the net's polyphase inputs (F, 2, 2, 25,
         25) (`compiled.phases`, made here per frame rather than per (frame, policy) later)."""
+        if self.compiled is not None:
+            return self._render_culled(st, env, pos)
         n = env.shape[0]
         out = torch.empty(n, spec.IMG * spec.IMG, dtype=self.dtype, device=self.device)
-        fast_path = self.compiled is not None
-        xp = torch.empty(n, 2, 2, fast.HALF, fast.HALF, dtype=self.dtype, device=self.device)
         rc = self.render_chunk
         for i in range(0, n, rc):
             e = env[i : i + rc]
             cam = pos[i : i + rc] + self.cam_offset
-            m = e.shape[0]
-            if fast_path and m < rc:  # pad to the one static shape
-                e = torch.cat([e, e[:1].expand(rc - m)])
-                cam = torch.cat([cam, cam[:1].expand(rc - m, 3)])
             w = (cam[:, None, :] - st.centres[e]).to(self.dtype)
             axes, radii = st.axes[e].to(self.dtype), st.radii[e].to(self.dtype)
-            tail = (st.da, st.a2, e, w, axes, radii, cam.to(self.dtype))
-            if fast_path:
-                depth = self._compiled_or_eager("compiled", fast.render_kernel, "ray caster",
-                                                self.rays_t, *tail)
-                phases = self._compiled_or_eager("phases", fast.phases, "net input", depth)
-                xp[i : i + m] = phases[:m]
-            else:
-                depth = raycast.render_kernel(self.rays, *tail)
+            out[i : i + rc] = raycast.render_kernel(self.rays, st.da, st.a2, e, w, axes, radii,
+                                                    cam.to(self.dtype))
+        return out.reshape(n, spec.IMG, spec.IMG), None
+
+    def _render_culled(self, st: SceneTensors, env: torch.Tensor, pos: torch.Tensor
+                       ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The compiled renderer: each frame's cylinders that `cull.visible` keeps, in slots of
+        `slot_width` (`compiled.slot_kernel`), their minimum per frame, then the tunnel planes,
+        clamp and net input (`compiled.finish`). The same bits as `raycast.render_kernel`
+        compiled: a culled cylinder changes no pixel, and a minimum does not depend on order."""
+        n, dev, dt = env.shape[0], self.device, self.dtype
+        cam = pos + self.cam_offset
+        vis = cull.visible(cam, st.centres[env], st.axes[env], st.radii[env])
+        frame, cyl = _slots(vis, self.slot_width)
+        near = torch.full((n, spec.IMG * spec.IMG), float("inf"), dtype=dt, device=dev)
+        sc = self.slot_chunk
+        for i in range(0, frame.shape[0], sc):
+            f, c = frame[i : i + sc], cyl[i : i + sc]
+            m = f.shape[0]
+            if m < sc:  # pad to the one static shape
+                f = torch.cat([f, f[:1].expand(sc - m)])
+                c = torch.cat([c, c[:1].expand(sc - m, c.shape[1])])
+            e = env[f]
+            w = (cam[f][:, None, :] - st.centres[e[:, None], c]).to(dt)
+            axes, radii = st.axes[e[:, None], c].to(dt), st.radii[e[:, None], c].to(dt)
+            depth = self._compiled_or_eager("compiled", fast.slot_kernel, "ray caster",
+                                            self.rays_t, st.da, st.a2, e, c, w, axes, radii)
+            near.scatter_reduce_(0, f[:m, None].expand(m, near.shape[1]), depth[:m], "amin")
+        out = torch.empty(n, spec.IMG * spec.IMG, dtype=dt, device=dev)
+        # at least 2 rows: conv1_at's dynamic frame dimension must not be specialised to 0 or 1
+        xp = torch.empty(max(n, 2), 2, 2, fast.HALF, fast.HALF, dtype=dt, device=dev)
+        rc = self.render_chunk
+        cam = cam.to(dt)
+        for i in range(0, n, rc):
+            d, o = near[i : i + rc], cam[i : i + rc]
+            m = d.shape[0]
+            if m < rc:
+                d = torch.cat([d, d[:1].expand(rc - m, d.shape[1])])
+                o = torch.cat([o, o[:1].expand(rc - m, 3)])
+            depth, phases = self._compiled_or_eager("finish", fast.finish, "ray caster",
+                                                    self.rays_t, d, o)
             out[i : i + m] = depth[:m]
-        return out.reshape(n, spec.IMG, spec.IMG), xp if fast_path else None
+            xp[i : i + m] = phases[:m]
+        return out.reshape(n, spec.IMG, spec.IMG), xp
 
     def _compiled_or_eager(self, attr: str, eager: Any, what: str, *args: torch.Tensor
                            ) -> torch.Tensor:
@@ -238,7 +270,11 @@ class BatchedSimulator:
         (environment, state, primitive) swept once."""
         ukey, inv = torch.unique(_state_key(*live) * 32 + prim, return_inverse=True)
         ue, ux, uz = _key_state(ukey // 32)
-        return self.sweep(st, ue, self.positions(step, ux, uz), ukey % 32)[inv]
+        pos, disp = self.positions(step, ux, uz), self.check_disp[ukey % 32]
+        touch = cull.touchable(pos + disp.amin(1), pos + disp.amax(1), st.centres[ue],
+                               st.axes[ue], st.radii[ue])
+        pairs = touch.nonzero(as_tuple=True)
+        return raycast.sweep_kernel(st, ue, pos, disp, pairs)[inv]
 
     def _net(self, images: torch.Tensor, xp: torch.Tensor | None, inv: torch.Tensor,
              alive: torch.Tensor, parts: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -254,6 +290,8 @@ class BatchedSimulator:
         n_alive = env_idx.shape[0]
         feats = torch.empty(n_alive, 529, dtype=images.dtype, device=images.device)
         nc = self.net_chunk
+        if xp is not None:
+            torch._dynamo.mark_dynamic(xp, 0)  # one conv1 kernel for any number of frames
         for i in range(0, n_alive, nc):
             g, pi = inv[i : i + nc], pol_idx[i : i + nc]
             m = g.shape[0]
@@ -264,7 +302,7 @@ class BatchedSimulator:
             if xp is None:
                 feats[i : i + m] = pol.conv_features(images[g], w1, b1, w2, b2)
                 continue
-            hidden = self._compiled_or_eager("conv1", fast.conv1, "net", xp[g], w1, b1)
+            hidden = self._compiled_or_eager("conv1", fast.conv1_at, "net", xp, g, w1, b1)
             out = self._compiled_or_eager("conv2", fast.conv2, "net", hidden, w2, b2)
             feats[i : i + m] = out[:m]
         has = alive.any(1)
@@ -272,6 +310,21 @@ class BatchedSimulator:
         grid = torch.zeros(int(has.sum()), k, 529, dtype=images.dtype, device=images.device)
         grid[row_of[env_idx], pol_idx] = feats
         return pol.head(grid, parts)[row_of[env_idx], pol_idx]
+
+
+def _slots(keep: torch.Tensor, width: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Slots of `width` cylinders covering each frame's kept ones: (frame (S,), cylinders (S,
+    width)). A frame's kept cylinders come first in its slots; a last slot is filled up with
+    cylinders that are not kept (or repeats), which change no minimum; frames keeping none get
+    no slot."""
+    n, k = keep.shape
+    order = torch.sort((~keep).to(torch.int8), dim=1, stable=True).indices
+    if k % width:
+        order = torch.cat([order, order[:, :1].expand(n, width - k % width)], 1)
+    per = (keep.sum(1) + width - 1) // width
+    frame = torch.repeat_interleave(torch.arange(n, device=keep.device), per)
+    group = torch.arange(frame.shape[0], device=keep.device) - (torch.cumsum(per, 0) - per)[frame]
+    return frame, order.reshape(n, -1, width)[frame, group]
 
 
 def _compile(fn: Any) -> Any:

@@ -69,6 +69,64 @@ def render_kernel(
     return depth.clamp(max=spec.FAR)
 
 
+def slot_kernel(
+    rays_t: torch.Tensor,  # (3, P) ray components as contiguous rows
+    da_all: torch.Tensor,  # (E, K, P) per scene
+    a2_all: torch.Tensor,  # (E, K, P) per scene
+    env: torch.Tensor,  # (S,) scene of each slot
+    cyl: torch.Tensor,  # (S, G) cylinders of each slot
+    w: torch.Tensor,  # (S, G, 3) camera minus cylinder centre
+    axes: torch.Tensor,  # (S, G, 3)
+    radii: torch.Tensor,  # (S, G)
+) -> torch.Tensor:
+    """Nearest cylinder hit (S, P) (+inf: none) among G cylinders of a frame, not clamped.
+
+    `render_kernel`'s cylinder loop for a slot's own G cylinders (the batched simulator gives
+    each frame only the cylinders `cull.visible` keeps, G at a time, and takes the minimum over a
+    frame's slots); every candidate depth is computed by the same float ops as there.
+    """
+    inf = float("inf")
+    h = spec.OBST_HALF
+    wa = _dot3(w, axes)  # (S, G)
+    cq = _dot3(w, w) - wa * wa - radii * radii
+    dx, dy, dz = rays_t[0][None, :], rays_t[1][None, :], rays_t[2][None, :]
+    depth = torch.full((), inf, dtype=rays_t.dtype, device=rays_t.device)
+    for g in range(cyl.shape[1]):
+        da = da_all[env, cyl[:, g]]  # (S, P)
+        a2 = a2_all[env, cyl[:, g]]
+        wak = wa[:, g, None]
+        dw = w[:, g, 0, None] * dx + w[:, g, 1, None] * dy + w[:, g, 2, None] * dz
+        b = dw - da * wak
+        c = cq[:, g, None]
+        disc = b * b - a2 * c
+        t_side = (-b - torch.sqrt(disc.clamp_min(0))) / a2
+        s = wak + t_side * da
+        ok = (disc >= 0) & (t_side > 0) & (s.abs() <= h)
+        best = torch.where(ok, t_side, inf)
+        for sign in (1.0, -1.0):
+            t_cap = (sign * h - wak) / da
+            ok = (t_cap > 0) & (c + t_cap * (2 * b + t_cap * a2) <= 0)
+            best = torch.minimum(best, torch.where(ok, t_cap, inf))
+        depth = torch.minimum(depth, best)
+    return depth
+
+
+def finish(rays_t: torch.Tensor, cyl_depth: torch.Tensor, cam: torch.Tensor
+           ) -> tuple[torch.Tensor, torch.Tensor]:
+    """The frames' depth (F, P) and net input (`phases`) from their nearest cylinder hits
+    (F, P): `render_kernel`'s tunnel planes and clamp, then `phases`, in one kernel."""
+    inf = float("inf")
+    dx, dz = rays_t[0][None, :], rays_t[2][None, :]
+    ox = cam[:, 0:1]
+    oz = cam[:, 2:3]
+    t_wall = torch.where(dx > 0, (spec.WALL_X - ox) / dx, (-spec.WALL_X - ox) / dx)
+    t_flat = torch.where(dz > 0, (spec.CEIL_Z - oz) / dz, (spec.FLOOR_Z - oz) / dz)
+    depth = torch.minimum(cyl_depth, torch.where(dx != 0, t_wall, inf))
+    depth = torch.minimum(depth, torch.where(dz != 0, t_flat, inf))
+    depth = depth.clamp(max=spec.FAR)
+    return depth, phases(depth)
+
+
 def phases(depth: torch.Tensor) -> torch.Tensor:
     """Depth (F, P) metres -> the net's input depth / FAR as polyphase (F, 2, 2, 25, 25).
 
@@ -92,6 +150,13 @@ def conv1(x: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor) -> torch.Tensor:
                 acc = acc + w1[:, c, a, b, None, None] * tap
         hidden.append(F.elu(acc))
     return torch.stack(hidden, 1)
+
+
+def conv1_at(xp: torch.Tensor, rows: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor
+             ) -> torch.Tensor:
+    """`conv1` of the polyphase inputs xp[rows]: the gather is fused into the conv's loop
+    (xp's first dimension is dynamic, so one compiled kernel serves every frame count)."""
+    return conv1(xp[rows], w1, b1)
 
 
 def conv2(hidden: torch.Tensor, w2: torch.Tensor, b2: torch.Tensor) -> torch.Tensor:

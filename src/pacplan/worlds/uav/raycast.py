@@ -88,20 +88,39 @@ def sweep_kernel(
     env: torch.Tensor,  # (Q,) scene of each sweep
     pos: torch.Tensor,  # (Q, 3) float64 start of the primitive
     disp: torch.Tensor,  # (Q, 20, 3) float64 check offsets of the primitive flown
+    pairs: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> torch.Tensor:
     """First colliding check (1..20, 0 = none) of each (start, primitive) -> (Q,).
 
     Sphere vs solid finite cylinder by exact point-to-cylinder distance, in float64; the
-    sphere touching a shape (distance ≤ radius) counts as a collision.
+    sphere touching a shape (distance ≤ radius) counts as a collision. pairs (sweep index (V,),
+    cylinder index (V,)): test only these cylinders of these sweeps (the others are known not to
+    touch any check, `cull.touchable`); each pair's distances are the same float ops as in the
+    full (Q, 20, K) test, and a hit is an any over cylinders, so the result is the same.
     """
     p = pos[:, None, :] + disp  # (Q, 20, 3)
-    wv = p[:, :, None, :] - st.centres[env][:, None, :, :]  # (Q, 20, K, 3)
-    s = (wv * st.axes[env][:, None, :, :]).sum(-1)
-    rho = ((wv * wv).sum(-1) - s * s).clamp_min(0).sqrt()
-    dr = (rho - st.radii[env][:, None, :]).clamp_min(0)
-    ds = (s.abs() - spec.OBST_HALF).clamp_min(0)
-    hit = ((dr * dr + ds * ds) <= spec.ROBOT_RADIUS**2).any(-1)
+    if pairs is None:
+        hit = _cylinder_hits(p[:, :, None, :], st.centres[env][:, None, :, :],
+                             st.axes[env][:, None, :, :], st.radii[env][:, None, :]).any(-1)
+    else:
+        q, k = pairs
+        e = env[q]
+        one = _cylinder_hits(p[q][:, :, None, :], st.centres[e, k][:, None, None, :],
+                             st.axes[e, k][:, None, None, :], st.radii[e, k][:, None, None])
+        count = torch.zeros(p.shape[:2], dtype=torch.int32, device=p.device)
+        hit = count.index_add_(0, q, one[..., 0].to(torch.int32)) > 0
     r = spec.ROBOT_RADIUS
     hit |= p[..., 0].abs() >= spec.WALL_X - r
     hit |= (p[..., 2] <= spec.FLOOR_Z + r) | (p[..., 2] >= spec.CEIL_Z - r)
     return torch.where(hit.any(-1), hit.to(torch.int8).argmax(-1) + 1, 0)
+
+
+def _cylinder_hits(p: torch.Tensor, centres: torch.Tensor, axes: torch.Tensor,
+                   radii: torch.Tensor) -> torch.Tensor:
+    """The robot's sphere at points p (..., 1, 3) touches cylinders (..., K, 3) -> (..., K)."""
+    wv = p - centres
+    s = (wv * axes).sum(-1)
+    rho = ((wv * wv).sum(-1) - s * s).clamp_min(0).sqrt()
+    dr = (rho - radii).clamp_min(0)
+    ds = (s.abs() - spec.OBST_HALF).clamp_min(0)
+    return (dr * dr + ds * ds) <= spec.ROBOT_RADIUS**2
