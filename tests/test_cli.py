@@ -396,14 +396,14 @@ def test_help_shows_choices_as_choices_and_flags_as_flags():
 @pytest.mark.parametrize(
     ("words", "expected"),
     [
-        ("pacplan run uav", {"uav-quick", "uav-paper", "uav-tight", "uav-taught", "uav-prior",
-                             "uav-taught-prior"}),
+        ("pacplan run uav", {"uav-quick", "uav-paper", "uav-tight", "uav-prior", "uav-es-prior",
+                             "uav-paper-prior"}),
         ("pacplan train-prior quadruped-p", {"quadruped-paper", "quadruped-paper-bullet",
                                              "quadruped-paper-code", "quadruped-paper-n1000",
                                              "quadruped-paper-n2000", "quadruped-prior"}),
         ("pacplan train-prior quadruped-t", {"quadruped-taught-prior"}),
         ("pacplan run toy --executor p", {"processes"}),
-        ("pacplan run toy --prior ", {"uav", "uav-taught", "quadruped"}),
+        ("pacplan run toy --prior ", {"uav", "uav-es", "quadruped"}),
         ("pacplan certify-matrix c.npy --bound q", {"quadratic"}),
     ],
 )

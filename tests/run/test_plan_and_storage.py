@@ -215,15 +215,18 @@ def test_plan_n_without_a_matrix(tmp_path: Path, capsys: pytest.CaptureFixture[s
 
 # ----------------------------------------------------------------------- the shipped result
 
-UAV_TIGHT = Path(__file__).resolve().parents[2] / "results" / "uav-tight"
+RESULTS = Path(__file__).resolve().parents[2] / "results"
 
 
-def test_the_shipped_tight_result_verifies_and_was_predicted() -> None:
-    """results/uav-tight: stored exactly and small, verifies, and plan-n from its first 4000
-    rows predicted its N = 100,000 certificate within 0.3 points (issue 23)."""
-    sizes = sum(p.stat().st_size for p in UAV_TIGHT.rglob("*") if p.is_file())
+@pytest.mark.parametrize("name", ["uav-es-tight"])
+def test_the_shipped_tight_result_verifies_and_was_predicted(name: str) -> None:
+    """results/uav-es-tight (the ES-only prior at N = 100,000): stored exactly and small,
+    verifies, and plan-n from its first 4000 rows predicted its N = 100,000 certificate within
+    0.3 points (issue 23)."""
+    tight = RESULTS / name
+    sizes = sum(p.stat().st_size for p in tight.rglob("*") if p.is_file())
     assert sizes < 15e6
-    c = verify_certificate(UAV_TIGHT / "certificate.json")
+    c = verify_certificate(tight / "certificate.json")
     assert c.n == 100_000 and c.m == 50 and c.cert_matrix.path.endswith(".safetensors")
-    plan = plan_n(UAV_TIGHT, 100_000, rows=4000)
+    plan = plan_n(tight, 100_000, rows=4000)
     assert abs(plan.predicted_certified - c.certified) <= 0.003

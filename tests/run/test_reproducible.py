@@ -17,10 +17,11 @@ hold on any x86-64 CPU: prior, policies and cost matrices by sha256 (ES draws it
 certificates by value, against reference files in tests/data/pinned/, every number to the
 tolerance `verify` uses (NumPy's AVX-512 exp and log move their last bits on other CPUs).
 
-Since 0.2.0 (issue 38's first step) uav-quick certifies the taught prior (priors/uav-taught):
-its prior, policies and matrices were re-pinned, and its matrices are the first 1000 rows of
-results/uav-taught's, byte for byte (the same prior, policies and seeds; checked when pinned, and
-by `test_uav_quick_matrices_are_the_taught_runs_first_rows`).
+Since 0.2.0 (issue 38's first step) uav-quick certifies the taught prior (now the shipped `uav`
+prior, priors/uav.safetensors; before 0.2.0 it was named `uav-taught`): its prior, policies and
+matrices were re-pinned, and its matrices are the first 1000 rows of results/uav's (the taught
+prior at the paper's sizes), byte for byte (the same prior, policies and seeds; checked when
+pinned, and by `test_uav_quick_matrices_are_the_taught_runs_first_rows`).
 
 The reference certificates were regenerated once more, on purpose (issue 36), when the posterior
 search stopped deciding on differences below 1e-9: a flat bound's β had wandered by 1e-7 under
@@ -90,15 +91,15 @@ def test_reference_certificates_see_a_changed_number() -> None:
 
 
 def test_uav_quick_matrices_are_the_taught_runs_first_rows() -> None:
-    """The pinned uav-quick hashes name the first 1000 rows of the shipped results/uav-taught
-    run (the same prior, policies and seeds): an independent run pins the main job."""
+    """The pinned uav-quick hashes name the first 1000 rows of the shipped results/uav run (the
+    same prior, policies and seeds): an independent run pins the main job."""
     import hashlib
 
     import numpy as np
 
     from pacplan.io.files import npy_bytes
 
-    taught = REPO / "results" / "uav-taught"
+    taught = REPO / "results" / "uav"
     assert sha256_file(taught / "prior.safetensors") == UAV_QUICK["prior.safetensors"]
     assert sha256_file(taught / "policies.npy") == UAV_QUICK["policies.npy"]
     for role in ("cert", "test"):
@@ -113,9 +114,17 @@ def test_uav_quick_preset_is_pinned(tmp_path: Path) -> None:
     _check(tmp_path, UAV_QUICK, PINNED / "uav-quick")
 
 
-@pytest.mark.parametrize("world", ["uav", "uav-tight", "uav-taught", "quadruped",
-                                   "quadruped-quick", "quadruped-mujoco",
-                                   "gym-cartpole", "gym-inverted-pendulum"])
+SHIPPED_RESULTS = sorted(p.name for p in (REPO / "results").iterdir()
+                         if (p / "certificate.json").is_file())
+
+
+def test_every_named_result_is_shipped() -> None:
+    """The results the docs cite are all there (the list below is found, not typed)."""
+    assert {"uav", "uav-es", "uav-es-tight", "quadruped", "quadruped-quick", "quadruped-mujoco",
+            "gym-cartpole", "gym-inverted-pendulum"} <= set(SHIPPED_RESULTS)
+
+
+@pytest.mark.parametrize("world", SHIPPED_RESULTS)
 def test_shipped_results_verify(world: str) -> None:
     c = verify(REPO / "results" / world / "certificate.json")
     assert 0.0 < c.certified < 1.0

@@ -106,8 +106,21 @@ def seed_ranges(world: str) -> dict[str, tuple[int, int]]:
 def shipped_priors() -> dict[str, Path]:
     """The shipped priors by name: `priors/<name>.safetensors` made by `<name>-prior.yaml`."""
     folder = presets_dir() / PRIORS
-    return {p.stem: p for p in sorted(folder.glob("*.safetensors"))
+    return {p.stem: p for p in sorted(folder.glob("*.safetensors"), key=lambda p: p.stem)
             if (folder / f"{p.stem}-prior.yaml").is_file()}
+
+
+# Names a release retired, with what replaced them: an old command gets the new name, not a
+# bare "unknown" (0.2.0 made the taught UAV prior the shipped `uav`).
+RENAMED_PRIORS = {"uav-taught": "uav (the taught prior; the ES-only one is now uav-es)"}
+RENAMED_PRESETS = {"uav-taught": "uav-paper (it certifies the taught prior `uav` at the paper's "
+                                 "sizes)",
+                   "uav-taught-prior": "uav-prior"}
+
+
+def _renamed(kind: str, name: str, renamed: dict[str, str]) -> None:
+    if name in renamed:
+        raise PacplanError(f"the {kind} {name!r} was renamed in pacplan 0.2.0: use {renamed[name]}")
 
 
 def _is_bare_name(text: str) -> bool:
@@ -130,6 +143,7 @@ def resolve_config(config: str | Path) -> Path:
     if _is_bare_name(text):
         if text in preset_names():
             return preset_path(text)
+        _renamed("preset", text, RENAMED_PRESETS)
         raise PacplanError(f"no config file or preset named {text!r}"
                            f"{did_you_mean(text, preset_names()) or ';'} presets: "
                            f"{', '.join(preset_names())} (`pacplan presets` describes them)")
@@ -148,6 +162,8 @@ def resolve_prior(prior: str | Path) -> Path:
     priors = shipped_priors()
     if _is_bare_name(str(prior)) and str(prior) in priors:
         return priors[str(prior)]
+    if _is_bare_name(str(prior)):
+        _renamed("shipped prior", str(prior), RENAMED_PRIORS)
     if _is_bare_name(str(prior)) and not path.suffix:
         raise PacplanError(f"no prior file or shipped prior named {str(prior)!r}"
                            f"{did_you_mean(prior, priors) or ';'} shipped priors: "
