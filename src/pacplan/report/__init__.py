@@ -2,6 +2,6 @@
 
 A consumer of runs, not a stage of running them: it reads what `pacplan.run` wrote (through
 `pacplan.run.rundir` and `pacplan.run.provenance`) and never writes anything a run reads back.
-`write_report` (`pacplan.report.document`) is the entry point; `tables`, `prior`, `figures`,
-`html` and `markdown` are its parts.
+`write_report` (`pacplan.report.document`) is the entry point; `tables`, `prior`, `crossval`,
+`figures`, `html` and `markdown` are its parts.
 """

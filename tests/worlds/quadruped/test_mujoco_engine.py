@@ -24,13 +24,10 @@ from pacplan.worlds.quadruped.mjcf import (  # noqa: E402
     FOOT_SOLREF,
     MjcfConfig,
     MujocoContact,
-    bullet_inertials,
-    bullet_mounted_pairs,
     knee_joint_names,
     minitaur_mjcf,
     motor_joint_names,
     plank_poses,
-    urdf_path,
 )
 from pacplan.worlds.quadruped.mujoco_sim import MujocoMinitaurSim  # noqa: E402
 from pacplan.worlds.quadruped.policy import POLICY_DIM  # noqa: E402
@@ -45,6 +42,11 @@ from pacplan.worlds.quadruped.scene import (  # noqa: E402
 )
 from pacplan.worlds.quadruped.sim import MinitaurSim, PhysicsConfig  # noqa: E402
 from pacplan.worlds.quadruped.terrain import sample_terrain  # noqa: E402
+from pacplan.worlds.quadruped.urdf import (  # noqa: E402
+    bullet_inertials,
+    bullet_mounted_pairs,
+    urdf_path,
+)
 
 
 @pytest.fixture(scope="module")

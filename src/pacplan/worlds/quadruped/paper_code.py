@@ -61,9 +61,10 @@ from pacplan.worlds.quadruped.boxes import (
 from pacplan.worlds.quadruped.camera import CAMERA_NEAR_M
 from pacplan.worlds.quadruped.episode import RolloutConfig
 from pacplan.worlds.quadruped.gait import NEUTRAL_MOTOR_ANGLES, GaitParams, gait_motor_angles
-from pacplan.worlds.quadruped.mjcf import GROUND_HALF_THICKNESS_M, parse_urdf, urdf_path
+from pacplan.worlds.quadruped.mjcf import GROUND_HALF_THICKNESS_M
 from pacplan.worlds.quadruped.rollout import Controller, RolloutResult
 from pacplan.worlds.quadruped.simulator import QuadrupedSim
+from pacplan.worlds.quadruped.urdf import parse_urdf, urdf_path
 
 PAPER_CODE_DEFAULTS = {"primitive_s": 0.25, "horizon_s": 5.0, "depth_far_m": 1000.0,
                        "gait_clock": 2.0, "finish_dx": 6.0}
