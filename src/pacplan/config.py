@@ -16,6 +16,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     StrictInt,
     ValidationError,
     field_validator,
@@ -262,6 +263,9 @@ class RunConfig(_Strict):
     baselines: list[BaselineConfig] = Field(default_factory=list)
     report: ReportConfig = Field(default_factory=ReportConfig)
     storage: StorageConfig = Field(default_factory=StorageConfig)
+    # set by `pacplan.run.pipeline.check_worlds` at the boundary: which worlds and options it
+    # checked, so the stages trust them instead of checking again (not part of the config file)
+    _worlds_checked: str | None = PrivateAttr(default=None)
 
     @field_validator("name")
     @classmethod

@@ -121,20 +121,31 @@ def cost_inputs(policies_sha: str, world: dict[str, Any], seeds: np.ndarray) -> 
             "seeds": [int(seeds[0]), int(seeds[-1]) + 1]}
 
 
+def _worlds_key(cfg: RunConfig) -> str:
+    """The worlds and options a run builds, as one string (what `check_worlds` vouches for)."""
+    return json.dumps([cfg.world.name, cfg.world.options,
+                       [b.world_options for b in cfg.baselines]], sort_keys=True, default=str)
+
+
 def check_worlds(cfg: RunConfig) -> None:
     """Every world the run will build, with its options checked: baselines are flown last, so
-    a bad option is named before any work, not after hours of it."""
+    a bad option is named before any work, not after hours of it. The boundary (`pacplan run`,
+    `pacplan train-prior`, `pacplan.run`) calls it once; the config then records what was
+    checked, and `run` trusts it unless the worlds or options were changed since."""
     check_world_options(cfg.world.name, cfg.world.options)
     for base in cfg.baselines:
         check_world_options(cfg.world.name, cfg.world.options | base.world_options)
+    cfg._worlds_checked = _worlds_key(cfg)
 
 
 def run(cfg: RunConfig, run_dir: str | Path, prior_file: str | Path | None = None,
         progress: bool = True, executor: Executor | None = None,
         log: Callable[[str], None] | None = None) -> RunResult:
     """Run (or resume) every step of `cfg` in `run_dir`, holding the directory's lock (another
-    process working there is refused at once, naming it)."""
-    check_worlds(cfg)
+    process working there is refused at once, naming it). A config whose worlds the boundary
+    checked (`check_worlds`) is trusted; any other is checked here first."""
+    if cfg._worlds_checked != _worlds_key(cfg):
+        check_worlds(cfg)
     rd = RunDir(run_dir)
     with rd.locked():
         return _run(cfg, rd, prior_file, progress, executor, log)
