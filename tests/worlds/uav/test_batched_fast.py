@@ -80,6 +80,36 @@ def test_compiled_render_is_bit_identical_to_the_reference() -> None:
 
 
 @pytest.mark.slow
+def test_culled_renderer_is_bit_identical_to_the_compiled_reference() -> None:
+    """The simulator's compiled renderer (culling, slots of cylinders per column band, planes)
+    gives the compiled reference kernel's depth and net input to the bit, with the scene tables
+    it makes for a chunk of seeds and with tables made elsewhere (`scene_tensors`)."""
+    sim = BatchedSimulator(compile=True, env_chunk=8)
+    ref = torch.compile(raycast.render_kernel, dynamic=False)
+    phases = torch.compile(fast.phases, dynamic=False)  # eager divides by 1/FAR's product
+    rng = np.random.default_rng(3)
+    frames = 0
+    for first in range(100, 148, 8):
+        seeds = np.arange(first, first + 8)
+        st_ref = sim.scene_tensors([sample_scene(int(s)) for s in seeds])
+        for st in (sim._chunk_scenes(seeds), st_ref):
+            for grid in (True, False):
+                env, pos = _frames(sim, rng, grid)
+                want = ref(sim.rays, *_render_args(sim, st_ref, env, pos))
+                images, xp = sim._render(st, env, pos)
+                assert torch.equal(images.reshape(len(env), -1), want)
+                assert torch.equal(xp[: len(env)], phases(want))
+                frames += len(env)
+    edge = sim.scene_tensors(_edge_scene() * 8)
+    for grid in (True, False):
+        env, pos = _frames(sim, rng, grid)
+        images, _ = sim._render(edge, env, pos)
+        assert torch.equal(images.reshape(len(env), -1),
+                           ref(sim.rays, *_render_args(sim, edge, env, pos)))
+    assert frames == 24 * sim.render_chunk
+
+
+@pytest.mark.slow
 def test_compiled_net_input_and_convs_are_bit_identical_to_the_reference() -> None:
     ref = torch.compile(pol.conv_features, dynamic=False)
     phases = torch.compile(fast.phases, dynamic=False)

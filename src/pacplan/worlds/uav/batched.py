@@ -6,6 +6,9 @@ this module schedules the work. Why it is fast:
   once, and (state, primitive) collision sweeps are computed once.
 - Work is cut into fixed-size chunks, so memory is bounded whatever n × k is asked, and the
   render kernel sees one static shape (good for torch.compile).
+- Compiled, only what can matter is computed (`cull`): a frame's cylinders that some pixel of a
+  column band may see, and the cylinders a primitive's checks may touch; the rest provably
+  changes no depth and no hit, so the bits are those of the full kernels.
 """
 
 from __future__ import annotations
@@ -47,9 +50,9 @@ class BatchedSimulator:
     env_chunk, policy_chunk: environments and policies per rollout chunk; memory is bounded by
     about env_chunk · policy_chunk live images and net features, whatever n and k are.
     compile: run the kernels of `compiled` (render, net input, conv layers) with torch.compile.
-    They are always called with exactly render_chunk frames, env_chunk scene tables and
-    net_chunk images (padded), so each compiles once and results do not depend on how many
-    rollouts a call asks for; if compilation fails they run eagerly. Compiled and eager
+    They are always called with static shapes (slot_chunk slots, finish_chunk frames, env_chunk
+    scene tables, net_chunk images; padded), so each compiles once and results do not depend on
+    how many rollouts a call asks for; if compilation fails they run eagerly. Compiled and eager
     kernels may differ in the last float bit, so `compile` is part of a world's
     configuration.
     threads: CPU threads for torch during a rollout call (0: leave torch's setting). Default 1:
@@ -79,16 +82,22 @@ class BatchedSimulator:
         self.env_chunk = int(env_chunk)
         self.scene_options = {"obstacles": int(obstacles), "radius_scale": float(radius_scale)}
         self.dtype = dtype
+        self.compile = bool(compile)
         self.rays = torch.as_tensor(spec.pixel_rays(), dtype=dtype, device=self.device)
         self.rays_t = self.rays.t().contiguous()
         self.cells = pol.FilterCells(self.device)
         self.compiled = _compile(fast.slot_kernel) if compile else None
         self.finish = _compile(fast.finish) if compile else None
-        self.conv1 = _compile(fast.conv1_at) if compile else None
-        self.conv2 = _compile(fast.conv2) if compile else None
+        self.conv = _compile(fast.conv_at) if compile else None
         self.net_chunk = 512
-        self.slot_width = 4  # cylinders per slot of the compiled ray caster
-        self.slot_chunk = 2 * self.render_chunk  # slots per call of it (one static shape)
+        # the compiled ray caster: (frame, column band) pairs, slot_width cylinders at a time
+        self.bands, self.slot_width, self.slot_chunk = 5, 2, 8 * self.render_chunk
+        assert spec.IMG % self.bands == 0, "column bands of equal width"
+        perm = np.concatenate([(np.arange(spec.IMG)[:, None] * spec.IMG + cols).ravel()
+                               for cols in cull.band_columns(self.bands)])
+        self.band_pixels = torch.as_tensor(perm, device=self.device)  # pixels by band
+        self.rays_b = self.rays_t[:, self.band_pixels].reshape(3, self.bands, -1).contiguous()
+        self.finish_chunk = 4 * self.render_chunk  # frames per call of compiled.finish
         self.check_disp = torch.tensor(dyn.CHECK_DISP, device=self.device)
         self.cam_offset = torch.as_tensor(spec.CAM_OFFSET, dtype=torch.float64, device=self.device)
 
@@ -103,7 +112,7 @@ class BatchedSimulator:
                 ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Depth images (F, 50, 50) and, when compiled, the net's polyphase inputs (F, 2, 2, 25,
         25) (`compiled.phases`, made here per frame rather than per (frame, policy) later)."""
-        if self.compiled is not None:
+        if self.compile:
             return self._render_culled(st, env, pos)
         n = env.shape[0]
         out = torch.empty(n, spec.IMG * spec.IMG, dtype=self.dtype, device=self.device)
@@ -125,38 +134,45 @@ class BatchedSimulator:
         compiled: a culled cylinder changes no pixel, and a minimum does not depend on order."""
         n, dev, dt = env.shape[0], self.device, self.dtype
         cam = pos + self.cam_offset
-        vis = cull.visible(cam, st.centres[env], st.axes[env], st.radii[env])
-        frame, cyl = _slots(vis, self.slot_width)
-        near = torch.full((n, spec.IMG * spec.IMG), float("inf"), dtype=dt, device=dev)
-        sc = self.slot_chunk
-        for i in range(0, frame.shape[0], sc):
-            f, c = frame[i : i + sc], cyl[i : i + sc]
-            m = f.shape[0]
-            if m < sc:  # pad to the one static shape
-                f = torch.cat([f, f[:1].expand(sc - m)])
-                c = torch.cat([c, c[:1].expand(sc - m, c.shape[1])])
-            e = env[f]
-            w = (cam[f][:, None, :] - st.centres[e[:, None], c]).to(dt)
-            axes, radii = st.axes[e[:, None], c].to(dt), st.radii[e[:, None], c].to(dt)
-            depth = self._compiled_or_eager("compiled", fast.slot_kernel, "ray caster",
-                                            self.rays_t, st.da, st.a2, e, c, w, axes, radii)
-            near.scatter_reduce_(0, f[:m, None].expand(m, near.shape[1]), depth[:m], "amin")
-        out = torch.empty(n, spec.IMG * spec.IMG, dtype=dt, device=dev)
-        # at least 2 rows: conv1_at's dynamic frame dimension must not be specialised to 0 or 1
-        xp = torch.empty(max(n, 2), 2, 2, fast.HALF, fast.HALF, dtype=dt, device=dev)
-        rc = self.render_chunk
-        cam = cam.to(dt)
-        for i in range(0, n, rc):
-            d, o = near[i : i + rc], cam[i : i + rc]
-            m = d.shape[0]
-            if m < rc:
-                d = torch.cat([d, d[:1].expand(rc - m, d.shape[1])])
-                o = torch.cat([o, o[:1].expand(rc - m, 3)])
-            depth, phases = self._compiled_or_eager("finish", fast.finish, "ray caster",
-                                                    self.rays_t, d, o)
-            out[i : i + m] = depth[:m]
-            xp[i : i + m] = phases[:m]
+        vis = cull.visible(cam, st.centres[env], st.axes[env], st.radii[env], self.bands)
+        row, cyl = _slots(vis.reshape(n * self.bands, -1), self.slot_width)
+        n_slots, sc = row.shape[0], self.slot_chunk
+        pad = -n_slots % sc  # to whole calls of the one static shape
+        row_p = torch.cat([row, row[:1].expand(pad)]) if n_slots else row
+        cyl_p = torch.cat([cyl, cyl[:1].expand(pad, cyl.shape[1])]) if n_slots else cyl
+        frame_p, band_p = row_p // self.bands, row_p % self.bands
+        env_p, cam_p = env[frame_p], cam[frame_p]
+        da_b, a2_b = self._banded(st)
+        width = self.rays_b.shape[-1]
+        hits = torch.empty(row_p.shape[0], width, dtype=dt, device=dev)
+        for i in range(0, row_p.shape[0], sc):
+            hits[i : i + sc] = self._compiled_or_eager(
+                "compiled", fast.slot_kernel, "ray caster", self.rays_b, da_b, a2_b,
+                st.centres, st.axes, st.radii, env_p[i : i + sc], band_p[i : i + sc],
+                cyl_p[i : i + sc], cam_p[i : i + sc])
+        fc = self.finish_chunk
+        n_pad = n + (-n % fc)  # frames padded to whole calls of `finish` (their rows stay inf)
+        near = torch.full((n_pad * self.bands, width), float("inf"), dtype=dt, device=dev)
+        near.scatter_reduce_(0, row[:, None].expand(n_slots, width), hits[:n_slots], "amin")
+        # pixels by band (frame, band, row, column) -> image order (frame, row, band, column)
+        near = near.reshape(n_pad, self.bands, spec.IMG, -1).transpose(1, 2).reshape(n_pad, -1)
+        cam = torch.cat([cam, cam[:1].expand(n_pad - n, 3)]).to(dt)
+        parts = [self._compiled_or_eager("finish", fast.finish, "ray caster", self.rays_t,
+                                         near[i : i + fc], cam[i : i + fc])
+                 for i in range(0, n_pad, fc)]
+        out, xp = parts[0] if len(parts) == 1 else (torch.cat(p) for p in zip(*parts))
+        # xp has n_pad ≥ 2 rows: conv_at's dynamic frame dimension is never specialised to 0, 1
+        out = out[:n]
         return out.reshape(n, spec.IMG, spec.IMG), xp
+
+    def _banded(self, st: SceneTensors) -> tuple[torch.Tensor, torch.Tensor]:
+        """The scene tables' da and a2 (E, K, bands, pixels) with pixels by column band (the
+        same values, reordered), made once per chunk of scenes."""
+        if st.banded is None:
+            e, k = st.da.shape[:2]
+            st.banded = tuple(t[..., self.band_pixels].reshape(e, k, self.bands, -1).contiguous()
+                              for t in (st.da, st.a2))
+        return st.banded[0], st.banded[1]
 
     def _compiled_or_eager(self, attr: str, eager: Any, what: str, *args: torch.Tensor
                            ) -> torch.Tensor:
@@ -249,9 +265,14 @@ class BatchedSimulator:
 
     def _chunk_scenes(self, seeds: np.ndarray) -> SceneTensors:
         scenes = [sample_scene(int(s), **self.scene_options) for s in seeds]
-        if self.compiled is not None:  # one static table shape for the compiled kernel
-            scenes += [scenes[0]] * (self.env_chunk - len(scenes))
-        return self.scene_tensors(scenes)
+        if not self.compile:
+            return self.scene_tensors(scenes)
+        scenes += [scenes[0]] * (self.env_chunk - len(scenes))  # one static table shape
+        # the tables made with the rays by column band: the same values as reordering them
+        st = SceneTensors(scenes, self.rays[self.band_pixels], self.dtype)
+        e, k = st.da.shape[:2]
+        st.banded = tuple(t.reshape(e, k, self.bands, -1) for t in (st.da, st.a2))
+        return st
 
     def _choose(self, st: SceneTensors, step: int, live: _Live, alive: torch.Tensor,
                 parts: dict[str, torch.Tensor] | None, net_scale: float) -> torch.Tensor:
@@ -302,8 +323,7 @@ class BatchedSimulator:
             if xp is None:
                 feats[i : i + m] = pol.conv_features(images[g], w1, b1, w2, b2)
                 continue
-            hidden = self._compiled_or_eager("conv1", fast.conv1_at, "net", xp, g, w1, b1)
-            out = self._compiled_or_eager("conv2", fast.conv2, "net", hidden, w2, b2)
+            out = self._compiled_or_eager("conv", fast.conv_at, "net", xp, g, w1, b1, w2, b2)
             feats[i : i + m] = out[:m]
         has = alive.any(1)
         row_of = torch.cumsum(has.long(), 0) - 1

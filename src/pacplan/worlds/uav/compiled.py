@@ -6,9 +6,14 @@ the same order as the compiled references (inductor builds with -ffp-contract=of
 rounds once); only the memory layout and loop structure change, which is what makes them faster:
 - `render_kernel` unrolls the cylinder loop, so the per-pixel minimum stays in registers instead
   of materialising an (F, K, P) buffer, and reads ray components as contiguous rows.
+  `slot_kernel` is its loop for a few cylinders over one column band of a frame: the simulator
+  gives it only the (frame, band, cylinder) triples `cull.visible` keeps (about a sixth of them
+  at the tight run's scale) and takes the minimum over a frame's slots; `finish` adds the
+  tunnel planes, the clamp and the net input.
 - the conv layers read a polyphase copy of the normalised image (`phases`): the stride-2 taps of
   conv1 become contiguous slices, so inductor vectorises them, and conv1's ELU is computed once
-  per hidden value instead of once per conv2 tap.
+  per hidden value instead of once per conv2 tap. `conv_at` reads each pair's frame through
+  its index (no gathered copy) and runs both layers in one call.
 The minimum over cylinders is order-independent because no candidate is NaN (a failed test
 gives +inf), so unrolling it keeps every depth to the bit. `tests/worlds/uav/test_batched_fast.py`
 checks all of this bit for bit against the references. Not for eager use: eager ATen ops (e.g.
@@ -70,30 +75,38 @@ def render_kernel(
 
 
 def slot_kernel(
-    rays_t: torch.Tensor,  # (3, P) ray components as contiguous rows
-    da_all: torch.Tensor,  # (E, K, P) per scene
-    a2_all: torch.Tensor,  # (E, K, P) per scene
+    rays_b: torch.Tensor,  # (3, T, Pt) ray components of each column band's pixels
+    da_b: torch.Tensor,  # (E, K, T, Pt) per scene, pixels by band
+    a2_b: torch.Tensor,  # (E, K, T, Pt) per scene, pixels by band
+    centres: torch.Tensor,  # (E, K, 3) float64 per scene
+    axes_all: torch.Tensor,  # (E, K, 3) float64 per scene
+    radii_all: torch.Tensor,  # (E, K) float64 per scene
     env: torch.Tensor,  # (S,) scene of each slot
+    band: torch.Tensor,  # (S,) column band of each slot
     cyl: torch.Tensor,  # (S, G) cylinders of each slot
-    w: torch.Tensor,  # (S, G, 3) camera minus cylinder centre
-    axes: torch.Tensor,  # (S, G, 3)
-    radii: torch.Tensor,  # (S, G)
+    cam: torch.Tensor,  # (S, 3) float64 camera position of each slot's frame
 ) -> torch.Tensor:
-    """Nearest cylinder hit (S, P) (+inf: none) among G cylinders of a frame, not clamped.
+    """Nearest cylinder hit (S, Pt) (+inf: none) among G cylinders, over one column band of a
+    frame's pixels; not clamped.
 
-    `render_kernel`'s cylinder loop for a slot's own G cylinders (the batched simulator gives
-    each frame only the cylinders `cull.visible` keeps, G at a time, and takes the minimum over a
-    frame's slots); every candidate depth is computed by the same float ops as there.
+    `render_kernel`'s cylinder loop for a slot's own G cylinders and pixels (the batched
+    simulator gives each (frame, band) only the cylinders `cull.visible` keeps, G at a time,
+    and takes the minimum over its slots); every candidate depth is computed by the same float
+    ops from the same values as there (the tables are only reordered).
     """
     inf = float("inf")
     h = spec.OBST_HALF
+    dt = rays_b.dtype
+    w = (cam[:, None, :] - centres[env[:, None], cyl]).to(dt)  # (S, G, 3), as the eager caller
+    axes = axes_all[env[:, None], cyl].to(dt)
+    radii = radii_all[env[:, None], cyl].to(dt)
     wa = _dot3(w, axes)  # (S, G)
     cq = _dot3(w, w) - wa * wa - radii * radii
-    dx, dy, dz = rays_t[0][None, :], rays_t[1][None, :], rays_t[2][None, :]
-    depth = torch.full((), inf, dtype=rays_t.dtype, device=rays_t.device)
+    dx, dy, dz = rays_b[0][band], rays_b[1][band], rays_b[2][band]  # (S, Pt)
+    depth = torch.full((), inf, dtype=dt, device=rays_b.device)
     for g in range(cyl.shape[1]):
-        da = da_all[env, cyl[:, g]]  # (S, P)
-        a2 = a2_all[env, cyl[:, g]]
+        da = da_b[env, cyl[:, g], band]  # (S, Pt)
+        a2 = a2_b[env, cyl[:, g], band]
         wak = wa[:, g, None]
         dw = w[:, g, 0, None] * dx + w[:, g, 1, None] * dy + w[:, g, 2, None] * dz
         b = dw - da * wak
@@ -111,7 +124,7 @@ def slot_kernel(
     return depth
 
 
-def finish(rays_t: torch.Tensor, cyl_depth: torch.Tensor, cam: torch.Tensor
+def finish(rays_t: torch.Tensor, near: torch.Tensor, cam: torch.Tensor
            ) -> tuple[torch.Tensor, torch.Tensor]:
     """The frames' depth (F, P) and net input (`phases`) from their nearest cylinder hits
     (F, P): `render_kernel`'s tunnel planes and clamp, then `phases`, in one kernel."""
@@ -121,7 +134,7 @@ def finish(rays_t: torch.Tensor, cyl_depth: torch.Tensor, cam: torch.Tensor
     oz = cam[:, 2:3]
     t_wall = torch.where(dx > 0, (spec.WALL_X - ox) / dx, (-spec.WALL_X - ox) / dx)
     t_flat = torch.where(dz > 0, (spec.CEIL_Z - oz) / dz, (spec.FLOOR_Z - oz) / dz)
-    depth = torch.minimum(cyl_depth, torch.where(dx != 0, t_wall, inf))
+    depth = torch.minimum(near, torch.where(dx != 0, t_wall, inf))
     depth = torch.minimum(depth, torch.where(dz != 0, t_flat, inf))
     depth = depth.clamp(max=spec.FAR)
     return depth, phases(depth)
@@ -157,6 +170,12 @@ def conv1_at(xp: torch.Tensor, rows: torch.Tensor, w1: torch.Tensor, b1: torch.T
     """`conv1` of the polyphase inputs xp[rows]: the gather is fused into the conv's loop
     (xp's first dimension is dynamic, so one compiled kernel serves every frame count)."""
     return conv1(xp[rows], w1, b1)
+
+
+def conv_at(xp: torch.Tensor, rows: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor,
+            w2: torch.Tensor, b2: torch.Tensor) -> torch.Tensor:
+    """`conv2` ∘ `conv1_at` in one compiled call (features (R, 529))."""
+    return conv2(conv1_at(xp, rows, w1, b1), w2, b2)
 
 
 def conv2(hidden: torch.Tensor, w2: torch.Tensor, b2: torch.Tensor) -> torch.Tensor:

@@ -24,6 +24,9 @@ The geometry, in float64:
 
 from __future__ import annotations
 
+import functools
+
+import numpy as np
 import torch
 
 from pacplan.worlds.uav import spec
@@ -70,41 +73,53 @@ def _extent(offset: torch.Tensor, axial: torch.Tensor, lo: torch.Tensor, hi: tor
     return offset + torch.minimum(e1, e2) - radial, offset + torch.maximum(e1, e2) + radial
 
 
-def _pyramid() -> tuple[torch.Tensor, torch.Tensor]:
-    """(5, 3) unit normals n and (5,) bounds b: a point q (relative to the camera) seen by some
-    pixel with 0 < t ≤ FAR satisfies n·q ≤ b for each row (forward depth ≥ 0 is row 0: its
-    normal is −forward; the four side planes of the image pyramid follow)."""
+def band_columns(bands: int) -> list[np.ndarray]:
+    """The image columns of each of `bands` vertical bands (as equal as can be, left first)."""
+    return np.array_split(np.arange(spec.IMG), bands)
+
+
+@functools.lru_cache(maxsize=8)
+def _planes(bands: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Unit normals n of the planes bounding what the pixels see: (3, 3) shared by every band
+    (behind the camera, above the top row, below the bottom row) and (bands, 2, 3) per band (left
+    of its first column, right of its last). A point q (relative to the camera) that a pixel of
+    the band sees at depth t > 0 has n·q ≤ 0 for every one of them."""
     right, up, forward = (torch.as_tensor(v, dtype=torch.float64) for v in spec.camera_axes())
     rays = torch.as_tensor(spec.pixel_rays(), dtype=torch.float64)
-    u, v = rays @ right, rays @ up
-    normals = [-forward, right - u.max() * forward, u.min() * forward - right,
-               up - v.max() * forward, v.min() * forward - up]
-    n = torch.stack([x / x.norm() for x in normals])
-    return n, torch.zeros(5, dtype=torch.float64)
+    u = (rays @ right).reshape(spec.IMG, spec.IMG)  # depends on the column only
+    v = rays @ up
+    shared = torch.stack([-forward, up - v.max() * forward, v.min() * forward - up])
+    sides = torch.stack([torch.stack([u[:, cols].min() * forward - right,
+                                      right - u[:, cols].max() * forward])
+                         for cols in band_columns(bands)])
+    return shared / shared.norm(dim=-1, keepdim=True), sides / sides.norm(dim=-1, keepdim=True)
 
 
-_NORMALS, _BOUNDS = _pyramid()
 _FORWARD = torch.as_tensor(spec.camera_axes()[2], dtype=torch.float64)
 
 
 def visible(cam: torch.Tensor, centres: torch.Tensor, axes: torch.Tensor,
-            radii: torch.Tensor) -> torch.Tensor:
-    """(F, K) bool: cylinder k of frame f may be seen from camera position cam (F, 3) float64
-    (centres, axes (F, K, 3), radii (F, K), float64); False only when provably not."""
+            radii: torch.Tensor, bands: int = 1) -> torch.Tensor:
+    """(F, bands, K) bool: cylinder k of frame f may be seen by a pixel of column band b
+    (`band_columns`) from camera position cam (F, 3) float64 (centres, axes (F, K, 3), radii
+    (F, K), float64); False only when provably not."""
     dev = cam.device
     inside = ((cam[:, 0].abs() < spec.WALL_X) & (cam[:, 2] > spec.FLOOR_Z)
               & (cam[:, 2] < spec.CEIL_Z))
     lo, hi = clip_axis(centres, axes, radii, inside)
     keep = lo <= hi
     rel = centres - cam[:, None, :]
-    normals, bounds = _NORMALS.to(dev), _BOUNDS.to(dev)
-    for n, b in zip(normals, bounds):
+    shared, sides = (x.to(dev) for x in _planes(bands))
+    for n in shared:
         low, _ = _extent(rel @ n, axes @ n, lo, hi, radii)
-        keep &= low <= b + MARGIN
+        keep &= low <= MARGIN
     fwd = _FORWARD.to(dev)
     nearest, _ = _extent(rel @ fwd, axes @ fwd, lo, hi, radii)
     keep &= nearest < spec.FAR + MARGIN
-    return keep
+    flat = sides.reshape(-1, 3).t()  # (3, 2·bands)
+    low, _ = _extent(rel @ flat, (axes @ flat), lo[..., None], hi[..., None], radii[..., None])
+    ok = (low <= MARGIN).reshape(*keep.shape, bands, 2).all(-1)  # (F, K, bands)
+    return keep[:, None, :] & ok.permute(0, 2, 1)
 
 
 def touchable(box_lo: torch.Tensor, box_hi: torch.Tensor, centres: torch.Tensor,

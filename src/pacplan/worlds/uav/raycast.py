@@ -31,6 +31,8 @@ class SceneTensors:
         # whatever the chunk size: results never depend on how work was chunked.
         self.da = _dot3(axes[:, :, None, :], rays[None, None, :, :]).contiguous()
         self.a2 = ((rays * rays).sum(-1)[None, None, :] - self.da * self.da).contiguous()
+        # da and a2 with pixels by column band, for the compiled simulator (batched.py)
+        self.banded: tuple[torch.Tensor, ...] | None = None
 
 
 def _dot3(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
