@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import cli
-from pacplan.config import load_config
+from helpers import SMALL_TOY_RUN, StopAfter, cli
+from pacplan.config import load_config, parse_config
 from pacplan.errors import PacplanError
 from pacplan.io.files import safetensors_bytes
 from pacplan.io.yamlio import read_yaml, yaml_text
@@ -28,6 +28,7 @@ from pacplan.run.compare import Agreement, compare_runs
 from pacplan.run.pipeline import run
 from pacplan.run.plan import plan_n
 from pacplan.run.provenance import verify_certificate
+from pacplan.run.rundir import RunDir
 
 # ----------------------------------------------------------------------- rational storage
 
@@ -203,6 +204,26 @@ def test_plan_n_bad_input_is_one_line(tiny_runs: tuple[Path, Path], args: list[s
                                       words: str, capsys: pytest.CaptureFixture[str]) -> None:
     rc, _, err = cli(["plan-n", str(tiny_runs[0]), *args], capsys)
     assert rc == 2 and words in err and len(err.strip().splitlines()) == 1
+
+
+def test_plan_n_while_a_rational_run_still_computes(tmp_path: Path) -> None:
+    """A large run stores rational costs (storage.cost_denominator) and is predicted from its
+    first rows while it computes (issue 38: uav-tight): its chunks hold the costs as computed,
+    so the prediction is the one its float twin, stopped at the same chunk, gives."""
+    plans = []
+    for denominator in (None, 240):
+        data = {**SMALL_TOY_RUN, "storage": {"cost_denominator": denominator},
+                "executor": {"kind": "serial", "chunk_policies": 6, "chunk_seeds": 10}}
+        out = tmp_path / f"run-{denominator}"
+        with pytest.raises(KeyboardInterrupt):  # rows 0–29 computed, the matrix not assembled
+            run(parse_config(json.loads(json.dumps(data))), out, progress=False,
+                executor=StopAfter(3, chunk_policies=6, chunk_seeds=10))
+        assert not (out / RunDir.costs("cert", denominator is not None)).exists()
+        plans.append(plan_n(out, 1000, rows=30))
+    assert plans[0].predicted_certified == plans[1].predicted_certified
+    assert 0 < plans[1].emp_cost < plans[1].predicted_certified < 1
+    with pytest.raises(PacplanError, match="--rows 40: the certification matrix has 30 rows"):
+        plan_n(tmp_path / "run-240", 1000, rows=40)
 
 
 def test_plan_n_without_a_matrix(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -20,6 +20,7 @@ from pacplan.io.files import (
     sha256_file,
 )
 from pacplan.pacbayes.record import relative_path
+from pacplan.presets import shipped_priors
 from pacplan.report.markdown import code, text
 from pacplan.report.tables import duration
 from pacplan.run.curve import plot_training_curve
@@ -78,11 +79,14 @@ def _es_record_summary(records: list[dict[str, Any]], meta: dict[str, str]) -> s
 def _find_source(rd: RunDir, source: str, sha: str) -> Path | None:
     """The file a given prior was copied from, if it is still found with the same sha256: at
     its recorded path (relative to the run directory, or, for older manifests, the current
-    directory), or shipped inside the pacplan package under the same name."""
+    directory), or shipped inside the pacplan package under the same name or, renamed since
+    (0.2.0 renamed the UAV's), as a shipped prior with the same sha256."""
     raw = Path(source)
     candidates = [raw] if raw.is_absolute() else [rd.path / raw, Path.cwd() / raw]
     # by name, not as a glob pattern: a name may hold '*', '?' or '[' ('**' is no pattern)
     candidates += sorted(p for p in Path(pacplan.__file__).parent.rglob("*") if p.name == raw.name)
+    if raw.suffix == ".safetensors":
+        candidates += list(shipped_priors().values())
     for path in candidates:
         if path.is_file() and sha256_file(path) == sha:
             return path

@@ -104,7 +104,7 @@ def _certification_matrix(rd: RunDir, rational: bool) -> np.ndarray:
     data = Manifest(rd.path).read_finished(name)  # read once, checked against its sha256
     if data is not None:
         values = matrix_from_bytes(data, f"{name} in {rd.path}")
-    elif not rational and rd.chunks("cert").is_dir():
+    elif rd.chunks("cert").is_dir():
         values = leading_cert_rows(rd)
     else:
         raise PacplanError(f"{rd.path} has no finished certification matrix ({name}) and no "

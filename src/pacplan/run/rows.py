@@ -21,10 +21,9 @@ def leading_cert_rows(rd: RunDir) -> np.ndarray:
     leading rows as its chunk folder holds for every policy (each chunk checked against the
     ledger's sha256). Refuses a run with neither, naming it."""
     cfg = config_to_dict(load_config(rd / RunDir.CONFIG))
-    name = RunDir.costs("cert")
-    if cfg["storage"]["cost_denominator"] is not None:
-        raise PacplanError(f"{rd.path} stores rational costs (storage.cost_denominator): not "
-                           "supported")
+    # a rational run (storage.cost_denominator) stores numerators when finished; its chunks
+    # hold the costs as computed, like any run's
+    name = RunDir.costs("cert", cfg["storage"]["cost_denominator"] is not None)
     n = max(cfg["certificate"]["n"] or [1])
     manifest = Manifest(rd.path)
     data = manifest.read_finished(name)
