@@ -1,4 +1,4 @@
-"""The paper's own UAV prior flown in pacplan's world beside pacplan's shipped prior: one JSON line.
+"""The paper's own UAV prior flown in pacplan's world beside pacplan's ES-only prior: one JSON line.
 
     python benchmarks/uav_paper_prior.py [--envs 2000] [--draws 50] [--first-seed 400000]
 
@@ -7,7 +7,7 @@ PACPLAN_PAPER_DATA) is mapped into pacplan's net (`pacplan.worlds.uav.paper_prio
 metres, scores × 1000, outputs in image-grid order) and flown as its mean policy and as the
 `--draws` policies its code drew (`torch.manual_seed(0)`), twice: with pacplan's Depth Filter
 cells (the paper's net in pacplan's policy) and with the paper's grid of cells (the paper's
-policy exactly). Beside them, on the same environments: pacplan's shipped prior `uav`, its mean
+policy exactly). Beside them, on the same environments: pacplan's ES-only prior `uav-es`, its mean
 and `--draws` policies drawn as `pacplan run` draws them (seed 0), and the Depth Filter alone
 with either cell layout. Environments start at seed 400,000, disjoint from every preset's seeds.
 The ratios compare the paper's prior with pacplan's on the same environments.
@@ -65,8 +65,9 @@ def _paired(a: np.ndarray, b: np.ndarray) -> dict[str, float]:
 
 
 def _ours(draws: int) -> np.ndarray:
-    """The shipped prior's mean and `draws` policies as `pacplan run` draws them (seed 0)."""
-    mu, logvar = load_prior(resolve_prior("uav"))
+    """The ES-only prior's (`uav-es`, the paper comparison's) mean and `draws` policies as
+    `pacplan run` draws them (seed 0)."""
+    mu, logvar = load_prior(resolve_prior("uav-es"))
     sigma = portable.exp(0.5 * logvar.astype(np.float64))
     eps = np.random.default_rng(0).standard_normal((draws, mu.size))
     return np.vstack([mu[None], (mu.astype(np.float64) + sigma * eps)]).astype(np.float32)

@@ -49,7 +49,7 @@ def evaluate(world: UAVWorld, prior: str, seeds: np.ndarray, samples: int) -> di
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--priors", nargs="+", default=[str(EARLIER), "uav"],
+    ap.add_argument("--priors", nargs="+", default=[str(EARLIER), "uav-es"],
                     help="shipped prior names or files (default: the earlier and the shipped)")
     ap.add_argument("--envs", type=int, default=2000)
     ap.add_argument("--samples", type=int, default=20)

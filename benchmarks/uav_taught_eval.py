@@ -54,7 +54,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--distilled", required=True, help="the distilled θ (.safetensors)")
     ap.add_argument("--prior", required=True, help="the taught prior (name or file)")
-    ap.add_argument("--baseline-prior", default="uav")
+    ap.add_argument("--baseline-prior", default="uav-es")
     ap.add_argument("--envs", type=int, default=2000)
     ap.add_argument("--samples", type=int, default=50)
     ap.add_argument("--figure", help="also draw the cost per stage (a .png)")
