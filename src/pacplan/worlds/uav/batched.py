@@ -88,6 +88,8 @@ class BatchedSimulator:
         self.cells = pol.FilterCells(self.device)
         self.compiled = _compile(fast.slot_kernel) if compile else None
         self.finish = _compile(fast.finish) if compile else None
+        # culling is conservative by a margin, so its own rounding may differ from eager's
+        self.visible = torch.compile(cull.visible_within, dynamic=True) if compile else None
         self.conv = _compile(fast.conv_at) if compile else None
         self.net_chunk = 512
         # the compiled ray caster: (frame, column band) pairs, slot_width cylinders at a time
@@ -97,6 +99,7 @@ class BatchedSimulator:
                                for cols in cull.band_columns(self.bands)])
         self.band_pixels = torch.as_tensor(perm, device=self.device)  # pixels by band
         self.rays_b = self.rays_t[:, self.band_pixels].reshape(3, self.bands, -1).contiguous()
+        self.planes = tuple(x.to(self.device) for x in cull._planes(self.bands))
         self.finish_chunk = 4 * self.render_chunk  # frames per call of compiled.finish
         self.check_disp = torch.tensor(dyn.CHECK_DISP, device=self.device)
         self.cam_offset = torch.as_tensor(spec.CAM_OFFSET, dtype=torch.float64, device=self.device)
@@ -134,7 +137,9 @@ class BatchedSimulator:
         compiled: a culled cylinder changes no pixel, and a minimum does not depend on order."""
         n, dev, dt = env.shape[0], self.device, self.dtype
         cam = pos + self.cam_offset
-        vis = cull.visible(cam, st.centres[env], st.axes[env], st.radii[env], self.bands)
+        vis = self._compiled_or_eager("visible", cull.visible_within, "culling", cam,
+                                      st.centres[env], st.axes[env], st.radii[env],
+                                      *self.planes)
         row, cyl = _slots(vis.reshape(n * self.bands, -1), self.slot_width)
         n_slots, sc = row.shape[0], self.slot_chunk
         pad = -n_slots % sc  # to whole calls of the one static shape

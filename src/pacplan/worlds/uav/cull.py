@@ -95,27 +95,30 @@ def _planes(bands: int) -> tuple[torch.Tensor, torch.Tensor]:
     return shared / shared.norm(dim=-1, keepdim=True), sides / sides.norm(dim=-1, keepdim=True)
 
 
-_FORWARD = torch.as_tensor(spec.camera_axes()[2], dtype=torch.float64)
-
-
 def visible(cam: torch.Tensor, centres: torch.Tensor, axes: torch.Tensor,
             radii: torch.Tensor, bands: int = 1) -> torch.Tensor:
     """(F, bands, K) bool: cylinder k of frame f may be seen by a pixel of column band b
     (`band_columns`) from camera position cam (F, 3) float64 (centres, axes (F, K, 3), radii
     (F, K), float64); False only when provably not."""
-    dev = cam.device
+    shared, sides = (x.to(cam.device) for x in _planes(bands))
+    return visible_within(cam, centres, axes, radii, shared, sides)
+
+
+def visible_within(cam: torch.Tensor, centres: torch.Tensor, axes: torch.Tensor,
+                   radii: torch.Tensor, shared: torch.Tensor, sides: torch.Tensor
+                   ) -> torch.Tensor:
+    """`visible` with the bounding planes given (`_planes`): tensors only, for torch.compile."""
     inside = ((cam[:, 0].abs() < spec.WALL_X) & (cam[:, 2] > spec.FLOOR_Z)
               & (cam[:, 2] < spec.CEIL_Z))
     lo, hi = clip_axis(centres, axes, radii, inside)
     keep = lo <= hi
     rel = centres - cam[:, None, :]
-    shared, sides = (x.to(dev) for x in _planes(bands))
-    for n in shared:
+    for n in shared:  # behind the camera, above the top row, below the bottom row
         low, _ = _extent(rel @ n, axes @ n, lo, hi, radii)
         keep &= low <= MARGIN
-    fwd = _FORWARD.to(dev)
-    nearest, _ = _extent(rel @ fwd, axes @ fwd, lo, hi, radii)
+    nearest, _ = _extent(-(rel @ shared[0]), -(axes @ shared[0]), lo, hi, radii)
     keep &= nearest < spec.FAR + MARGIN
+    bands = sides.shape[0]
     flat = sides.reshape(-1, 3).t()  # (3, 2·bands)
     low, _ = _extent(rel @ flat, (axes @ flat), lo[..., None], hi[..., None], radii[..., None])
     ok = (low <= MARGIN).reshape(*keep.shape, bands, 2).all(-1)  # (F, K, bands)
