@@ -12,11 +12,12 @@ policies per chunk), compiled batched simulator, in one process and in `--worker
 Side by side: `--baseline-ref` (default b8b946c, the commit before issue 38's speed-up of the
 simulator) is materialised with `git archive` into a temporary directory, and both codes run
 as subprocesses of this one (PYTHONPATH at that tree's src and runtime/src, or at today's), on
-the same policies and seeds, in the order baseline, today (one process), today, baseline
-(K processes), so a drifting machine load biases neither. Each executor is warmed up on one chunk
-first (torch.compile, worker start-up), so the timed part is the steady rate. Reported: both
-rates, their ratio (the figure to trust on a busy machine), and whether every cost matrix is
-identical (today against the baseline, one process against K).
+the same policies and seeds; for each executor in the order baseline, today on the first half
+of the seeds, then today, baseline on the second half (each code's rate: all seeds over the
+sum of its two timed parts), so a drifting machine load biases neither. Each executor is
+warmed up on one chunk first (torch.compile, worker start-up), so the timed part is the
+steady rate. Reported: both rates, their ratio (the figure to trust on a busy machine), and
+whether every cost matrix is identical (today against the baseline, one process against K).
 
 Roofline (`roofline`): the machine's peak on one torch thread (the simulator's setting), a
 float32 matrix product's GFLOP/s and a large copy's GB/s, and for one chunk of each code the
@@ -93,8 +94,8 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     if args.world != "uav":
         raise _BenchError(f"uav_scale_throughput profiles the uav world only, not "
                           f"{args.world!r}")
-    if args.seeds < 1 or args.workers < 1:
-        raise _BenchError("--seeds and --workers must be at least 1")
+    if args.seeds < 2 or args.workers < 1:
+        raise _BenchError("--seeds must be at least 2 (two halves) and --workers at least 1")
     from pacplan.errors import PacplanError
     from pacplan.es.checkpoint import load_prior
     from pacplan.portable import exp
@@ -111,7 +112,9 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="uav-throughput-") as tmp:
         work = Path(tmp)
         np.save(work / "thetas.npy", thetas)
-        np.save(work / "seeds.npy", np.arange(FIRST_SEED, FIRST_SEED + n_seeds, dtype=np.int64))
+        seeds = np.arange(FIRST_SEED, FIRST_SEED + n_seeds, dtype=np.int64)
+        for half, part in enumerate(np.array_split(seeds, 2)):
+            np.save(work / f"seeds_{half}.npy", part)
         codes = {"today": today}
         ref = None
         if args.baseline_ref.lower() != "none":
@@ -125,16 +128,26 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
         }
         many = f"{args.workers}_processes"
         plan = [("serial", None, "one_process"), ("processes", args.workers, many)]
-        order = [("baseline", plan[0]), ("today", plan[0]), ("today", plan[1]),
-                 ("baseline", plan[1])]
+        # per executor: baseline, today on the first half of the seeds, today, baseline on the
+        # second (ABBA), so a load that drifts during the run favours neither code
+        order = [("baseline", 0), ("today", 0), ("today", 1), ("baseline", 1)]
         rates: dict[str, dict[str, Any]] = {name: {} for name in codes}
-        for name, (kind, workers, label) in order:
-            if name not in codes:
-                continue
-            job = {"task": "rate", "kind": kind, "workers": workers, "label": f"{name}-{label}"}
-            rates[name][label] = _spawn(codes[name], work, job)
-        costs = {f"{name}-{label}": np.load(work / f"{name}-{label}.npy")
-                 for name in codes for label in rates[name]}
+        costs: dict[str, np.ndarray] = {}
+        for kind, workers, label in plan:
+            runs: dict[str, list[dict[str, Any]]] = {name: [] for name in codes}
+            for name, half in order:
+                if name in codes:
+                    job = {"task": "rate", "kind": kind, "workers": workers, "half": half,
+                           "label": f"{name}-{label}-{half}"}
+                    runs[name].append(_spawn(codes[name], work, job))
+            for name, done in runs.items():
+                seconds = sum(r["seconds"] for r in done)
+                rates[name][label] = {
+                    "rollouts_per_s": round(n_seeds * 50 / seconds, 1),
+                    "seconds": round(seconds, 2),
+                    "warmup_s": round(sum(r["warmup_s"] for r in done), 2)}
+                costs[f"{name}-{label}"] = np.concatenate(
+                    [np.load(work / f"{name}-{label}-{h}.npy") for h in (0, 1)])
         for name in codes:
             out[name] = rates[name]
         if "baseline" in codes:
@@ -209,7 +222,7 @@ def _child(work: Path) -> None:
 
     job = json.loads((work / "job.json").read_text())
     thetas = np.load(work / "thetas.npy", allow_pickle=False)
-    seeds = np.load(work / "seeds.npy", allow_pickle=False)
+    seeds = np.load(work / f"seeds_{job.get('half', 0)}.npy", allow_pickle=False)
     if job["task"] == "rate":
         result = _rate(thetas, seeds, job, work)
     else:
