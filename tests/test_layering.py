@@ -189,6 +189,13 @@ def test_no_upward_import(graph):
     assert not bad, "imports against the layer order:\n" + "\n".join(bad)
 
 
+def test_no_module_over_400_lines():
+    """A module a reader takes in at once (issue 39): split by concern past 400 lines."""
+    long = {name: n for name, path in modules().items()
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > 400}
+    assert not long, f"modules over 400 lines: {long}"
+
+
 def test_the_checks_catch_a_cycle_and_an_upward_import(tmp_path):
     """The checks themselves: a made-up package with a two-module loop and a basics module
     importing the command line is refused, each offending edge named."""

@@ -140,7 +140,7 @@ class BatchedSimulator:
         vis = self._compiled_or_eager("visible", cull.visible_within, "culling", cam,
                                       st.centres[env], st.axes[env], st.radii[env],
                                       *self.planes)
-        row, cyl = _slots(vis.reshape(n * self.bands, -1), self.slot_width)
+        row, cyl = cull.slots(vis.reshape(n * self.bands, -1), self.slot_width)
         n_slots, sc = row.shape[0], self.slot_chunk
         pad = -n_slots % sc  # to whole calls of the one static shape
         row_p = torch.cat([row, row[:1].expand(pad)]) if n_slots else row
@@ -335,21 +335,6 @@ class BatchedSimulator:
         grid = torch.zeros(int(has.sum()), k, 529, dtype=images.dtype, device=images.device)
         grid[row_of[env_idx], pol_idx] = feats
         return pol.head(grid, parts)[row_of[env_idx], pol_idx]
-
-
-def _slots(keep: torch.Tensor, width: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Slots of `width` cylinders covering each frame's kept ones: (frame (S,), cylinders (S,
-    width)). A frame's kept cylinders come first in its slots; a last slot is filled up with
-    cylinders that are not kept (or repeats), which change no minimum; frames keeping none get
-    no slot."""
-    n, k = keep.shape
-    order = torch.sort((~keep).to(torch.int8), dim=1, stable=True).indices
-    if k % width:
-        order = torch.cat([order, order[:, :1].expand(n, width - k % width)], 1)
-    per = (keep.sum(1) + width - 1) // width
-    frame = torch.repeat_interleave(torch.arange(n, device=keep.device), per)
-    group = torch.arange(frame.shape[0], device=keep.device) - (torch.cumsum(per, 0) - per)[frame]
-    return frame, order.reshape(n, -1, width)[frame, group]
 
 
 def _compile(fn: Any) -> Any:

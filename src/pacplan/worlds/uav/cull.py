@@ -136,3 +136,18 @@ def touchable(box_lo: torch.Tensor, box_hi: torch.Tensor, centres: torch.Tensor,
         c_min, c_max = _extent(centres[..., dim], axes[..., dim], lo, hi, radii)
         keep &= (c_max >= box_lo[:, None, dim] - reach) & (c_min <= box_hi[:, None, dim] + reach)
     return keep
+
+
+def slots(keep: torch.Tensor, width: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Slots of `width` cylinders covering each frame's kept ones: (frame (S,), cylinders (S,
+    width)). A frame's kept cylinders come first in its slots; a last slot is filled up with
+    cylinders that are not kept (or repeats), which change no minimum; frames keeping none get
+    no slot."""
+    n, k = keep.shape
+    order = torch.sort((~keep).to(torch.int8), dim=1, stable=True).indices
+    if k % width:
+        order = torch.cat([order, order[:, :1].expand(n, width - k % width)], 1)
+    per = (keep.sum(1) + width - 1) // width
+    frame = torch.repeat_interleave(torch.arange(n, device=keep.device), per)
+    group = torch.arange(frame.shape[0], device=keep.device) - (torch.cumsum(per, 0) - per)[frame]
+    return frame, order.reshape(n, -1, width)[frame, group]
