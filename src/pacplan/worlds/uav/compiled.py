@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 
 from pacplan.worlds.uav import spec
-from pacplan.worlds.uav.raycast import _dot3
+from pacplan.worlds.uav.raycast import _dot3, tunnel_planes
 
 HALF = spec.IMG // 2  # each polyphase component is HALF × HALF pixels
 
@@ -43,35 +43,35 @@ def render_kernel(
 ) -> torch.Tensor:
     """z-depth (F, P) ≤ FAR: `raycast.render_kernel` with the cylinder loop unrolled."""
     inf = float("inf")
-    h = spec.OBST_HALF
     wa = _dot3(w, axes)  # (F, K)
     cq = _dot3(w, w) - wa * wa - radii * radii
     dx, dy, dz = rays_t[0][None, :], rays_t[1][None, :], rays_t[2][None, :]
     depth = torch.full((), inf, dtype=rays_t.dtype, device=rays_t.device)
     for k in range(da_all.shape[1]):
-        da = da_all[env, k]  # (F, P)
-        a2 = a2_all[env, k]
-        wak = wa[:, k, None]
         dw = w[:, k, 0, None] * dx + w[:, k, 1, None] * dy + w[:, k, 2, None] * dz
-        b = dw - da * wak
-        c = cq[:, k, None]
-        disc = b * b - a2 * c
-        t_side = (-b - torch.sqrt(disc.clamp_min(0))) / a2
-        s = wak + t_side * da
-        ok = (disc >= 0) & (t_side > 0) & (s.abs() <= h)
-        best = torch.where(ok, t_side, inf)
-        for sign in (1.0, -1.0):
-            t_cap = (sign * h - wak) / da
-            ok = (t_cap > 0) & (c + t_cap * (2 * b + t_cap * a2) <= 0)
-            best = torch.minimum(best, torch.where(ok, t_cap, inf))
-        depth = torch.minimum(depth, best)
-    ox = cam[:, 0:1]
-    oz = cam[:, 2:3]
-    t_wall = torch.where(dx > 0, (spec.WALL_X - ox) / dx, (-spec.WALL_X - ox) / dx)
-    t_flat = torch.where(dz > 0, (spec.CEIL_Z - oz) / dz, (spec.FLOOR_Z - oz) / dz)
-    depth = torch.minimum(depth, torch.where(dx != 0, t_wall, inf))
-    depth = torch.minimum(depth, torch.where(dz != 0, t_flat, inf))
-    return depth.clamp(max=spec.FAR)
+        hit = _cylinder_hit(da_all[env, k], a2_all[env, k], wa[:, k, None], cq[:, k, None], dw)
+        depth = torch.minimum(depth, hit)
+    return tunnel_planes(depth, dx, dz, cam)
+
+
+def _cylinder_hit(da: torch.Tensor, a2: torch.Tensor, wak: torch.Tensor, c: torch.Tensor,
+                  dw: torch.Tensor) -> torch.Tensor:
+    """Nearest hit (.., P) (+inf: none) of one cylinder per row: its side, then its two caps,
+    by `raycast.render_kernel`'s float ops (da = d·a, a2 = |d⊥|², wak = w·a, c = |w⊥|² − r²,
+    dw = d·w); the one body both unrolled kernels run per cylinder."""
+    inf = float("inf")
+    h = spec.OBST_HALF
+    b = dw - da * wak
+    disc = b * b - a2 * c
+    t_side = (-b - torch.sqrt(disc.clamp_min(0))) / a2
+    s = wak + t_side * da
+    ok = (disc >= 0) & (t_side > 0) & (s.abs() <= h)
+    best = torch.where(ok, t_side, inf)
+    for sign in (1.0, -1.0):
+        t_cap = (sign * h - wak) / da
+        ok = (t_cap > 0) & (c + t_cap * (2 * b + t_cap * a2) <= 0)
+        best = torch.minimum(best, torch.where(ok, t_cap, inf))
+    return best
 
 
 def slot_kernel(
@@ -95,7 +95,6 @@ def slot_kernel(
     ops from the same values as there (the tables are only reordered).
     """
     inf = float("inf")
-    h = spec.OBST_HALF
     dt = rays_b.dtype
     w = (cam[:, None, :] - centres[env[:, None], cyl]).to(dt)  # (S, G, 3), as the eager caller
     axes = axes_all[env[:, None], cyl].to(dt)
@@ -105,22 +104,10 @@ def slot_kernel(
     dx, dy, dz = rays_b[0][band], rays_b[1][band], rays_b[2][band]  # (S, Pt)
     depth = torch.full((), inf, dtype=dt, device=rays_b.device)
     for g in range(cyl.shape[1]):
-        da = da_b[env, cyl[:, g], band]  # (S, Pt)
-        a2 = a2_b[env, cyl[:, g], band]
-        wak = wa[:, g, None]
         dw = w[:, g, 0, None] * dx + w[:, g, 1, None] * dy + w[:, g, 2, None] * dz
-        b = dw - da * wak
-        c = cq[:, g, None]
-        disc = b * b - a2 * c
-        t_side = (-b - torch.sqrt(disc.clamp_min(0))) / a2
-        s = wak + t_side * da
-        ok = (disc >= 0) & (t_side > 0) & (s.abs() <= h)
-        best = torch.where(ok, t_side, inf)
-        for sign in (1.0, -1.0):
-            t_cap = (sign * h - wak) / da
-            ok = (t_cap > 0) & (c + t_cap * (2 * b + t_cap * a2) <= 0)
-            best = torch.minimum(best, torch.where(ok, t_cap, inf))
-        depth = torch.minimum(depth, best)
+        hit = _cylinder_hit(da_b[env, cyl[:, g], band], a2_b[env, cyl[:, g], band],
+                            wa[:, g, None], cq[:, g, None], dw)  # (S, Pt)
+        depth = torch.minimum(depth, hit)
     return depth
 
 
@@ -128,15 +115,7 @@ def finish(rays_t: torch.Tensor, near: torch.Tensor, cam: torch.Tensor
            ) -> tuple[torch.Tensor, torch.Tensor]:
     """The frames' depth (F, P) and net input (`phases`) from their nearest cylinder hits
     (F, P): `render_kernel`'s tunnel planes and clamp, then `phases`, in one kernel."""
-    inf = float("inf")
-    dx, dz = rays_t[0][None, :], rays_t[2][None, :]
-    ox = cam[:, 0:1]
-    oz = cam[:, 2:3]
-    t_wall = torch.where(dx > 0, (spec.WALL_X - ox) / dx, (-spec.WALL_X - ox) / dx)
-    t_flat = torch.where(dz > 0, (spec.CEIL_Z - oz) / dz, (spec.FLOOR_Z - oz) / dz)
-    depth = torch.minimum(near, torch.where(dx != 0, t_wall, inf))
-    depth = torch.minimum(depth, torch.where(dz != 0, t_flat, inf))
-    depth = depth.clamp(max=spec.FAR)
+    depth = tunnel_planes(near, rays_t[0][None, :], rays_t[2][None, :], cam)
     return depth, phases(depth)
 
 

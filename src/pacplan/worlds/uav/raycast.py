@@ -73,14 +73,20 @@ def render_kernel(
         t_cap = (sign * h - wa[..., None]) / da
         ok = (t_cap > 0) & (c + t_cap * (2 * b + t_cap * a2) <= 0)
         best = torch.minimum(best, torch.where(ok, t_cap, inf))
-    depth = best.amin(dim=1)  # (F, P)
-    dx = rays[:, 0][None, :]
-    dz = rays[:, 2][None, :]
+    return tunnel_planes(best.amin(dim=1), rays[:, 0][None, :], rays[:, 2][None, :], cam)
+
+
+def tunnel_planes(near: torch.Tensor, dx: torch.Tensor, dz: torch.Tensor, cam: torch.Tensor
+                  ) -> torch.Tensor:
+    """z-depth (F, P) ≤ FAR: the nearest cylinder hits `near` (F, P) (+inf: none) against the
+    two walls, the floor and the ceiling, for rays with x and z components dx, dz (1, P) from
+    cameras cam (F, 3); every renderer ends with it, eager or compiled."""
+    inf = float("inf")
     ox = cam[:, 0:1]
     oz = cam[:, 2:3]
     t_wall = torch.where(dx > 0, (spec.WALL_X - ox) / dx, (-spec.WALL_X - ox) / dx)
     t_flat = torch.where(dz > 0, (spec.CEIL_Z - oz) / dz, (spec.FLOOR_Z - oz) / dz)
-    depth = torch.minimum(depth, torch.where(dx != 0, t_wall, inf))
+    depth = torch.minimum(near, torch.where(dx != 0, t_wall, inf))
     depth = torch.minimum(depth, torch.where(dz != 0, t_flat, inf))
     return depth.clamp(max=spec.FAR)
 
