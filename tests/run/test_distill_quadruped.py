@@ -78,7 +78,10 @@ def _nearest(theta: np.ndarray, data: qd.Labelled, etas: np.ndarray) -> np.ndarr
 def test_fit_learns_which_gait_scores_best_where() -> None:
     """States told apart by one proprioceptive value: gait 3 wins where it is positive, gait 11
     where not; every other gait falls (−10 m). The fitted net picks the winner in most states
-    (chance: none, as it starts at gait 7), and deterministically."""
+    (chance: none, as it starts at gait 7), deterministically, and on the grid. (Gait 3's a1
+    is the grid's low edge: a sigmoid of a linear function cannot sit there for all positive
+    values, so a fit free to leave the grid picked 89 % right with 38 % of its η at gaits never
+    scored, down to a1 = 0.2; within the box it picks about 80 % right.)"""
     data = _random_data(96)
     etas = qd.candidate_etas(TeacherConfig())
     positive = data.proprio[:, 5] > 0
@@ -90,8 +93,9 @@ def test_fit_learns_which_gait_scores_best_where() -> None:
                            batch=16, seed=0)
     want = np.where(positive, 3, 11)
     assert (_nearest(start, data, etas) == want).mean() == 0.0
-    assert (_nearest(theta, data, etas) == want).mean() >= 0.85
+    assert (_nearest(theta, data, etas) == want).mean() >= 0.75
     assert losses[-1] < losses[0]
+    _assert_on_grid(theta, data, etas)
     again, _ = qd.fit(start, data, scores, etas, kernel=0.02, epochs=60, lr=0.03, batch=16,
                       seed=0)
     assert np.array_equal(theta, again)  # deterministic: a resumed round is the same bits
@@ -111,6 +115,30 @@ def test_fit_prefers_the_safe_gait_where_states_look_alike() -> None:
     theta, _ = qd.fit(start, data, scores, etas, kernel=0.02, epochs=60, lr=0.03, batch=10,
                       seed=0)
     assert set(_nearest(theta, data, etas)) == {7}
+
+
+def test_fit_stays_on_the_candidates_grid_when_an_edge_gait_wins() -> None:
+    """Gait 0 (the grid's low corner) wins everywhere: the fit walks there and stops, not past
+    it to gaits the teacher never scored (without the box term it went to η 0.08–0.34, a slow
+    shuffle that walked 0.884 on held-out terrains)."""
+    data = _random_data(64)
+    etas = qd.candidate_etas(TeacherConfig())
+    scores = np.full((64, 12), -10.0)
+    scores[:, 0] = 1.0
+    start = gait_theta(TeacherConfig().candidates[4])
+    theta, _ = qd.fit(start, data, scores, etas, kernel=0.02, epochs=100, lr=0.03, batch=16,
+                      seed=0)
+    assert set(_nearest(theta, data, etas)) == {0}
+    _assert_on_grid(theta, data, etas)
+
+
+def _assert_on_grid(theta: np.ndarray, data: qd.Labelled, etas: np.ndarray) -> None:
+    """Every η within the candidates' box widened by the fit's margin (and a little slack: the
+    box term is a price, not a wall)."""
+    eta = np.stack([policy_output(theta, data.depth[i], data.proprio[i])
+                    for i in range(len(data))])
+    slack = qd.OFF_GRID_MARGIN + 0.1
+    assert (eta >= etas.min(axis=0) - slack).all() and (eta <= etas.max(axis=0) + slack).all()
 
 
 def test_labelled_episode_is_the_teachers_own_and_a_student_walks_its_gait() -> None:

@@ -43,6 +43,10 @@ from pacplan.worlds.quadruped.policy import (
 from pacplan.worlds.quadruped.rollout import rollout
 from pacplan.worlds.quadruped.teacher import QuadrupedTeacher, TeacherConfig
 
+OFF_GRID_M = 10.0  # metres per kernel width² beyond the candidates' box: a fall's price
+OFF_GRID_MARGIN = 0.125
+"""Half the candidates' spacing in η: within it the edge candidate is still the nearest, and the
+sigmoid may overshoot an edge a little, so a steep switch between edge gaits stays possible."""
 ETA_FLOOR = 0.0025  # targets stay this far inside (0, 1): a sigmoid never reaches its ends
 
 
@@ -116,7 +120,11 @@ def fit(theta: np.ndarray, data: Labelled, scores: np.ndarray, etas: np.ndarray,
     `scores` (k, C) are the candidates' look-ahead scores (metres) and `etas` (C, 4) their
     policy outputs; the loss is minus the expected score of the net's η, each candidate
     weighted by softmax(−‖η − η_c‖² / kernel): the net is pulled towards the gaits that score
-    well on average over the states it cannot tell apart.
+    well on average over the states it cannot tell apart. Beyond the candidates' box the
+    nearest edge candidate's weight still grows outwards, and Adam follows that tiny but steady
+    gradient far off the grid, to gaits the teacher never scored (measured: a refit on 480
+    terrains put 73 % of held-out η below a1 = 0.575, and walked 0.884); so a squared distance
+    beyond the box widened by `OFF_GRID_MARGIN` costs `OFF_GRID_M` metres per kernel width.
 
     The depth image and each proprioceptive value are standardised over `data` first (their
     scales differ by orders of magnitude: metres, radians, rad/s), and the scaling is folded
@@ -138,6 +146,7 @@ def fit(theta: np.ndarray, data: Labelled, scores: np.ndarray, etas: np.ndarray,
     prop = torch.tensor((data.proprio.astype(np.float64) - p_mu) / p_sd)
     y = torch.tensor(scores, dtype=torch.float64)
     cand = torch.tensor(etas, dtype=torch.float64)
+    lo, hi = cand.min(dim=0).values - OFF_GRID_MARGIN, cand.max(dim=0).values + OFF_GRID_MARGIN
     opt = torch.optim.Adam(params, lr=lr)
     n = len(data)
     losses: list[float] = []
@@ -148,7 +157,9 @@ def fit(theta: np.ndarray, data: Labelled, scores: np.ndarray, etas: np.ndarray,
             idx = order[start : start + batch]
             eta = _forward(params, depth[idx], prop[idx])
             near = torch.softmax(-((eta[:, None, :] - cand[None]) ** 2).sum(-1) / kernel, 1)
-            loss = -(near * y[idx]).sum(dim=1).mean()
+            off = (lo - eta).clamp_min(0) + (eta - hi).clamp_min(0)  # beyond the grid's box
+            loss = (-(near * y[idx]).sum(dim=1).mean()
+                    + OFF_GRID_M * (off ** 2).sum(dim=1).mean() / kernel)
             opt.zero_grad()
             loss.backward()
             opt.step()

@@ -157,7 +157,7 @@ def fit(theta: np.ndarray, images: np.ndarray, target: np.ndarray, *, epochs: in
             opt.zero_grad()
             loss.backward()
             opt.step()
-            total += float(loss) * len(idx)
+            total += float(loss.detach()) * len(idx)
         losses.append(total / n)
     return pol.flatten_net(net).astype(np.float32), losses
 
