@@ -29,8 +29,9 @@ rollout, asserted on 2 terrains to give `world.costs`'s costs exactly for the 94
 cost ± SE, finishes, falls, CPU seconds, and the paired per-terrain difference against the
 constant gait walked in the same run.
 
-Found (runs/exp/quadruped-capacity/REPORT.md): bigger classes do no better than the 6.4k-weight
-proprio-only MLP; no class gets far below the constant gait's regret. One torch thread, fixed
+Found (benchmarks/data/quadruped-student-capacity.json, the full stage's labels): bigger classes
+do no better than the 6.4k-weight proprio-only MLP; no class gets far below the constant gait's
+regret, and none walks more than 1.6 standard errors better than it. One torch thread, fixed
 seeds: deterministic. Bad input (a missing folder, no label files, a file missing a key, a
 split with no terrains on a side) is one line on stderr and exit 2. `--save` writes the JSON to
 benchmarks/data/quadruped-student-capacity.json.
