@@ -145,7 +145,7 @@ def regret_stats(picks: np.ndarray, d: dict[str, np.ndarray]) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- the 12-way classifiers
-# (the model code of runs/exp/quadruped-capacity/models.py, the kinds used here)
+# (a proprio-only MLP and a conv-features + proprio MLP, each scoring the 12 candidates)
 
 
 def make_net(kind: str, hidden: int, ch: int = 2) -> Any:
