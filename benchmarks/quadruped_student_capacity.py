@@ -180,11 +180,10 @@ CLASSIFIERS = {
 
 
 def std_stats(d: dict[str, np.ndarray]) -> tuple[float, float, np.ndarray, np.ndarray]:
-    dm, dsd = float(d["depth"].mean()), float(d["depth"].std())
-    pm = d["proprio"].astype(np.float64).mean(0)
-    psd = d["proprio"].astype(np.float64).std(0)
-    psd[psd < 1e-6] = 1.0
-    return dm, max(dsd, 1e-6), pm, psd
+    """The inputs' scales as the project's fit takes them (`distill.input_scales`)."""
+    from pacplan.worlds.quadruped.distill import input_scales
+
+    return input_scales(d["depth"], d["proprio"])
 
 
 def _tensors(depth: np.ndarray, proprio: np.ndarray,
@@ -246,8 +245,8 @@ def fit_classes(tr: dict[str, np.ndarray], va: dict[str, np.ndarray], max_epochs
     """Every class's record and its controller factory (for the walk)."""
     from pacplan.run.distill_quadruped import KERNEL, start_theta
     from pacplan.worlds.quadruped.distill import Labelled, candidate_etas, fit
-    from pacplan.worlds.quadruped.gait import GaitParams
-    from pacplan.worlds.quadruped.policy import policy_action, policy_output
+    from pacplan.worlds.quadruped.policy import policy_output
+    from pacplan.worlds.quadruped.rollout import fixed_gait_controller, policy_controller
     from pacplan.worlds.quadruped.teacher import BEST_CONSTANT_GAIT, TeacherConfig
 
     cands = TeacherConfig().candidates
@@ -259,7 +258,7 @@ def fit_classes(tr: dict[str, np.ndarray], va: dict[str, np.ndarray], max_epochs
 
     records["best_constant_gait"] = {"candidate": const, "weights": 0, "fit_seconds": 0.0,
                                      "val": regret_stats(np.full(len(va["seed"]), const), va)}
-    controllers["best_constant_gait"] = lambda: (lambda depth, proprio: BEST_CONSTANT_GAIT)
+    controllers["best_constant_gait"] = lambda: fixed_gait_controller(BEST_CONSTANT_GAIT)
 
     w0, c0 = time.perf_counter(), time.process_time()
     lab = Labelled(tr["seed"], tr["primitive"], tr["depth"], tr["proprio"], tr["scores"])
@@ -281,11 +280,7 @@ def fit_classes(tr: dict[str, np.ndarray], va: dict[str, np.ndarray], max_epochs
                 "kernel_expected_regret": round(kernel_regret, 4),
                 "eta_median_distance_to_nearest_candidate":
                     round(float(np.median(np.sqrt(d2.min(1)))), 4)}}
-
-    def net_controller() -> Callable[..., Any]:
-        return lambda depth, proprio: GaitParams.from_policy_output(
-            policy_action(theta32, depth, proprio))
-    controllers["net944_fit"] = net_controller
+    controllers["net944_fit"] = lambda: policy_controller(theta32)
     extra["theta944"] = theta32
 
     inner_from = split_seed(tr["seed"], 5 / 6)
@@ -340,18 +335,16 @@ def _classifier_controller(model: Any, st: tuple[float, float, np.ndarray, np.nd
 
 def walk(controllers: dict[str, Callable[..., Any]], theta944: np.ndarray, n: int
          ) -> dict[str, Any]:
-    """Every class on the same n held-out terrains through pacplan's rollout (as world.costs →
-    world.rollout → world.run does it); the 944 net's route checked against world.costs."""
+    """Every class on the same n held-out terrains through `world.run` (what world.costs runs
+    for a θ); the 944 net's route checked against world.costs."""
     from pacplan.worlds.base import make_world
-    from pacplan.worlds.quadruped.rollout import rollout
 
     world = make_world("quadruped", **OPTIONS)
     seeds = np.arange(WALK_FIRST_SEED, WALK_FIRST_SEED + n)
     check = seeds[:CHECK_TERRAINS]
     reference = world.costs(theta944[None], check).ravel()
     ctrl = controllers["net944_fit"]()
-    own = np.array([rollout(world.sim, world.terrain(int(s)), ctrl, world.rollout_config).cost
-                    for s in check])
+    own = np.array([world.run(ctrl, int(s)).cost for s in check])
     assert np.array_equal(own, reference), (own, reference)
     out: dict[str, Any] = {"terrains": [int(seeds[0]), int(seeds[-1]) + 1], "n": n,
                            "check_944_vs_world_costs": {"terrains": len(check),
@@ -361,8 +354,7 @@ def walk(controllers: dict[str, Callable[..., Any]], theta944: np.ndarray, n: in
     for name, make in controllers.items():
         w0, c0 = time.perf_counter(), time.process_time()
         control = make()
-        results = [rollout(world.sim, world.terrain(int(s)), control, world.rollout_config)
-                   for s in seeds]
+        results = [world.run(control, int(s)) for s in seeds]
         c = np.array([r.cost for r in results], dtype=np.float64)
         costs[name] = c
         out["classes"][name] = {

@@ -135,11 +135,7 @@ def fit(theta: np.ndarray, data: Labelled, scores: np.ndarray, etas: np.ndarray,
 
     torch.set_num_threads(1)
     gen = torch.Generator().manual_seed(int(seed))
-    d_mu = float(data.depth.mean())
-    d_sd = float(data.depth.std()) or 1.0
-    p_mu = data.proprio.astype(np.float64).mean(axis=0)
-    p_sd = data.proprio.astype(np.float64).std(axis=0)
-    p_sd[p_sd < 1e-6] = 1.0
+    d_mu, d_sd, p_mu, p_sd = input_scales(data.depth, data.proprio)
     conv_w, conv_b, lin_w, lin_b = _to_standardised(theta, d_mu, d_sd, p_mu, p_sd)
     params = [torch.tensor(a, dtype=torch.float64, requires_grad=True)
               for a in (conv_w, conv_b, lin_w, lin_b)]
@@ -168,6 +164,16 @@ def fit(theta: np.ndarray, data: Labelled, scores: np.ndarray, etas: np.ndarray,
         losses.append(total / max(n, 1))
     out = [p.detach().numpy() for p in params]
     return _from_standardised(*out, d_mu, d_sd, p_mu, p_sd), losses
+
+
+def input_scales(depth: np.ndarray, proprio: np.ndarray
+                 ) -> tuple[float, float, np.ndarray, np.ndarray]:
+    """Mean and spread of the depth images (one pair) and of each proprioceptive value: a fit
+    standardises its inputs with them (a value that never varies keeps spread 1)."""
+    d_sd = float(depth.std()) or 1.0
+    p_sd = proprio.astype(np.float64).std(axis=0)
+    p_sd[p_sd < 1e-6] = 1.0
+    return float(depth.mean()), d_sd, proprio.astype(np.float64).mean(axis=0), p_sd
 
 
 def agreement(theta: np.ndarray, data: Labelled, teacher_etas: np.ndarray) -> float:
