@@ -1,15 +1,17 @@
 """Each stage of a taught UAV prior on held-out environments, one JSON line.
 
     python benchmarks/uav_taught_eval.py --distilled RUN/distill/theta.safetensors \
-        --prior RUN/prior.safetensors [--baseline-prior uav] [--envs 2000] [--samples 50]
+        --prior RUN/prior.safetensors [--baseline-prior uav-es] [--envs 2000] [--samples 50]
+    python benchmarks/uav_taught_eval.py --redraw SAVED.json --figure OUT.png [--baseline-label L]
 
 Rows, all on the same `--envs` environments of seeds.prior_eval (300,000 on: held out from
 prior training, disjoint from certification and test seeds) and the same world (batched,
 compiled, as the presets fly it): the privileged teacher (`planner: teacher`, the floor), the
 Depth Filter alone, the distilled net (ES's start), and for the taught prior and the baseline
-prior (default: the shipped `uav`) the mean policy μ and `--samples` draws from N(μ, σ²) (seed
+prior (default: the shipped `uav-es`) the mean policy μ and `--samples` draws from N(μ, σ²) (seed
 0, as a run's m policies are drawn). `ratio_*`: the taught prior's cost over the baseline
-prior's, measured in this same run.
+prior's, measured in this same run. `--redraw` draws the figure of a saved line again without
+rolling anything out (`--baseline-label` names its baseline, e.g. a prior since replaced).
 """
 
 from __future__ import annotations
@@ -52,13 +54,23 @@ def prior_row(world: UAVWorld, prior: str, seeds: np.ndarray, samples: int) -> d
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--distilled", required=True, help="the distilled θ (.safetensors)")
-    ap.add_argument("--prior", required=True, help="the taught prior (name or file)")
+    ap.add_argument("--distilled", help="the distilled θ (.safetensors)")
+    ap.add_argument("--prior", help="the taught prior (name or file)")
     ap.add_argument("--baseline-prior", default="uav-es")
     ap.add_argument("--envs", type=int, default=2000)
     ap.add_argument("--samples", type=int, default=50)
     ap.add_argument("--figure", help="also draw the cost per stage (a .png)")
+    ap.add_argument("--redraw", help="a saved output line (.json): only draw --figure from it")
+    ap.add_argument("--baseline-label", help="the baseline's name in the figure")
     args = ap.parse_args()
+    if args.redraw:
+        if not args.figure:
+            ap.error("--redraw needs --figure")
+        stages_figure(json.loads(Path(args.redraw).read_text()), args.figure,
+                      args.baseline_label)
+        return
+    if not (args.distilled and args.prior):
+        ap.error("--distilled and --prior are required (or --redraw)")
     seeds = np.arange(HELD_OUT_START, HELD_OUT_START + args.envs, dtype=np.int64)
     world = UAVWorld(simulator="batched", compile=True)
     zero = np.zeros((1, POLICY_DIM), np.float32)
@@ -81,11 +93,11 @@ def main() -> None:
         "ratio_draws": round(taught["draws_mean_cost"] / base["draws_mean_cost"], 3),
     }
     if args.figure:
-        stages_figure(out, args.figure)
+        stages_figure(out, args.figure, args.baseline_label)
     print(json.dumps(out))
 
 
-def stages_figure(out: dict, path: str) -> None:
+def stages_figure(out: dict, path: str, baseline_label: str | None = None) -> None:
     """Bars: held-out cost of each stage, from the Depth Filter to the teacher's floor."""
     import matplotlib
 
@@ -93,9 +105,10 @@ def stages_figure(out: dict, path: str) -> None:
     import matplotlib.pyplot as plt
 
     t, b = out["taught_prior"], out["baseline_prior"]
+    base = baseline_label or b["prior"]
     bars = [("Depth Filter\nalone", out["depth_filter"]["cost"]),
-            (f"shipped prior\n({b['prior']}) μ", b["mean_policy_cost"]),
-            (f"shipped prior\n{out['samples']} draws", b["draws_mean_cost"]),
+            (f"baseline prior\n({base}) μ", b["mean_policy_cost"]),
+            (f"baseline prior\n{out['samples']} draws", b["draws_mean_cost"]),
             ("distilled net\n(ES start)", out["distilled"]["cost"]),
             ("taught prior\nμ (after ES)", t["mean_policy_cost"]),
             (f"taught prior\n{out['samples']} draws", t["draws_mean_cost"]),

@@ -397,7 +397,7 @@ def test_help_shows_choices_as_choices_and_flags_as_flags():
     ("words", "expected"),
     [
         ("pacplan run uav", {"uav-quick", "uav-paper", "uav-tight", "uav-prior", "uav-es-prior",
-                             "uav-paper-prior", "uav-prior-2000"}),
+                             "uav-paper-prior"}),
         ("pacplan train-prior quadruped-p", {"quadruped-paper", "quadruped-paper-bullet",
                                              "quadruped-paper-code", "quadruped-paper-n1000",
                                              "quadruped-paper-n2000", "quadruped-prior"}),

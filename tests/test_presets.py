@@ -38,7 +38,7 @@ def test_presets_live_inside_the_package() -> None:
     assert not (REPO / "configs").exists() and not (REPO / "priors").exists()  # one home
     assert {p.name for p in list_presets() if p.kind == "run"} == RUN_PRESETS
     assert {p.name for p in list_presets() if p.kind == "prior"} == {
-        "uav-prior", "uav-es-prior", "uav-paper-prior", "uav-prior-2000", "quadruped-prior",
+        "uav-prior", "uav-es-prior", "uav-paper-prior", "quadruped-prior",
         "quadruped-taught-prior"}
     assert len(set(preset_names())) == len(preset_names())  # a name means one file
 
