@@ -191,9 +191,10 @@ def test_planner_end_episode_feeds_its_own_monitor(uav_planner: Path) -> None:
 def test_cli_monitor_verdicts_and_plot(uav_planner: Path, tmp_path: Path,
                                        capsys: pytest.CaptureFixture[str]) -> None:
     rng = np.random.default_rng(9)
-    holding = tmp_path / "holding.csv"
+    holding = tmp_path / "holding.csv"  # deployed at half the certified mean: it holds
+    half = Planner.load(uav_planner).certified_cost / 2
     holding.write_text("episode,cost\n" + "".join(f"{i},{v:g}\n" for i, v in enumerate(
-        uav_like(0.08, (1, 600), rng)[0])))
+        uav_like(half, (1, 600), rng)[0])))
     code, out, err = cli(["monitor", str(uav_planner), str(holding)], capsys)
     assert code == 0, err
     assert "holding: no alarm in 600 episodes" in out
@@ -438,9 +439,10 @@ def test_cli_monitor_streams_the_log_in_constant_memory(uav_planner: Path, tmp_p
 
     rng = np.random.default_rng(12)
     peaks = []
+    often = Planner.load(uav_planner).certified_cost  # costs 0.5 this often: half the certificate
     for n in (10_000, 100_000):
         path = tmp_path / f"c{n}.csv"
-        path.write_text("".join("0.5\n" if v else "0\n" for v in rng.random(n) < 0.1))
+        path.write_text("".join("0.5\n" if v else "0\n" for v in rng.random(n) < often))
         tracemalloc.start()
         code, out, err = cli(["monitor", str(uav_planner), str(path)], capsys)
         peaks.append(tracemalloc.get_traced_memory()[1])

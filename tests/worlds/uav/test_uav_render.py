@@ -34,3 +34,46 @@ def test_load_theta_formats_and_errors(tmp_path: Path) -> None:
     for bad in ("short.npy", "obj.npy", "missing.npy"):
         with pytest.raises(PacplanError):
             load_theta(tmp_path / bad)
+
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def test_render_accepts_a_float32_near_tie(tmp_path: Path) -> None:
+    """Policy 5 of results/uav on seed 200,012: flown in float32, its first decision is a near-tie
+    that the float64 check ranks the other way by 9e-8 m; `pacplan report` drew this figure and
+    died on an assert. It is the flown primitive, within rounding, so the figure is drawn."""
+    from pacplan.worlds.uav.batched import BatchedScene
+    from pacplan.worlds.uav.policy_np import NumpyPolicy
+    from pacplan.worlds.uav.world import UAVWorld
+
+    theta = np.load(REPO / "results" / "uav" / "policies.npy")[5]
+    tr = UAVWorld(compile=False).trajectory(theta, 200_012)
+    camera = BatchedScene()
+    camera.load(tr.scene)
+    img = camera.render(tr.decisions[:1])[0]
+    npol = NumpyPolicy(theta)
+    assert npol.choose(img) != int(tr.prims[0])  # the near-tie this test is about
+    assert npol.scores(img).max() - npol.scores(img)[int(tr.prims[0])] < 1e-6
+    np.save(tmp_path / "theta.npy", theta)
+    out = render_figure(seed=200_012, out=tmp_path / "fig.png", theta_path=str(tmp_path /
+                                                                                "theta.npy"))
+    assert Path(out).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_render_refuses_a_flight_the_check_disagrees_with(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A flown primitive scored a metre below the best by the independent check is a defect
+    named in one line, not a figure that shows another decision."""
+    from pacplan.worlds.uav.policy_np import NumpyPolicy
+
+    def lopsided(self: NumpyPolicy, image: np.ndarray) -> np.ndarray:
+        s = np.zeros(spec.N_PRIMS)
+        s[0] = s[24] = 1.0  # two corners: one of them was not flown
+        return s
+
+    monkeypatch.setattr(NumpyPolicy, "scores", lopsided)
+    with pytest.raises(PacplanError, match=r"seed 14, decision 1: primitive .* the two policy "
+                                           r"paths disagree") as e:
+        render_figure(seed=14, out=tmp_path / "fig.png")
+    assert "\n" not in str(e.value)
