@@ -174,7 +174,8 @@ class QuadrupedTeacher:
             if x0[0] is None:
                 raise PacplanError("the teacher joins an episode at its start only (step 0)")
             done = sim.step_count // self._steps_per_primitive
-            scores = self.scores(sim, x0[0] + cfg.finish_dx, cfg.max_primitives - done)
+            scores = self.scores(sim, x0[0] + cfg.finish_dx, cfg.max_primitives - done,
+                                 stop_at_finish=decisions is None)
             choice = int(np.argmax(scores))  # the first of equal scores
             if decisions is not None:
                 decisions.append(Decision(primitive=done, scores=scores, choice=choice))
@@ -182,18 +183,23 @@ class QuadrupedTeacher:
 
         return control
 
-    def scores(self, sim: Any, finish_x: float, remaining: int) -> np.ndarray:
+    def scores(self, sim: Any, finish_x: float, remaining: int,
+               stop_at_finish: bool = False) -> np.ndarray:
         """(candidates,) look-ahead scores from the simulator's current state (left as found).
 
         `remaining` is the number of primitives the episode still has; a look-ahead never runs
-        past them.
+        past them. `stop_at_finish`: once a look-ahead finishes, the candidates after it are not
+        tried and score −inf. A finish scores the full distance, the most any look-ahead can,
+        and ties go to the first, so the choice is the same; only the scores recorded for a
+        student need them all. The teacher's own episodes (`costs`) take it: the last decisions
+        before the finish line cost one to a few look-aheads instead of 12.
         """
         cfg, tc = self.rollout_config, self.config
         depth = max(1, min(tc.lookahead, remaining))
         to_end = depth == remaining
         snap = sim.snapshot()
         x_now = sim.torso_x()
-        out = np.empty(len(tc.candidates))
+        out = np.full(len(tc.candidates), -np.inf)
         for i, gait in enumerate(tc.candidates):
             outcome = sim.run_primitive(gait, cfg.primitive_s, finish_x=finish_x)
             fell_first = outcome.fell
@@ -210,6 +216,8 @@ class QuadrupedTeacher:
                 score -= tc.heading_penalty_m * abs(yaw) + tc.tilt_penalty_m * (1.0 - up)
             out[i] = score
             sim.restore(snap)
+            if stop_at_finish and outcome.finished:
+                break
         return out
 
     def rollout(self, seed: int, record: bool = False) -> TeacherRollout:
@@ -221,9 +229,13 @@ class QuadrupedTeacher:
         return TeacherRollout(result=result, decisions=decisions)
 
     def costs(self, seeds: np.ndarray) -> np.ndarray:
-        """(n,) the teacher's cost on each terrain (the world's cost of the episode it drives)."""
+        """(n,) the teacher's cost on each terrain (the world's cost of the episode it drives;
+        its decisions are not kept, so a look-ahead that finishes ends the search)."""
         sd = check_seeds(seeds, "quadruped teacher seeds")
-        return np.array([self.rollout(int(s)).result.cost for s in sd], dtype=np.float64)
+        sim = self.world.sim
+        return np.array([rollout(sim, self.world.terrain(int(s)), self.controller(sim),
+                                 self.rollout_config, needs_depth=False).cost for s in sd],
+                        dtype=np.float64)
 
 
 def _yaw_and_up(orn: np.ndarray) -> tuple[float, float]:

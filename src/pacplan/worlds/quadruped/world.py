@@ -27,6 +27,7 @@ from pacplan.worlds.quadruped.terrain import Terrain, sample_terrain
 ENGINES = ("bullet", "mujoco")
 VARIANTS = ("text", "paper-code")  # the paper's text (default); the paper's code as it ran
 ACTION_REPEAT = 5  # variant 'paper-code': physics steps per control step
+PLANNERS = ("policy", "teacher")  # who walks: θ, or the privileged teacher (a baseline row)
 
 
 class QuadrupedWorld:
@@ -59,6 +60,11 @@ class QuadrupedWorld:
     engine); `plank_length`, `robot: minitaur` and the Minitaur's contact options are refused in
     one line, as is `gait_clock` in the text world. Options left unset take the variant's
     defaults, so the text world is built exactly as before.
+
+    `planner`: "policy" (the default) walks θ; "teacher" walks the privileged look-ahead teacher
+    (`pacplan.worlds.quadruped.teacher`: it sees the terrain and the simulator's state) and
+    ignores θ, so a run can carry it as a baseline row, the floor a student is taught towards.
+    It needs physics "mujoco", the Derpy and the text world (refused in one line otherwise).
     """
 
     name = "quadruped"
@@ -81,7 +87,10 @@ class QuadrupedWorld:
         robot: str = DEFAULT_ROBOT,
         variant: str = "text",
         gait_clock: float | None = None,
+        planner: str = "policy",
     ) -> None:
+        if planner not in PLANNERS:
+            raise PacplanError(f"planner must be one of {', '.join(PLANNERS)}, got {planner!r}")
         if variant not in VARIANTS:
             raise PacplanError(f"variant must be one of {', '.join(VARIANTS)}, got {variant!r}")
         self.variant = variant
@@ -169,6 +178,12 @@ class QuadrupedWorld:
         if camera_pitch_deg is not None:
             camera = CameraConfig(pitch_deg=float(camera_pitch_deg), far_m=float(depth_far_m))
         self.camera = camera
+        self.planner = planner
+        if planner == "teacher":
+            from pacplan.worlds.quadruped.teacher import check_teacher_world
+
+            check_teacher_world(self.name, {"physics": physics, "robot": self.robot,
+                                            "variant": variant})
         self._sim: QuadrupedSim | None = None
         self._thread_sims: list[QuadrupedSim] = []  # simulators of threads 2, 3, ...
 
@@ -247,6 +262,13 @@ class QuadrupedWorld:
         starts from a reset, so the result is the same for any thread count)."""
         th = check_policies(thetas, POLICY_DIM, "quadruped policy weights")
         sd = check_seeds(seeds, "quadruped terrain seeds")
+        if self.planner == "teacher":  # θ is not used: one teacher episode per terrain
+            from pacplan.worlds.quadruped.teacher import QuadrupedTeacher
+
+            if sd.size == 0 or th.shape[0] == 0:
+                return np.empty((sd.size, th.shape[0]), dtype=np.float64)
+            walked = QuadrupedTeacher(self).costs(sd)[:, None]
+            return check_unit_costs(np.repeat(walked, th.shape[0], axis=1), "quadruped costs")[0]
         out = np.empty((sd.size, th.shape[0]), dtype=np.float64)
         jobs = [(i, j) for i in range(sd.size) for j in range(th.shape[0])]
         n_threads = min(self.threads, len(jobs))
