@@ -197,6 +197,7 @@ def test_planner_teacher_world_walks_the_teacher(short_world: QuadrupedWorld) ->
     assert got.shape == (2, 3)
     assert (got == np.array(want)[:, None]).all()
     assert world.costs(thetas[:0], seeds).shape == (2, 0)
+    assert world.rollout(thetas[1], int(seeds[0])).cost == want[0]
 
 
 @pytest.mark.parametrize("options, match", [

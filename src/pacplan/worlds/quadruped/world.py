@@ -241,7 +241,12 @@ class QuadrupedWorld:
 
     def rollout(self, theta: np.ndarray, seed: int, record: bool = False,
                 sim: QuadrupedSim | None = None) -> RolloutResult:
-        """One rollout of policy `theta` on the terrain of `seed`, with its details."""
+        """One rollout of policy `theta` on the terrain of `seed`, with its details (with
+        `planner: teacher`, the teacher's episode on this world's simulator; θ is ignored)."""
+        if self.planner == "teacher":
+            from pacplan.worlds.quadruped.teacher import QuadrupedTeacher
+
+            return QuadrupedTeacher(self).rollout(int(seed), record=record).result
         return self.run(policy_controller(theta), seed, record=record, sim=sim)
 
     def run(self, controller: Controller, seed: int, record: bool = False,
