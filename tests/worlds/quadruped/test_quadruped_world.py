@@ -214,6 +214,8 @@ def test_shipped_quadruped_result_verifies() -> None:
     cert = np.load(repo / "results" / "quadruped" / "costs" / "cert.npy", allow_pickle=False)
     assert hashlib.sha256(npy_bytes(cert[:1000])).hexdigest() == N1000_STAGE_CERT_SHA256
     assert hashlib.sha256(npy_bytes(cert[:2000])).hexdigest() == N2000_STAGE_CERT_SHA256
-    for n, certified in ((1000, 0.3051801932267535), (2000, 0.2915777569784299)):  # as shipped
+    # as the stages shipped them; the teacher row's resume recomputed the certificates with the
+    # posterior search of issue 36, which decides nothing below 1e-9 (they moved by 3e-10)
+    for n, certified in ((1000, 0.3051801932267535), (2000, 0.2915777569784299)):
         staged = verify(repo / "results" / "quadruped" / "certificates" / f"N{n}.json")
-        assert abs(staged.certified - certified) < 1e-12
+        assert abs(staged.certified - certified) < 1e-9
