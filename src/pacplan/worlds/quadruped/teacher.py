@@ -222,20 +222,23 @@ class QuadrupedTeacher:
 
     def rollout(self, seed: int, record: bool = False) -> TeacherRollout:
         """One teacher-driven episode on the terrain of `seed`, with every decision."""
-        sim = self.world.sim
         decisions: list[Decision] = []
-        result = rollout(sim, self.world.terrain(int(seed)), self.controller(sim, decisions),
-                         self.rollout_config, record=record, needs_depth=record)
+        result = self.walk(seed, record, decisions)
         return TeacherRollout(result=result, decisions=decisions)
 
-    def costs(self, seeds: np.ndarray) -> np.ndarray:
-        """(n,) the teacher's cost on each terrain (the world's cost of the episode it drives;
-        its decisions are not kept, so a look-ahead that finishes ends the search)."""
-        sd = check_seeds(seeds, "quadruped teacher seeds")
+    def walk(self, seed: int, record: bool = False,
+             decisions: list[Decision] | None = None) -> RolloutResult:
+        """One teacher-driven episode on the terrain of `seed` on the world's simulator.
+        Without `decisions` to fill, a look-ahead that finishes ends the search (the same
+        choice, fewer look-aheads)."""
         sim = self.world.sim
-        return np.array([rollout(sim, self.world.terrain(int(s)), self.controller(sim),
-                                 self.rollout_config, needs_depth=False).cost for s in sd],
-                        dtype=np.float64)
+        return rollout(sim, self.world.terrain(int(seed)), self.controller(sim, decisions),
+                       self.rollout_config, record=record, needs_depth=record)
+
+    def costs(self, seeds: np.ndarray) -> np.ndarray:
+        """(n,) the teacher's cost on each terrain (the world's cost of the episode it drives)."""
+        sd = check_seeds(seeds, "quadruped teacher seeds")
+        return np.array([self.walk(int(s)).cost for s in sd], dtype=np.float64)
 
 
 def _yaw_and_up(orn: np.ndarray) -> tuple[float, float]:

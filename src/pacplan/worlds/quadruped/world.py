@@ -246,7 +246,7 @@ class QuadrupedWorld:
         if self.planner == "teacher":
             from pacplan.worlds.quadruped.teacher import QuadrupedTeacher
 
-            return QuadrupedTeacher(self).rollout(int(seed), record=record).result
+            return QuadrupedTeacher(self).walk(int(seed), record=record)
         return self.run(policy_controller(theta), seed, record=record, sim=sim)
 
     def run(self, controller: Controller, seed: int, record: bool = False,
@@ -261,20 +261,8 @@ class QuadrupedWorld:
         return rollout(sim or self.sim, self.terrain(seed), controller, self.rollout_config,
                        record=record)
 
-    def costs(self, thetas: np.ndarray, seeds: np.ndarray) -> np.ndarray:
-        """(n, k) costs of k policies on n terrains, each a full rollout; with `threads` > 1
-        the rollouts are shared out among that many simulators in threads (each rollout
-        starts from a reset, so the result is the same for any thread count)."""
-        th = check_policies(thetas, POLICY_DIM, "quadruped policy weights")
-        sd = check_seeds(seeds, "quadruped terrain seeds")
-        if self.planner == "teacher":  # θ is not used: one teacher episode per terrain
-            from pacplan.worlds.quadruped.teacher import QuadrupedTeacher
-
-            if sd.size == 0 or th.shape[0] == 0:
-                return np.empty((sd.size, th.shape[0]), dtype=np.float64)
-            walked = QuadrupedTeacher(self).costs(sd)[:, None]
-            return check_unit_costs(np.repeat(walked, th.shape[0], axis=1), "quadruped costs")[0]
-        out = np.empty((sd.size, th.shape[0]), dtype=np.float64)
+    def _walk_policies(self, th: np.ndarray, sd: np.ndarray, out: np.ndarray) -> None:
+        """Fill `out[i, j]` with policy j's cost on terrain sd[i], in `threads` simulators."""
         jobs = [(i, j) for i in range(sd.size) for j in range(th.shape[0])]
         n_threads = min(self.threads, len(jobs))
 
@@ -284,14 +272,27 @@ class QuadrupedWorld:
 
         if n_threads == 1:
             run(self.sim, jobs)
-        elif n_threads > 1:  # (no jobs: no simulator is opened)
-            sims = self._sim_pool(n_threads)
-            with ThreadPoolExecutor(n_threads) as pool:
-                futures = [pool.submit(run, sims[t], jobs[t::n_threads])
-                           for t in range(n_threads)]
-                for future in futures:
-                    future.result()
+            return
+        sims = self._sim_pool(n_threads)
+        with ThreadPoolExecutor(n_threads) as pool:
+            futures = [pool.submit(run, sims[t], jobs[t::n_threads]) for t in range(n_threads)]
+            for future in futures:
+                future.result()
+
+    def costs(self, thetas: np.ndarray, seeds: np.ndarray) -> np.ndarray:
+        """(n, k) costs of k policies on n terrains, each a full rollout; with `threads` > 1
+        the rollouts are shared out among that many simulators in threads (each rollout
+        starts from a reset, so the result is the same for any thread count)."""
+        th = check_policies(thetas, POLICY_DIM, "quadruped policy weights")
+        sd = check_seeds(seeds, "quadruped terrain seeds")
+        out = np.empty((sd.size, th.shape[0]), dtype=np.float64)
         if out.size == 0:
-            return out
+            return out  # no simulator is opened
+        if self.planner == "teacher":  # θ is not used: one teacher episode per terrain
+            from pacplan.worlds.quadruped.teacher import QuadrupedTeacher
+
+            out[:] = QuadrupedTeacher(self).costs(sd)[:, None]
+        else:
+            self._walk_policies(th, sd, out)
         # Costs are clipped by construction; this catches a simulation that went NaN.
         return check_unit_costs(out, "quadruped costs")[0]
