@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -79,6 +80,21 @@ def load_script(path: Path) -> ModuleType:
     sys.modules[path.stem] = module  # dataclasses in it look their module up
     spec.loader.exec_module(module)
     return module
+
+
+def run_script(path: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """A script or benchmark run as a user runs it (this Python), its output captured."""
+    return subprocess.run([sys.executable, str(path), *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def assert_refused(res: subprocess.CompletedProcess[str], names: str) -> None:
+    """Bad input: exit 2, nothing on stdout, one `error: ` line naming `names` (PyBullet's
+    build-time banner aside)."""
+    assert res.returncode == 2, res.stderr
+    assert res.stdout == ""
+    lines = [x for x in res.stderr.strip().splitlines() if not x.startswith("pybullet build")]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and names in lines[0], lines
 
 
 def binary_kl(q: float, c: float) -> float:

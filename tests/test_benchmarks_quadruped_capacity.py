@@ -7,11 +7,12 @@ from __future__ import annotations
 import json
 import math
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from helpers import assert_refused, run_script
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "quadruped_student_capacity.py"
 CLASSES = {"best_constant_gait", "net944_fit", "proprio_mlp64", "conv_proprio_mlp256"}
@@ -34,24 +35,16 @@ def _labels(folder: Path, seeds: list[int], rng: np.random.Generator,
 
 
 def _run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True,
-                          timeout=timeout)
-
-
-def _refused(res: subprocess.CompletedProcess[str], names: str) -> None:
-    assert res.returncode == 2, res.stderr
-    assert res.stdout == ""
-    lines = res.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ") and names in lines[0], lines
+    return run_script(SCRIPT, *args, timeout=timeout)
 
 
 def test_missing_folder_is_one_line_and_exit_2(tmp_path: Path) -> None:
-    _refused(_run("--labels", str(tmp_path / "nowhere"), "--walk", "0"), "nowhere")
+    assert_refused(_run("--labels", str(tmp_path / "nowhere"), "--walk", "0"), "nowhere")
 
 
 def test_folder_without_label_files_is_one_line_and_exit_2(tmp_path: Path) -> None:
     (tmp_path / "labels-0").mkdir()
-    _refused(_run("--labels", str(tmp_path), "--walk", "0"), "no label files")
+    assert_refused(_run("--labels", str(tmp_path), "--walk", "0"), "no label files")
 
 
 @pytest.mark.parametrize("key", ["scores", "cost"])
@@ -59,7 +52,7 @@ def test_label_file_missing_a_key_is_one_line_and_exit_2(tmp_path: Path, key: st
     rng = np.random.default_rng(0)
     _labels(tmp_path, [0, 1, 2, 3], rng)
     _labels(tmp_path, [4, 5, 6, 7], rng, drop=key)
-    _refused(_run("--labels", str(tmp_path), "--walk", "0"), f"'{key}'")
+    assert_refused(_run("--labels", str(tmp_path), "--walk", "0"), f"'{key}'")
 
 
 def test_tiny_run_reports_every_class_with_a_finite_regret(tmp_path: Path) -> None:

@@ -4,26 +4,18 @@ certificate files are the oracle); `roll` writes the world's matrices for the ru
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
 
+from helpers import assert_refused, load_script, run_script
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "uav_cuda_agreement.py"
 UAV_RUN = ROOT / "results" / "uav"
-
-
-def _load():
-    spec = importlib.util.spec_from_file_location("uav_cuda_agreement", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.parametrize("args,names", [
@@ -35,17 +27,12 @@ def _load():
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], names: str) -> None:
     args = [str(tmp_path / "out") if a == "OUT" else a for a in args]
-    res = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True,
-                         timeout=120)
-    assert res.returncode == 2
-    assert res.stdout == ""
-    lines = res.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ") and names in lines[0]
+    assert_refused(run_script(SCRIPT, *args), names)
     assert not (tmp_path / "out").exists()
 
 
 def test_compare_counts_changed_cells_and_certifies_as_the_run_did(tmp_path: Path) -> None:
-    bench = _load()
+    bench = load_script(SCRIPT)
     cert = np.load(UAV_RUN / "costs" / "cert.npy")
     test = np.load(UAV_RUN / "costs" / "test.npy")
     flipped = cert.copy()
@@ -76,7 +63,7 @@ def test_roll_writes_the_worlds_matrices_for_the_runs_seeds(tmp_path: Path) -> N
     (run / "config.yaml").write_text(yaml.safe_dump(config))
     policies = np.load(UAV_RUN / "policies.npy")[:2]
     np.save(run / "policies.npy", policies)
-    out = _load().roll(run, tmp_path / "out", "cpu", 2)
+    out = load_script(SCRIPT).roll(run, tmp_path / "out", "cpu", 2)
     world = UAVWorld(simulator="batched", compile=False)
     cert = np.load(tmp_path / "out" / "cert.npy")
     np.testing.assert_array_equal(cert, world.costs(policies, np.arange(100_000, 100_004)))

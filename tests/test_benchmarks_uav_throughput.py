@@ -3,21 +3,13 @@ work, and the roofline arithmetic (the timed runs themselves are the benchmark's
 
 from __future__ import annotations
 
-import importlib.util
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from helpers import assert_refused, load_script, run_script
+
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "uav_scale_throughput.py"
-
-
-def _load():
-    spec = importlib.util.spec_from_file_location("uav_scale_throughput", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.parametrize("args,names", [
@@ -27,16 +19,11 @@ def _load():
     (["--baseline-ref", "no-such-ref-38"], "no-such-ref-38"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args: list[str], names: str) -> None:
-    res = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True,
-                         timeout=120)
-    assert res.returncode == 2
-    assert res.stdout == ""
-    lines = res.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ") and names in lines[0]
+    assert_refused(run_script(SCRIPT, *args), names)
 
 
 def test_fraction_of_roofline_is_the_achieved_rate_over_the_lower_ceiling() -> None:
-    bench = _load()
+    bench = load_script(SCRIPT)
     roof = {
         "peak_one_thread": {"gflop_per_s": 40.0, "gb_per_s": 8.0, "threads": 1},
         "today": {"parts": {
