@@ -3,7 +3,7 @@ classes distilled from the same look-ahead labels; ONE JSON object.
 
     nice -n 10 python benchmarks/quadruped_student_capacity.py
         [--labels runs/quadruped-taught-prior/distill] [--val-from SEED] [--walk 200]
-        [--max-epochs 40] [--save]
+        [--max-epochs 40] [--train-terrains K] [--save]
 
 What it measures: the distillation folder's labels (`labels-*/*.npz`: every decision state of
 the teacher's and the students' episodes with the look-ahead scores of the teacher's 12
@@ -388,6 +388,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     val_from = split_seed(data["seed"], 0.75) if args.val_from is None else args.val_from
     tr = subset(data, data["seed"] < val_from)
     va = subset(data, data["seed"] >= val_from)
+    if args.train_terrains is not None:  # a learning curve: the first K training terrains
+        if args.train_terrains < 2:
+            raise _BenchError("--train-terrains must be ≥ 2")
+        keep = np.unique(tr["seed"])[: args.train_terrains]
+        tr = subset(tr, np.isin(tr["seed"], keep))
     n_tr, n_va = len(np.unique(tr["seed"])), len(np.unique(va["seed"]))
     if n_tr < 2 or n_va < 2:
         raise _BenchError(f"--val-from {val_from} leaves {n_tr} training and {n_va} "
@@ -433,6 +438,8 @@ def main(argv: list[str] | None = None) -> None:
                     help="held-out terrains to walk from seed 300100 (0: skip)")
     ap.add_argument("--max-epochs", type=int, default=40,
                     help="the classifiers' epoch limit for the inner-split selection")
+    ap.add_argument("--train-terrains", type=int, default=None,
+                    help="fit on only the first K training terrains (a learning curve)")
     ap.add_argument("--save", action="store_true")
     args = ap.parse_args(argv)
     try:

@@ -72,3 +72,17 @@ def test_tiny_run_reports_every_class_with_a_finite_regret(tmp_path: Path) -> No
     assert out["classes"]["net944_fit"]["weights"] == 944
     assert out["classes"]["proprio_mlp64"]["weights"] == 6412
     assert "walk" not in out
+
+
+def test_train_terrains_fits_on_the_first_k_and_refuses_fewer_than_2(tmp_path: Path) -> None:
+    rng = np.random.default_rng(2)
+    _labels(tmp_path, [0, 1, 2, 3], rng)
+    _labels(tmp_path, [4, 5, 6, 7], rng)
+    assert_refused(_run("--labels", str(tmp_path), "--walk", "0", "--train-terrains", "1"),
+                   "--train-terrains")
+    res = _run("--labels", str(tmp_path), "--walk", "0", "--max-epochs", "2",
+               "--train-terrains", "3")
+    assert res.returncode == 0, res.stderr
+    split = json.loads(res.stdout)["split"]
+    assert split["train_terrains"] == 3 and split["train_states"] == 12  # terrains 0, 1, 2
+    assert split["val_terrains"] == 2
