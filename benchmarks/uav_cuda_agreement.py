@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from pacplan.errors import PacplanError
+
 
 class _BenchError(Exception):
     """Bad input to the benchmark: printed as one line, exit 2."""
@@ -75,11 +77,14 @@ def roll(run: Path, out: Path, device: str, cpu_seeds: int,
 
     options, thetas, seeds = _run_parts(run)
     options.update(overrides or {})
-    out.mkdir(parents=True, exist_ok=True)
     gpu = UAVWorld(**{**options, "device": device})
     t0 = time.perf_counter()
-    gpu.costs(thetas[:2], seeds["cert"][:2])  # builds and compiles
+    try:
+        gpu.costs(thetas[:2], seeds["cert"][:2])  # builds and compiles
+    except PacplanError as exc:  # e.g. no CUDA device here
+        raise _BenchError(str(exc)) from None
     warm_s = time.perf_counter() - t0
+    out.mkdir(parents=True, exist_ok=True)
     result: dict[str, Any] = {"device": str(gpu.sim.device), "warmup_s": round(warm_s, 1)}
     if gpu.sim.device.type == "cuda":
         result["gpu"] = torch.cuda.get_device_name(gpu.sim.device)

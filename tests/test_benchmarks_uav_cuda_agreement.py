@@ -31,6 +31,15 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], names
     assert not (tmp_path / "out").exists()
 
 
+def test_roll_on_a_machine_without_cuda_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    assert_refused(run_script(SCRIPT, "roll", str(UAV_RUN), str(tmp_path / "out")),
+                   "sees no CUDA device")
+    assert not (tmp_path / "out").exists()
+
+
 def test_compare_counts_changed_cells_and_certifies_as_the_run_did(tmp_path: Path) -> None:
     bench = load_script(SCRIPT)
     cert = np.load(UAV_RUN / "costs" / "cert.npy")

@@ -98,3 +98,13 @@ def test_compiled_matches_eager() -> None:
     fused = UAVWorld(compile=True).costs(th, seeds)
     assert (eager == fused).mean() >= 0.99
     assert abs(eager.mean() - fused.mean()) < 0.005
+
+
+def test_a_cuda_device_this_machine_lacks_is_one_clear_error() -> None:
+    import torch
+
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    name = "cuda" if count == 0 else f"cuda:{count}"  # none here, or one past the last
+    world = UAVWorld(device=name, compile=False)
+    with pytest.raises(PacplanError, match=f"UAV device '{name}'"):
+        world.costs(_thetas(1), np.arange(1, dtype=np.int64))
