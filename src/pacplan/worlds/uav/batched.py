@@ -21,11 +21,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from pacplan.errors import PacplanError
 from pacplan.worlds.uav import compiled as fast
 from pacplan.worlds.uav import cull, raycast, spec
 from pacplan.worlds.uav import dynamics as dyn
 from pacplan.worlds.uav import policy as pol
+from pacplan.worlds.uav.device import resolve_device
 from pacplan.worlds.uav.raycast import SceneTensors
 from pacplan.worlds.uav.results import RolloutResult, cost_from_checks
 from pacplan.worlds.uav.scene import Scene, sample_scene
@@ -74,9 +74,7 @@ class BatchedSimulator:
         obstacles: int = spec.N_OBSTACLES,
         radius_scale: float = 1.0,
     ) -> None:
-        if device == "auto":
-            device = "cuda" if torch.cuda.is_available() else "cpu"
-        self.device = _usable_device(device)
+        self.device = resolve_device(device)
         self.threads = int(threads)
         self.policy_chunk = int(policy_chunk)
         self.render_chunk = int(render_chunk)
@@ -389,18 +387,3 @@ class BatchedScene:
         if self._tables is None:
             raise RuntimeError("load a scene before rendering or sweeping")
         return self._tables
-
-
-def _usable_device(name: str) -> torch.device:
-    """`name` as a torch device, or one line saying why this machine cannot run it (torch's own
-    "not compiled with CUDA" is an assertion deep inside the first tensor made there)."""
-    device = torch.device(name)
-    if device.type == "cuda":
-        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-        if count == 0:
-            raise PacplanError(f"UAV device {name!r}: this torch {torch.__version__} sees no "
-                               "CUDA device; use device: cpu (or auto)")
-        if device.index is not None and device.index >= count:
-            raise PacplanError(f"UAV device {name!r}: this machine has {count} CUDA "
-                               f"device(s), cuda:0 to cuda:{count - 1}")
-    return device
