@@ -131,8 +131,7 @@ def _matrix_figures(ref: np.ndarray, other: np.ndarray) -> dict[str, Any]:
 
 
 def compare(run: Path, out: Path) -> dict[str, Any]:
-    from pacplan.pacbayes.certificate import build_certificate
-    from pacplan.pacbayes.matrices import CostMatrix, sha256_array
+    from pacplan import certify
 
     config = _config(run)
     cert_cfg = config["certificate"]
@@ -148,16 +147,11 @@ def compare(run: Path, out: Path) -> dict[str, Any]:
                               f"{other.shape}")
         mats[name] = {"cpu": ref, "device": other}
         result[name] = _matrix_figures(ref, other)
-
-    def as_matrix(values: np.ndarray) -> CostMatrix:
-        return CostMatrix(values, None, sha256_array(values), len(values), 0)
-
     for n in cert_cfg["n"]:
         row: dict[str, Any] = {}
         for who in ("cpu", "device"):
-            c = build_certificate(as_matrix(mats["cert"][who][:n]), cert_cfg["delta"],
-                                  bound=cert_cfg["bound"], solver=cert_cfg["solver"],
-                                  test=as_matrix(mats["test"][who]))
+            c = certify(mats["cert"][who][:n], delta=cert_cfg["delta"], test=mats["test"][who],
+                        bound=cert_cfg["bound"], solver=cert_cfg["solver"])
             row[who] = {"certified": c.certified, "test_cost": c.test_cost,
                         "test_ci": c.test_ci}
         row["certified_diff_points"] = 100 * (row["device"]["certified"]
