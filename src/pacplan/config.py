@@ -137,6 +137,10 @@ class ESConfig(_Strict):
                             "mean on the first eval_envs seeds of seeds.prior_eval and log its "
                             "cost (0: never); logged only, it never steers the iterates")
     eval_envs: int = Field(200, ge=1)
+    prior_sigma_scale: float = Field(
+        1.0, gt=0, le=1, description="the prior file's σ is ES's σ times this (ES never sees "
+        "it): below 1 the policies drawn stay nearer the trained mean, worth it when ES's σ is "
+        "wider than the basin its mean found; choose it on held-out prior-side terrains only")
 
     @model_validator(mode="after")
     def _bounds(self) -> ESConfig:

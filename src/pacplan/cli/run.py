@@ -95,7 +95,9 @@ def train_prior_cmd(
                             log=lambda msg: console.print(f"[dim]{escape(msg)}[/]"))
     console.print(
         f"ES: {state.iteration} iterations, best training cost {state.best_cost:.4f} "
-        f"(iteration {state.best_iteration}), mean σ {float(state.sigma.mean()):.4f}",
+        f"(iteration {state.best_iteration}), mean σ {float(state.sigma.mean()):.4f}"
+        + (f" (the prior file's: × {scale:g})"
+           if (scale := cfg.es.prior_sigma_scale) != 1.0 else ""),
         soft_wrap=True,
     )
     rd = RunDir(out)

@@ -82,10 +82,17 @@ def _digest(arrays: dict[str, np.ndarray], es_meta: str) -> str:
 
 def save_prior(path: str | Path, mu: np.ndarray, logvar: np.ndarray, iteration: int,
                seeds: SeedRange | list[int] | None = None,
-               distill: dict[str, Any] | None = None) -> None:
+               distill: dict[str, Any] | None = None, sigma_scale: float = 1.0) -> None:
     """A prior N(mu, diag exp(logvar)) as safetensors (float64), with its training seeds (and,
-    when its ES started from a taught net, how it was taught: metadata `distill`)."""
+    when its ES started from a taught net, how it was taught: metadata `distill`). With
+    `sigma_scale` ≠ 1 the file's σ is ES's σ times it (logvar + 2 ln s), recorded as
+    metadata `sigma_scale` so the file says it is narrower than what ES trained."""
     meta = {"iteration": str(iteration), "parametrization": "N(mu, diag exp(logvar))"}
+    if sigma_scale != 1.0:
+        if not (math.isfinite(sigma_scale) and 0 < sigma_scale <= 1):
+            raise PacplanError(f"sigma_scale must be in (0, 1], got {sigma_scale!r}")
+        logvar = np.asarray(logvar, np.float64) + 2.0 * math.log(sigma_scale)
+        meta["sigma_scale"] = repr(float(sigma_scale))
     if seeds is not None:
         meta["prior_seeds"] = json.dumps([int(seeds[0]), int(seeds[1])])
     if distill is not None:
@@ -101,7 +108,8 @@ def save_checkpoint(files: CheckpointFiles, state: ESState) -> None:
     arrays = {k: np.ascontiguousarray(getattr(state, k), dtype=np.float64) for k in _ARRAYS}
     save_safetensors(files.state, arrays, {"es": es_meta, "sha256": _digest(arrays, es_meta)})
     save_prior(files.prior, arrays["mu"], arrays["logvar"], state.iteration,
-               state.extra.get("prior_seeds"), state.extra.get("distill"))
+               state.extra.get("prior_seeds"), state.extra.get("distill"),
+               state.extra.get("prior_sigma_scale", 1.0))
     info = _scalars(state) | {
         "rng": {"generator": "PCG64(SeedSequence([es.seed, iteration]))",
                 "next_iteration": state.iteration},

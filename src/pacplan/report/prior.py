@@ -189,8 +189,23 @@ def prior_section(rd: RunDir, manifest: Manifest, cfg: RunConfig) -> list[str]:
         plot_training_curve(records, curve)
     if records or copied or (source == "es" and curve.is_file()):
         lines += [f"![ES training curve of the prior]({RunDir.TRAINING_CURVE})", ""]
-    lines += _taught(meta, found, rd)
+    lines += _taught(meta, found, rd) + _narrowed(meta)
     return lines
+
+
+def _narrowed(meta: dict[str, str]) -> list[str]:
+    """Where the prior file's σ is ES's σ scaled down (metadata `sigma_scale`, written by the
+    ES setting `prior_sigma_scale`): said, since the training curve's σ is not the file's."""
+    if "sigma_scale" not in meta:
+        return []
+    try:
+        scale = float(meta["sigma_scale"])
+    except ValueError:
+        scale = math.nan
+    if not (math.isfinite(scale) and 0 < scale <= 1):
+        return ["The prior's `sigma_scale` metadata is unreadable.", ""]
+    return [f"Its σ is the σ ES trained times {scale:g} (metadata `sigma_scale`, the ES setting "
+            "`prior_sigma_scale`): the policies drawn stay nearer the trained mean.", ""]
 
 
 def _taught(meta: dict[str, str], found: Path | None, rd: RunDir) -> list[str]:

@@ -34,8 +34,9 @@ PairedCostFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
 _WEIGHT_FILES = ("init_mean", "init_var")
 """ES settings that may name a file of one value per weight (counted by content)."""
 
-_LOGGING_ONLY = ("eval_every", "eval_envs")
-"""ES settings that change what is logged, never the iterates."""
+_NOT_ITERATES = ("eval_every", "eval_envs", "prior_sigma_scale")
+"""ES settings that change what is logged or how the prior file is written, never the iterates
+(so a finished run given another `prior_sigma_scale` resumes and rewrites its prior file)."""
 
 
 def es_fingerprint(cfg: RunConfig) -> str:
@@ -49,7 +50,7 @@ def es_fingerprint(cfg: RunConfig) -> str:
     es = cfg.es.model_dump(mode="json")
     if cfg.es.lr_schedule == "constant":
         es.pop("iterations")
-    for name in _LOGGING_ONLY:
+    for name in _NOT_ITERATES:
         es.pop(name)
     defaults = ESConfig().model_dump(mode="json")
     for name in ("utility_criterion", "ema_decay", "lr_schedule", "lr_final_fraction"):
@@ -131,6 +132,12 @@ def run_es(
         rd.path.mkdir(parents=True, exist_ok=True)
     state = _start(cfg, dim, rd, fingerprint, seed_range)
     state.extra.update(notes or {})
+    if cfg.prior_sigma_scale != 1.0:
+        state.extra["prior_sigma_scale"] = cfg.prior_sigma_scale
+    else:
+        state.extra.pop("prior_sigma_scale", None)
+    if rd is not None and state.iteration > 0:  # the prior file as these notes write it
+        ckpt.save_checkpoint(rd.checkpoint_files(), state)
     todo = max(0, cfg.iterations - state.iteration)
     if state.iteration > 0 and log is not None:
         log(f"resumed: ES at iteration {state.iteration} of {cfg.iterations}"
