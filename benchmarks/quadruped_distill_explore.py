@@ -120,7 +120,8 @@ def evaluate(theta_path: str, lo: int, n: int, gait: bool, es: bool) -> dict[str
     if gait:
         theta, what = gait_theta(BEST_CONSTANT_GAIT), "best constant gait"
     elif es:
-        theta, what = load_file(str(shipped_priors()["quadruped"]))["mu"], "shipped ES prior mean"
+        theta = load_file(str(shipped_priors()["quadruped-es"]))["mu"]
+        what = "ES-only prior mean (quadruped-es)"
     else:
         theta, what = np.load(theta_path, allow_pickle=False), theta_path
     seeds = list(range(lo, lo + n))

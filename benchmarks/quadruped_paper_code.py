@@ -10,7 +10,7 @@ yardstick of that rebuild: the paper's published prior, its first `--draws` poli
 its code drew them (`torch.manual_seed(0)`, `paper_prior.paper_draws`), must cost within ±0.04
 of what its own published matrix says they cost (C_minitaur.npy: 0.185 over its 50 draws) on
 ≥ 200 terrains of the paper-code world. Beside them, on the same terrains and paired: the
-paper's mean policy, pacplan's shipped prior's mean (`quadruped`) and the best constant gait
+paper's mean policy, pacplan's ES-only prior's mean (`quadruped-es`) and the best constant gait
 (`quadruped-gait-best`), and all of it again in the text world (the Derpy in MuJoCo at 23.3°, as
 `quadruped-paper` certifies it), so docs/worlds.md can put both worlds side by side. Policies
 do not transfer between the worlds: each prior wins only under the timing it was trained with.
@@ -73,7 +73,7 @@ def policies(draws: int) -> tuple[list[str], np.ndarray]:
     if folder is None:
         raise SystemExit("the paper's Minitaur prior is not here: run `pacplan data paper`")
     paper_mu, _ = load_paper_prior(folder)
-    ours_mu, _ = load_prior(resolve_prior("quadruped"))
+    ours_mu, _ = load_prior(resolve_prior("quadruped-es"))  # the ES-only prior its data measured
     gait = load_file(str(GAIT))["theta"]
     names = [f"paper_draw_{j}" for j in range(draws)] + ["paper_mean", "pacplan_mean",
                                                           "best_constant_gait"]

@@ -6,7 +6,8 @@
 Every stage of issue 35 is rollouts, so this measures each here, in one process with one torch
 thread, on the same held-out terrains (from `--first-seed`, checked disjoint from every shipped
 quadruped preset's seeds), in the world quadruped-paper certifies (the Derpy in MuJoCo, 23.3°):
-- certification: `QuadrupedWorld.costs` of `--policies` draws of the shipped prior;
+- certification: `QuadrupedWorld.costs` of `--policies` draws of the ES-only prior
+  (`quadruped-es`);
 - the teacher twice: as a run's baseline row walks it (`planner: teacher`; its decisions are not
   kept, so a look-ahead that finishes ends the search) and as distillation records it (every
   candidate scored); rollouts/s of each, their ratio, and a check that the costs are equal to
@@ -54,11 +55,12 @@ def _cpu(fn: Any) -> tuple[Any, float]:
 
 
 def certification(world: Any, seeds: np.ndarray, policies: int) -> tuple[dict, np.ndarray]:
-    """Draws of the shipped prior walked through `costs`, as a run's cert stage walks them."""
+    """Draws of the ES-only prior (quadruped-es) walked through `costs`, as a run's cert stage
+    walks them."""
     from pacplan.es.checkpoint import load_prior
     from pacplan.presets import resolve_prior
 
-    mu, logvar = load_prior(resolve_prior("quadruped"))
+    mu, logvar = load_prior(resolve_prior("quadruped-es"))  # the prior its saved data timed
     draws = mu + np.exp(0.5 * logvar) * np.random.default_rng(0).standard_normal(
         (policies, mu.size))
     costs, cpu = _cpu(lambda: world.costs(draws, seeds))

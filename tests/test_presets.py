@@ -39,7 +39,7 @@ def test_presets_live_inside_the_package() -> None:
     assert {p.name for p in list_presets() if p.kind == "run"} == RUN_PRESETS
     assert {p.name for p in list_presets() if p.kind == "prior"} == {
         "uav-prior", "uav-es-prior", "uav-paper-prior", "quadruped-prior",
-        "quadruped-taught-prior"}
+        "quadruped-es-prior"}
     assert len(set(preset_names())) == len(preset_names())  # a name means one file
 
 
@@ -72,7 +72,7 @@ def test_relative_paths_of_a_preset_resolve_inside_the_package() -> None:
 
 def test_shipped_priors_and_how_they_were_made() -> None:
     priors = shipped_priors()
-    assert set(priors) == {"uav", "uav-es", "quadruped"}
+    assert set(priors) == {"uav", "uav-es", "quadruped", "quadruped-es"}
     for name, path in priors.items():
         mu, logvar = load_prior(path)
         assert mu.shape == logvar.shape and mu.size > 0
@@ -150,17 +150,21 @@ def test_priors_by_file_or_shipped_name(tmp_path: Path, monkeypatch: pytest.Monk
     Path("uav").write_bytes(b"mine")
     assert resolve_prior("uav") == Path("uav")  # a file wins
     with pytest.raises(PacplanError, match=r"no prior file or shipped prior named 'nope'; "
-                                           r"shipped priors: quadruped, uav, uav-es"):
+                                           r"shipped priors: quadruped, quadruped-es, uav, uav-es"):
         resolve_prior("nope")
     with pytest.raises(PacplanError, match=r"prior file not found: nope\.safetensors"):
         resolve_prior("nope.safetensors")
 
 
 def test_retired_names_say_what_replaced_them() -> None:
-    """0.2.0 made the taught UAV prior the shipped `uav`: the old names get the new ones."""
+    """0.2.0 made the taught UAV prior the shipped `uav`, 0.3.0 the taught quadruped prior the
+    shipped `quadruped`: the old names get the new ones."""
     with pytest.raises(PacplanError, match=r"shipped prior 'uav-taught' was renamed .* use uav "):
         resolve_prior("uav-taught")
     with pytest.raises(PacplanError, match=r"preset 'uav-taught' was renamed .* use uav-paper "):
         resolve_config("uav-taught")
     with pytest.raises(PacplanError, match=r"preset 'uav-taught-prior' .* use uav-prior$"):
         resolve_config("uav-taught-prior")
+    with pytest.raises(PacplanError, match=r"preset 'quadruped-taught-prior' was renamed in "
+                                           r"pacplan 0\.3\.0: use quadruped-prior "):
+        resolve_config("quadruped-taught-prior")

@@ -112,15 +112,20 @@ def shipped_priors() -> dict[str, Path]:
 
 # Names a release retired, with what replaced them: an old command gets the new name, not a
 # bare "unknown" (0.2.0 made the taught UAV prior the shipped `uav`).
-RENAMED_PRIORS = {"uav-taught": "uav (the taught prior; the ES-only one is now uav-es)"}
-RENAMED_PRESETS = {"uav-taught": "uav-paper (it certifies the taught prior `uav` at the paper's "
-                                 "sizes)",
-                   "uav-taught-prior": "uav-prior"}
+RENAMED_PRIORS = {"uav-taught": ("0.2.0", "uav (the taught prior; the ES-only one is now uav-es)")}
+RENAMED_PRESETS = {"uav-taught": ("0.2.0", "uav-paper (it certifies the taught prior `uav` at the "
+                                  "paper's sizes)"),
+                   "uav-taught-prior": ("0.2.0", "uav-prior"),
+                   "quadruped-taught-prior": ("0.3.0", "quadruped-prior (the recipe of the taught "
+                                              "prior, now the shipped `quadruped`; the ES-only "
+                                              "one's is quadruped-es-prior)")}
+"""Retired name -> (the version that retired it, what replaced it)."""
 
 
-def _renamed(kind: str, name: str, renamed: dict[str, str]) -> None:
+def _renamed(kind: str, name: str, renamed: dict[str, tuple[str, str]]) -> None:
     if name in renamed:
-        raise PacplanError(f"the {kind} {name!r} was renamed in pacplan 0.2.0: use {renamed[name]}")
+        version, use = renamed[name]
+        raise PacplanError(f"the {kind} {name!r} was renamed in pacplan {version}: use {use}")
 
 
 def _is_bare_name(text: str) -> bool:

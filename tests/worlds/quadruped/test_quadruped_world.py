@@ -189,7 +189,9 @@ N2000_STAGE_CERT_SHA256 = "6ecbce2945fddc81bd0eeba734ee52932feb5077604f3c30022b7
 def test_shipped_quadruped_result_verifies() -> None:
     """results/quadruped (quadruped-paper, N = 4000) and results/quadruped-quick:
     each certificate recomputes from its stored matrices, lies above the test cost's lower
-    confidence limit, states the paper's robot, and its policies come from the shipped prior.
+    confidence limit, states the paper's robot, and its policies come from the prior it names
+    (results/quadruped: the ES-only `quadruped-es`, shipped as `quadruped` when it ran;
+    results/quadruped-quick: today's shipped `quadruped`).
     The resumed rows are what one uninterrupted run computes: the first 1000 and 2000 are byte
     for byte those of the N = 1000 and N = 2000 stages shipped before, and so are their
     certificates."""
@@ -201,16 +203,18 @@ def test_shipped_quadruped_result_verifies() -> None:
     from pacplan.run.provenance import verify_certificate as verify
 
     repo = Path(__file__).resolve().parents[3]
-    shipped = hashlib.sha256(shipped_priors()["quadruped"].read_bytes()).hexdigest()
-    for run, sizes, engine in (("quadruped", (50, 4000, 1000), "mujoco"),  # quadruped-paper
-                               ("quadruped-quick", (5, 40, 20), "bullet")):
+    priors = {name: hashlib.sha256(path.read_bytes()).hexdigest()
+              for name, path in shipped_priors().items()}
+    for run, sizes, engine, prior in (
+            ("quadruped", (50, 4000, 1000), "mujoco", "quadruped-es"),  # quadruped-paper
+            ("quadruped-quick", (5, 40, 20), "bullet", "quadruped")):
         c = verify(repo / "results" / run / "certificate.json")
         assert (c.m, c.n, c.test_n) == sizes
         options = c.provenance["world"]["options"]
         assert options["robot"] == "derpy"  # the paper's robot, recorded
         assert options.get("physics", "bullet") == engine
         assert c.certified >= c.test_ci[0]
-        assert c.provenance["prior_sha256"] == shipped
+        assert c.provenance["prior_sha256"] == priors[prior], run
     cert = np.load(repo / "results" / "quadruped" / "costs" / "cert.npy", allow_pickle=False)
     assert hashlib.sha256(npy_bytes(cert[:1000])).hexdigest() == N1000_STAGE_CERT_SHA256
     assert hashlib.sha256(npy_bytes(cert[:2000])).hexdigest() == N2000_STAGE_CERT_SHA256
