@@ -12,6 +12,7 @@ import pacplan
 from pacplan.config import load_config
 from pacplan.errors import PacplanError
 from pacplan.es.checkpoint import load_prior
+from pacplan.io.files import safetensors_metadata
 from pacplan.presets import (
     PRIORS,
     description,
@@ -79,7 +80,17 @@ def test_shipped_priors_and_how_they_were_made() -> None:
         folder = path.parent
         for made_by in (f"{name}-prior.yaml", f"{name}-metrics.jsonl", f"{name}-training.png"):
             assert (folder / made_by).is_file(), made_by
-        assert load_config(folder / f"{name}-prior.yaml").name == f"{name}-prior"
+        recipe = load_config(folder / f"{name}-prior.yaml")
+        assert recipe.name == f"{name}-prior"
+        # the file states the σ scale its recipe writes (the taught quadruped prior's: 0.5)
+        recorded = safetensors_metadata(path.read_bytes()).get("sigma_scale")
+        scale = recipe.es.prior_sigma_scale
+        assert recorded == (None if scale == 1.0 else repr(scale)), name
+    assert recipe_scale("quadruped") == 0.5 and recipe_scale("quadruped-es") == 1.0
+
+
+def recipe_scale(name: str) -> float:
+    return load_config(shipped_priors()[name].parent / f"{name}-prior.yaml").es.prior_sigma_scale
 
 
 def test_package_data_globs_ship_every_preset_file() -> None:
