@@ -9,7 +9,7 @@
 
 Why a script beside the stage: the design was chosen by fitting and walking small variants
 (which loss, how many DAgger rounds) on the same labelled terrains, which the resumable stage
-(`pacplan train-prior quadruped-taught-prior`) does not do. Labels go to
+(`pacplan train-prior quadruped-prior`) does not do. Labels go to
 runs/quadruped-distill-explore/<tag>/<seed>.npz (one terrain each, kept: a rerun resumes);
 the fit is `pacplan.worlds.quadruped.distill.fit` from the best constant gait, 100 epochs, lr
 0.01, batch 64, kernel 0.02, as the stage runs it; `eval` walks a net (a .npy of 944 weights)

@@ -14,7 +14,7 @@ quadruped preset's seeds), in the world quadruped-paper certifies (the Derpy in 
   the bit;
 - distillation: a DAgger round's labelling (`distill.label_episode`, the prior's mean walking,
   the teacher scoring every state it reaches): labelled states/s; then `distill.fit` with
-  quadruped-taught-prior's settings on those states: states × epochs per second;
+  quadruped-prior's settings on those states: states × epochs per second;
 - inside a rollout: the CPU time of a physics step, split by MuJoCo's own timers (collision,
   the constraint solver, the rest of the step), and of the depth image taken per decision;
 - MuJoCo's constraint solvers (Newton, its default and the model's, against CG and PGS) on the
@@ -99,7 +99,7 @@ def distillation(world: Any, seeds: np.ndarray, student: np.ndarray, epochs: int
     parts, cpu_label = _cpu(lambda: [distill.label_episode(world, t, int(s), student)[0]
                                      for s in seeds])
     data = distill.Labelled.concat(parts)
-    d = load_config(preset_path("quadruped-taught-prior")).distill
+    d = load_config(preset_path("quadruped-prior")).distill
     etas = distill.candidate_etas(TeacherConfig())
     _, cpu_fit = _cpu(lambda: distill.fit(start_theta(), data, data.scores, etas, kernel=KERNEL,
                                           epochs=epochs, lr=d.lr, batch=d.batch, seed=0))
