@@ -73,9 +73,19 @@ def _refuse_other(state: ESState, fingerprint: str, rd: RunDir) -> None:
                            "seeds or es settings changed); use a new --out directory")
 
 
+def _annotate(state: ESState, cfg: ESConfig, notes: dict[str, Any]) -> None:
+    """What the prior file states beside the iterates: `notes` and the σ scale it is written
+    with (absent at 1, so a scale set back to 1 leaves no trace)."""
+    state.extra.update(notes)
+    if cfg.prior_sigma_scale != 1.0:
+        state.extra["prior_sigma_scale"] = cfg.prior_sigma_scale
+    else:
+        state.extra.pop("prior_sigma_scale", None)
+
+
 def _start(cfg: ESConfig, dim: int, rd: RunDir | None, fingerprint: str,
-           seed_range: tuple[int, int]) -> ESState:
-    """The checkpointed state of `rd` (checked), or iteration 0.
+           seed_range: tuple[int, int], notes: dict[str, Any]) -> ESState:
+    """The checkpointed state of `rd` (checked), or iteration 0, annotated (`_annotate`).
 
     The state records its seed range, which its prior file then states (`prior_seeds`).
     """
@@ -93,7 +103,9 @@ def _start(cfg: ESConfig, dim: int, rd: RunDir | None, fingerprint: str,
                 raise PacplanError(f"{rd.path}: checkpoint has {state.mu.size} weights, "
                                    f"world has {dim}")
             ckpt.truncate_metrics(files.metrics, state.iteration)
-            ckpt.save_checkpoint(files, state)  # re-derive prior + JSON if a crash split writes
+            _annotate(state, cfg, notes)
+            # re-derive prior + JSON (a crash may have split the writes; notes may have changed)
+            ckpt.save_checkpoint(files, state)
             return state
         files.metrics.unlink(missing_ok=True)
     files = {field: load_theta(value, dim, world=f"es.{field}") for field in _WEIGHT_FILES
@@ -101,6 +113,7 @@ def _start(cfg: ESConfig, dim: int, rd: RunDir | None, fingerprint: str,
     state = init_state(cfg, dim, files.get("init_mean"), files.get("init_var"))
     state.extra["fingerprint"] = fingerprint
     state.extra["prior_seeds"] = seeds
+    _annotate(state, cfg, notes)
     return state
 
 
@@ -130,14 +143,7 @@ def run_es(
     rd = RunDir(run_dir) if run_dir is not None else None
     if rd is not None:
         rd.path.mkdir(parents=True, exist_ok=True)
-    state = _start(cfg, dim, rd, fingerprint, seed_range)
-    state.extra.update(notes or {})
-    if cfg.prior_sigma_scale != 1.0:
-        state.extra["prior_sigma_scale"] = cfg.prior_sigma_scale
-    else:
-        state.extra.pop("prior_sigma_scale", None)
-    if rd is not None and state.iteration > 0:  # the prior file as these notes write it
-        ckpt.save_checkpoint(rd.checkpoint_files(), state)
+    state = _start(cfg, dim, rd, fingerprint, seed_range, notes or {})
     todo = max(0, cfg.iterations - state.iteration)
     if state.iteration > 0 and log is not None:
         log(f"resumed: ES at iteration {state.iteration} of {cfg.iterations}"
