@@ -74,6 +74,7 @@ def test_relative_paths_of_a_preset_resolve_inside_the_package() -> None:
 def test_shipped_priors_and_how_they_were_made() -> None:
     priors = shipped_priors()
     assert set(priors) == {"uav", "uav-es", "quadruped", "quadruped-es"}
+    scales: dict[str, float] = {}
     for name, path in priors.items():
         mu, logvar = load_prior(path)
         assert mu.shape == logvar.shape and mu.size > 0
@@ -84,13 +85,9 @@ def test_shipped_priors_and_how_they_were_made() -> None:
         assert recipe.name == f"{name}-prior"
         # the file states the σ scale its recipe writes (the taught quadruped prior's: 0.5)
         recorded = safetensors_metadata(path.read_bytes()).get("sigma_scale")
-        scale = recipe.es.prior_sigma_scale
-        assert recorded == (None if scale == 1.0 else repr(scale)), name
-    assert recipe_scale("quadruped") == 0.5 and recipe_scale("quadruped-es") == 1.0
-
-
-def recipe_scale(name: str) -> float:
-    return load_config(shipped_priors()[name].parent / f"{name}-prior.yaml").es.prior_sigma_scale
+        scales[name] = recipe.es.prior_sigma_scale
+        assert recorded == (None if scales[name] == 1.0 else repr(scales[name])), name
+    assert scales["quadruped"] == 0.5 and scales["quadruped-es"] == 1.0
 
 
 def test_package_data_globs_ship_every_preset_file() -> None:
