@@ -5,7 +5,7 @@
 
 Why: the teacher (`pacplan.worlds.quadruped.teacher`: it tries its 12 candidate gaits in the
 simulator before each primitive) is the floor a student can be taught towards, reported next to
-the hindsight floor of `results/quadruped` (best of the 50 stored policies per terrain). Each
+the hindsight floor of `results/quadruped-es` (best of the 50 stored policies per terrain). Each
 terrain is walked by the teacher and by the best constant gait (the shipped
 `quadruped-gait-best.safetensors`, the certified run's baseline row) through pacplan's own
 rollout, so both costs are the world's costs: the Derpy in MuJoCo at 23.3°, as `quadruped-paper`

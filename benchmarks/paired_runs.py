@@ -1,0 +1,93 @@
+"""Two runs' posteriors on the same test environments, paired; ONE JSON object.
+
+    python benchmarks/paired_runs.py RUN_A RUN_B [--n-a N] [--n-b N]
+
+Why: two priors certified in the same world on the same test seeds (say the taught `quadruped`
+in results/quadruped and the ES-only `quadruped-es` in results/quadruped-es) give two test costs
+whose 99 % intervals overlap, yet on the same environments their difference is measured far
+more tightly. Each run's certificate (N = --n-a / --n-b; by default its certificate.json) is
+verified first (`pacplan verify`: its matrices' sha256, every number recomputed); a posterior's
+cost on a test environment is its expected cost there, p · (that row of the test matrix).
+
+Printed: both test costs, A − B per environment with its 99 % percentile bootstrap interval
+(the report's paired table, seed 0) and on how many environments A is lower, higher or tied.
+Bad input (not a run with a verified certificate and test matrix, an N it did not certify,
+another world or other test seeds) is one line, exit 2, before any work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pacplan.errors import PacplanError
+from pacplan.pacbayes.posterior import mixture_costs
+from pacplan.pacbayes.record import Certificate
+from pacplan.report.tables import paired_difference
+from pacplan.run.provenance import verify_certificate
+
+
+def certificate_of(run: Path, n: int | None) -> Certificate:
+    """The run's verified certificate for N = n (its certificate.json when n is None)."""
+    path = run / "certificate.json" if n is None else run / "certificates" / f"N{n}.json"
+    if not path.is_file():
+        what = "certificate.json" if n is None else f"certificate for N = {n}"
+        raise PacplanError(f"{run}: no {what} ({path} does not exist)")
+    cert = verify_certificate(path)
+    if cert.test_matrix is None:
+        raise PacplanError(f"{path}: the certificate has no test matrix to compare on")
+    return cert
+
+
+def posterior_costs(cert: Certificate) -> np.ndarray:
+    """Per test environment, the posterior's expected cost (the matrix verify just checked)."""
+    test = np.load(cert.test_matrix.path, allow_pickle=False)  # type: ignore[union-attr]
+    return mixture_costs(test, np.asarray(cert.p, dtype=np.float64))
+
+
+def compare(run_a: Path, run_b: Path, n_a: int | None, n_b: int | None) -> dict[str, Any]:
+    """The JSON object printed: both posteriors on the shared test environments, paired."""
+    a, b = certificate_of(run_a, n_a), certificate_of(run_b, n_b)
+    if a.provenance.get("world") != b.provenance.get("world"):
+        raise PacplanError(f"the runs' worlds differ ({a.provenance.get('world')} against "
+                           f"{b.provenance.get('world')}): costs in two worlds do not pair")
+    seeds_a, seeds_b = a.provenance["seeds"]["test"], b.provenance["seeds"]["test"]
+    if seeds_a != seeds_b:
+        raise PacplanError(f"the runs' test seeds differ ({seeds_a} against {seeds_b}): "
+                           "only the same environments pair")
+    cost_a, cost_b = posterior_costs(a), posterior_costs(b)
+    d = paired_difference(cost_a, cost_b)
+    return {
+        "benchmark": "paired_runs",
+        "runs": [str(run_a), str(run_b)], "n": [a.n, b.n],
+        "certified": [round(a.certified, 6), round(b.certified, 6)],
+        "test_cost": [round(float(cost_a.mean()), 6), round(float(cost_b.mean()), 6)],
+        "test_seeds": seeds_a, "environments": int(cost_a.size),
+        "a_minus_b": round(d["mean"], 6), "a_minus_b_ci99": [round(x, 6) for x in d["ci99"]],
+        "a_lower_higher_tied": [d["lower"], d["higher"], d["tied"]],
+        "bootstrap": "percentile, 10,000 resamples of environments, numpy default_rng(0)",
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("run_a", type=Path)
+    ap.add_argument("run_b", type=Path)
+    ap.add_argument("--n-a", type=int, default=None, help="RUN_A's N (default: its headline)")
+    ap.add_argument("--n-b", type=int, default=None, help="RUN_B's N (default: its headline)")
+    args = ap.parse_args(argv)
+    try:
+        result = compare(args.run_a, args.run_b, args.n_a, args.n_b)
+    except PacplanError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,62 @@
+"""benchmarks/paired_runs.py: two shipped quadruped runs (the taught and the ES-only prior, the
+same world and test seeds) paired on their test environments. Oracle: each certificate's p
+times its stored test matrix, computed here with plain numpy; bad input is one line, exit 2."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from helpers import assert_refused, run_script
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "benchmarks" / "paired_runs.py"
+TAUGHT, ES = ROOT / "results" / "quadruped", ROOT / "results" / "quadruped-es"
+
+
+def _posterior_costs(run: Path, n: int) -> np.ndarray:
+    cert = json.loads((run / "certificates" / f"N{n}.json").read_text())
+    return np.load(run / "costs" / "test.npy", allow_pickle=False) @ np.asarray(cert["p"])
+
+
+def test_the_difference_is_the_posteriors_on_the_same_terrains() -> None:
+    res = run_script(SCRIPT, str(TAUGHT), str(ES), "--n-a", "1000", "--n-b", "1000")
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    d = _posterior_costs(TAUGHT, 1000) - _posterior_costs(ES, 1000)
+    assert out["n"] == [1000, 1000] and out["environments"] == d.size == 1000
+    assert out["a_minus_b"] == pytest.approx(d.mean(), abs=1e-6)
+    assert out["test_cost"][0] - out["test_cost"][1] == pytest.approx(d.mean(), abs=2e-6)
+    lower, higher, tied = out["a_lower_higher_tied"]
+    assert (lower, higher) == ((d < -1e-12).sum(), (d > 1e-12).sum()) and lower + higher + tied \
+        == d.size
+    lo, hi = out["a_minus_b_ci99"]
+    # a 99 % interval of a mean of 1000 costs: around the mean, far narrower than the costs' range
+    assert lo < out["a_minus_b"] < hi and hi - lo < 0.1 * (d.max() - d.min())
+    swapped = json.loads(run_script(SCRIPT, str(ES), str(TAUGHT), "--n-a", "1000", "--n-b",
+                                    "1000").stdout)
+    assert swapped["a_minus_b"] == pytest.approx(-out["a_minus_b"], abs=1e-6)
+    assert swapped["a_lower_higher_tied"] == [higher, lower, tied]
+
+
+@pytest.mark.parametrize("other,args,names", [
+    ("uav", [], "worlds differ"),
+    ("quadruped-mujoco", [], "test seeds differ"),
+    ("quadruped-es", ["--n-b", "7"], "no certificate for N = 7"),
+    ("nope", [], "no certificate.json"),
+])
+def test_bad_input_is_one_line_and_exit_2(other: str, args: list[str], names: str) -> None:
+    assert_refused(run_script(SCRIPT, str(TAUGHT), str(ROOT / "results" / other), *args), names)
+
+
+def test_a_test_matrix_that_changed_is_refused(tmp_path: Path) -> None:
+    run = Path(shutil.copytree(TAUGHT, tmp_path / "run",
+                               ignore=shutil.ignore_patterns("figures", "report*", "crossval")))
+    test = np.load(run / "costs" / "test.npy")
+    test[0, 0] = 1.0 - test[0, 0]
+    np.save(run / "costs" / "test.npy", test)
+    assert_refused(run_script(SCRIPT, str(run), str(ES)), "test")
