@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from pacplan.errors import PacplanError
+from pacplan.export.write import certificate_path
 from pacplan.pacbayes.posterior import mixture_costs
 from pacplan.pacbayes.record import Certificate
 from pacplan.report.tables import paired_difference
@@ -33,11 +34,9 @@ from pacplan.run.provenance import verify_certificate
 
 
 def certificate_of(run: Path, n: int | None) -> Certificate:
-    """The run's verified certificate for N = n (its certificate.json when n is None)."""
-    path = run / "certificate.json" if n is None else run / "certificates" / f"N{n}.json"
-    if not path.is_file():
-        what = "certificate.json" if n is None else f"certificate for N = {n}"
-        raise PacplanError(f"{run}: no {what} ({path} does not exist)")
+    """The run's verified certificate for N = n (its certificate.json when n is None), found
+    as `pacplan export` finds it."""
+    path = certificate_path(run, n)
     cert = verify_certificate(path)
     if cert.test_matrix is None:
         raise PacplanError(f"{path}: the certificate has no test matrix to compare on")
