@@ -133,3 +133,48 @@ def test_sigterm_stops_a_run_as_ctrl_c_does(tmp_path: Path) -> None:
     (entry,) = json.loads((out / "timings.json").read_text())
     assert entry["interrupted"] and entry["seconds"]["prior"] > 0
     assert json.loads((out / "es_state.json").read_text())["iteration"] >= 1
+
+
+@pytest.mark.parametrize("signum", ["SIGTERM", "SIGINT"])
+def test_a_signal_to_the_whole_process_group_stops_a_parallel_run(tmp_path: Path,
+                                                                   signum: str) -> None:
+    """`timeout`, batch schedulers and Ctrl-C signal the driver and its pool workers at once.
+    With tasks larger than a pipe's buffer (here 6 policies of 20,000 weights, ~480 kB; a
+    quadruped task is ~190 kB) a worker killed that way used to hang the driver's pool
+    shutdown for good. Now the run stops with the resume line, and the resume keeps its
+    chunks."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import yaml
+
+    data = {**SMALL_TOY_RUN, "world": {"name": "toy", "options": {"dim": 20_000, "shift": 0.3}},
+            "seeds": {**SMALL_TOY_RUN["seeds"], "cert": [10_000, 4_010_000],
+                      "test": [5_000_000, 5_000_050]},
+            "certificate": {"n": [30, 4_000_000], "delta": 0.05},
+            "executor": {"kind": "processes", "workers": 2, "chunk_policies": 6,
+                         "chunk_seeds": 20}}
+    config = tmp_path / "long.yaml"
+    config.write_text(yaml.safe_dump(data))
+    out = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-c", "from pacplan.cli import main; main()", "run",
+                             str(config), "--out", str(out), "--quiet"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    chunks = out / "costs" / "cert.chunks"
+    deadline = time.monotonic() + 120
+    while len(list(chunks.glob("*.npy"))) < 3 and time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()[1]
+        time.sleep(0.1)
+    os.killpg(proc.pid, getattr(signal, signum))
+    try:
+        _, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail(f"{signum} to the process group left `pacplan run` hanging")
+    assert proc.returncode == 130, err
+    assert "interrupted; finished work is kept in the run directory; resume with" in err
+    assert len(list(chunks.glob("*.npy"))) >= 3

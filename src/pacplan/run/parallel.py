@@ -65,6 +65,20 @@ def _worker_init(parent: int | None = None) -> None:
     _PROCESS_WORLDS = WorldCache()
 
 
+def _pool_worker_init(parent: int | None) -> None:
+    """A pool worker leaves SIGINT and SIGTERM to its driver. Ctrl-C in a terminal, `timeout`
+    and batch schedulers signal the whole process group; a worker that died of it while the
+    driver's feeder thread was writing a task larger than a pipe's buffer (a quadruped task's
+    policies are ~190 kB) would hang the driver's pool shutdown forever (CPython gh-94777).
+    The driver unwinds, cancels what is queued and lets the running tasks finish; a driver
+    killed outright still takes its workers with it (`_die_with`)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    _worker_init(parent)
+
+
 def _die_with(parent: int) -> None:
     """Ask Linux to SIGKILL this process when its parent exits (prctl PR_SET_PDEATHSIG); exit
     now if the parent is already gone. Elsewhere a no-op: the pool's own shutdown still works."""
@@ -117,7 +131,7 @@ class ProcessExecutor(Executor):
             self._pool = ProcessPoolExecutor(
                 max_workers=self._workers,
                 mp_context=mp.get_context("spawn"),
-                initializer=_worker_init,
+                initializer=_pool_worker_init,
                 # Linux ties the death signal to the creating thread: only the main thread's
                 # pools (the CLI's) ask for it, so a pool made in a passing thread lives on.
                 initargs=(os.getpid() if threading.current_thread() is threading.main_thread()
