@@ -293,3 +293,24 @@ def test_killing_the_driver_leaves_no_worker_processes() -> None:
     while any(_alive(p) for p in workers) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(_alive(p) for p in workers)
+
+
+def _sigterm_disposition(_: int) -> bool:
+    import signal
+
+    return signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
+
+
+def test_a_spawned_pool_leaves_signals_to_the_driver_and_cancels_unstarted_jobs() -> None:
+    """The distillers' pool: its workers ignore SIGTERM (the driver decides: a signal to the
+    whole process group must not kill them mid-task), and leaving the block early cancels the
+    jobs not yet started instead of running the whole list first."""
+    from pacplan.run.parallel import spawned_pool
+
+    with spawned_pool(2) as pool:
+        assert all(pool.map(_sigterm_disposition, range(4)))
+    futures = []
+    with pytest.raises(KeyboardInterrupt), spawned_pool(2) as pool:
+        futures = [pool.submit(time.sleep, 0.2) for _ in range(200)]
+        raise KeyboardInterrupt
+    assert sum(f.cancelled() for f in futures) > 100

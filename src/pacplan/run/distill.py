@@ -31,7 +31,6 @@ import json
 import re
 import time
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +52,7 @@ from pacplan.io.files import (
 from pacplan.run.chunks import ChunkStore, Ledger
 from pacplan.run.distill_quadruped import FILES as QUADRUPED_FILES
 from pacplan.run.distill_store import LOG, mend_log, read_round, write_round
+from pacplan.run.parallel import spawned_pool
 from pacplan.run.rundir import identity
 
 DIR = "distill"
@@ -300,9 +300,7 @@ def _solve_all(jobs: list[tuple[list[int], float, str]], workers: int) -> Iterat
     if workers <= 1:
         yield from map(_solve_chunk, jobs)
         return
-    import multiprocessing as mp
-
-    with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as pool:
+    with spawned_pool(workers) as pool:
         yield from pool.map(_solve_chunk, jobs)
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -29,6 +28,7 @@ from pacplan.errors import PacplanError
 from pacplan.io.files import atomic_write_bytes, npz_arrays, npz_bytes, sha256_bytes
 from pacplan.run.chunks import Ledger
 from pacplan.run.distill_store import read_round, write_round
+from pacplan.run.parallel import spawned_pool
 
 TEACHER = "quadruped look-ahead in MuJoCo (pacplan.worlds.quadruped.teacher)"
 FILES = r"labels-\d+/\d+\.npz"
@@ -195,9 +195,7 @@ def _walk_all(jobs: list[Any], workers: int) -> Iterator[str]:
     if workers <= 1:
         yield from map(_walk_chunk, jobs)
         return
-    import multiprocessing as mp
-
-    with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as pool:
+    with spawned_pool(workers) as pool:
         yield from pool.map(_walk_chunk, jobs)
 
 

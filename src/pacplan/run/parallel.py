@@ -65,18 +65,38 @@ def _worker_init(parent: int | None = None) -> None:
     _PROCESS_WORLDS = WorldCache()
 
 
-def _pool_worker_init(parent: int | None) -> None:
-    """A pool worker leaves SIGINT and SIGTERM to its driver. Ctrl-C in a terminal, `timeout`
-    and batch schedulers signal the whole process group; a worker that died of it while the
-    driver's feeder thread was writing a task larger than a pipe's buffer (a quadruped task's
-    policies are ~190 kB) would hang the driver's pool shutdown forever (CPython gh-94777).
-    The driver unwinds, cancels what is queued and lets the running tasks finish; a driver
-    killed outright still takes its workers with it (`_die_with`)."""
+def leave_signals_to_the_driver() -> None:
+    """A pool worker ignores SIGINT and SIGTERM: its driver decides. Ctrl-C in a terminal,
+    `timeout` and batch schedulers signal the whole process group; a worker killed that way
+    while the driver's feeder thread was writing it a task larger than a pipe's buffer (a
+    quadruped task's policies are ~190 kB) hung the driver's pool shutdown for good (CPython
+    gh-94777). The driver unwinds, cancels what is queued and lets the running tasks finish;
+    a driver killed outright still takes its workers with it (`_die_with`)."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+def _pool_worker_init(parent: int | None) -> None:
+    leave_signals_to_the_driver()
     _worker_init(parent)
+
+
+@contextlib.contextmanager
+def spawned_pool(workers: int) -> Iterator[Any]:
+    """A pool of `workers` spawned processes for one job list (the distillers' lattices and
+    walks): workers leave signals to the driver, and leaving the block early (an error,
+    Ctrl-C) cancels the jobs not yet started instead of running them all first."""
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"),
+                               initializer=leave_signals_to_the_driver)
+    try:
+        yield pool
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _die_with(parent: int) -> None:
