@@ -183,8 +183,8 @@ def test_mounted_contacts_option(mounted: bool) -> None:
 # N = 1000 (commit 9a00e35) and N = 2000 (commit 5549e43). Its N = 4000 result, computed across
 # many resumed invocations of quadruped-paper and now results/quadruped-es, must begin with them
 # byte for byte. The taught prior's stages are pinned the same way: N = 1000 (quadruped-paper-n1000,
-# commit 14df664) and N = 2000 (quadruped-paper-n2000, results/quadruped until its N = 4000 run
-# replaces it, whose first 1000 and 2000 rows must be these).
+# commit 14df664) and N = 2000 (quadruped-paper-n2000, commit ed2f95e): results/quadruped, its
+# N = 4000 run (quadruped-paper), must begin with them byte for byte.
 N1000_STAGE_CERT_SHA256 = "8c6ab552a9e8dd111ac99c914ef1b34f00bf750e3d567d1be4774b95035ed125"
 N2000_STAGE_CERT_SHA256 = "6ecbce2945fddc81bd0eeba734ee52932feb5077604f3c30022b72009649ea55"
 TAUGHT_N1000_STAGE_CERT_SHA256 = "5a5e6069662b7ad5163802581a503d6a9e3d0908a9d2996774e6f472842b1c3a"
@@ -193,7 +193,7 @@ TAUGHT_N2000_STAGE_CERT_SHA256 = "b555e8ae7228bcb44da978facc515688169cb26f8af736
 
 def test_shipped_quadruped_result_verifies() -> None:
     """results/quadruped-es (quadruped-paper with the ES-only prior, N = 4000), results/quadruped
-    (the shipped taught prior, its N = 2000 stage for now) and results/quadruped-quick: each
+    (quadruped-paper with the shipped taught prior, N = 4000) and results/quadruped-quick: each
     certificate recomputes from its stored matrices, lies above the test cost's lower confidence
     limit, states the paper's robot, and its policies come from the prior it names.
     The resumed rows are what one uninterrupted run computes: the first 1000 and 2000 are byte
@@ -211,7 +211,7 @@ def test_shipped_quadruped_result_verifies() -> None:
               for name, path in shipped_priors().items()}
     for run, sizes, engine, prior in (
             ("quadruped-es", (50, 4000, 1000), "mujoco", "quadruped-es"),  # quadruped-paper
-            ("quadruped", (50, 2000, 1000), "mujoco", "quadruped"),  # quadruped-paper-n2000
+            ("quadruped", (50, 4000, 1000), "mujoco", "quadruped"),  # quadruped-paper
             ("quadruped-quick", (5, 40, 20), "bullet", "quadruped")):
         c = verify(repo / "results" / run / "certificate.json")
         assert (c.m, c.n, c.test_n) == sizes
@@ -235,6 +235,7 @@ def test_shipped_quadruped_result_verifies() -> None:
     for n, certified in ((1000, 0.3051801932267535), (2000, 0.2915777569784299)):
         staged = verify(repo / "results" / "quadruped-es" / "certificates" / f"N{n}.json")
         assert abs(staged.certified - certified) < 1e-9
-    # the taught N = 1000 stage's certificate, as shipped at commit 14df664
-    staged = verify(repo / "results" / "quadruped" / "certificates" / "N1000.json")
-    assert abs(staged.certified - 0.29565140837830595) < 1e-9
+    # the taught stages' certificates, as shipped at commits 14df664 (N = 1000), ed2f95e (2000)
+    for n, certified in ((1000, 0.29565140837830595), (2000, 0.2800036583800498)):
+        staged = verify(repo / "results" / "quadruped" / "certificates" / f"N{n}.json")
+        assert abs(staged.certified - certified) < 1e-9
