@@ -141,8 +141,7 @@ def test_a_signal_to_the_whole_process_group_stops_a_parallel_run(tmp_path: Path
     """`timeout`, batch schedulers and Ctrl-C signal the driver and its pool workers at once.
     With tasks larger than a pipe's buffer (here 6 policies of 20,000 weights, ~480 kB; a
     quadruped task is ~190 kB) a worker killed that way used to hang the driver's pool
-    shutdown for good. Now the run stops with the resume line, and the resume keeps its
-    chunks."""
+    shutdown for good. Now the run stops with the resume line, its finished chunks kept."""
     import os
     import signal
     import subprocess
