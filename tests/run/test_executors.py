@@ -303,11 +303,19 @@ def _sigterm_disposition(_: int) -> bool:
 
 def test_a_spawned_pool_leaves_signals_to_the_driver_and_cancels_unstarted_jobs() -> None:
     """The distillers' pool: its workers ignore SIGTERM (the driver decides: a signal to the
-    whole process group must not kill them mid-task), and leaving the block early cancels the
-    jobs not yet started instead of running the whole list first."""
+    whole process group must not kill them mid-task), even one sent while they are still
+    starting, and leaving the block early cancels the jobs not yet started instead of running
+    the whole list first."""
+    import multiprocessing
+    import signal
+
     from pacplan.run.parallel import spawned_pool
 
     with spawned_pool(2) as pool:
+        children = multiprocessing.active_children()
+        assert len(children) >= 2
+        for child in children:  # most likely still importing, before any initializer
+            os.kill(child.pid, signal.SIGTERM)
         assert all(pool.map(_sigterm_disposition, range(4)))
     futures = []
     with pytest.raises(KeyboardInterrupt), spawned_pool(2) as pool:

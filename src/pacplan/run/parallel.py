@@ -65,17 +65,40 @@ def _worker_init(parent: int | None = None) -> None:
     _PROCESS_WORLDS = WorldCache()
 
 
+_DRIVER_SIGNALS = ("SIGINT", "SIGTERM")
+
+
 def leave_signals_to_the_driver() -> None:
-    """A pool worker ignores SIGINT and SIGTERM: its driver decides. Ctrl-C in a terminal,
-    `timeout` and batch schedulers signal the whole process group; a worker killed that way
-    while the driver's feeder thread was writing it a task larger than a pipe's buffer (a
-    quadruped task's policies are ~190 kB) hung the driver's pool shutdown for good (CPython
-    gh-94777). The driver unwinds, cancels what is queued and lets the running tasks finish;
-    a driver killed outright still takes its workers with it (`_die_with`)."""
+    """A pool worker ignores SIGINT and SIGTERM: its driver decides. `timeout`, schedulers and
+    Ctrl-C signal the whole process group, and a worker killed while the driver was writing it
+    a task larger than a pipe's buffer (a quadruped task is ~190 kB) hung the pool's shutdown
+    for good (CPython gh-94777). The driver unwinds and lets running tasks finish; killed
+    outright, it takes its workers along (`_die_with`). Started with both signals blocked
+    (`_start_workers`), the worker drops any that came meanwhile, then unblocks them."""
     import signal
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    for name in _DRIVER_SIGNALS:
+        signal.signal(getattr(signal, name), signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [getattr(signal, n) for n in _DRIVER_SIGNALS])
+
+
+def _start_workers(pool: Any, workers: int) -> None:
+    """Start the pool's processes now with SIGINT and SIGTERM blocked, a mask each child
+    inherits: a worker still starting cannot die of a group signal before it ignores them
+    (the standard library starts its resource tracker so). The driver gets a held signal when
+    its mask is restored. A spawning pool starts a process per submit while none is idle."""
+    import signal
+
+    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - not POSIX
+        return
+    held = [getattr(signal, n) for n in _DRIVER_SIGNALS]
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        for _ in range(workers):
+            pool.submit(int)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def _pool_worker_init(parent: int | None) -> None:
@@ -94,6 +117,7 @@ def spawned_pool(workers: int) -> Iterator[Any]:
     pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"),
                                initializer=leave_signals_to_the_driver)
     try:
+        _start_workers(pool, workers)
         yield pool
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
@@ -157,6 +181,7 @@ class ProcessExecutor(Executor):
                 initargs=(os.getpid() if threading.current_thread() is threading.main_thread()
                           else None,),
             )
+            _start_workers(self._pool, self._workers)
         return self._pool
 
     def _run(self, spec: WorldSpec, tasks: list[list[Block]]
