@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import signal
 import socket
 import sys
 import threading
@@ -75,12 +76,11 @@ def leave_signals_to_the_driver() -> None:
     for good (CPython gh-94777). The driver unwinds and lets running tasks finish; killed
     outright, it takes its workers along (`_die_with`). Started with both signals blocked
     (`_start_workers`), the worker drops any that came meanwhile, then unblocks them."""
-    import signal
-
-    for name in _DRIVER_SIGNALS:
-        signal.signal(getattr(signal, name), signal.SIG_IGN)
+    held = [getattr(signal, n) for n in _DRIVER_SIGNALS]
+    for signum in held:
+        signal.signal(signum, signal.SIG_IGN)
     if hasattr(signal, "pthread_sigmask"):
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, [getattr(signal, n) for n in _DRIVER_SIGNALS])
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
 
 
 def _start_workers(pool: Any, workers: int) -> None:
@@ -88,8 +88,6 @@ def _start_workers(pool: Any, workers: int) -> None:
     inherits: a worker still starting cannot die of a group signal before it ignores them
     (the standard library starts its resource tracker so). The driver gets a held signal when
     its mask is restored. A spawning pool starts a process per submit while none is idle."""
-    import signal
-
     if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - not POSIX
         return
     held = [getattr(signal, n) for n in _DRIVER_SIGNALS]
@@ -108,9 +106,8 @@ def _pool_worker_init(parent: int | None) -> None:
 
 @contextlib.contextmanager
 def spawned_pool(workers: int) -> Iterator[Any]:
-    """A pool of `workers` spawned processes for one job list (the distillers' lattices and
-    walks): workers leave signals to the driver, and leaving the block early (an error,
-    Ctrl-C) cancels the jobs not yet started instead of running them all first."""
+    """Spawned processes for one job list (the distillers'): workers leave signals to the
+    driver; leaving early (an error, Ctrl-C) cancels the jobs not yet started."""
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor
 
@@ -129,8 +126,6 @@ def _die_with(parent: int) -> None:
     if not sys.platform.startswith("linux"):
         return
     import ctypes
-    import signal
-
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
@@ -186,18 +181,21 @@ class ProcessExecutor(Executor):
 
     def _run(self, spec: WorldSpec, tasks: list[list[Block]]
              ) -> Iterator[tuple[int, list[np.ndarray]]]:
-        from concurrent.futures import FIRST_COMPLETED, wait
+        import queue
         from concurrent.futures.process import BrokenProcessPool
 
         pool = self._ensure_pool()
         futures: dict[Any, int] = {}
+        # Finished futures come on a queue: `wait()` takes every future's lock in a Python loop,
+        # and a Ctrl-C landing there left locks held that the pool's thread waited on for good.
+        done: queue.SimpleQueue[Any] = queue.SimpleQueue()
         try:
             futures = {pool.submit(_pool_task, spec, t): i for i, t in enumerate(tasks)}
-            pending = set(futures)
-            while pending:
-                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for fut in sorted(finished, key=futures.__getitem__):
-                    yield futures[fut], fut.result()
+            for fut in futures:
+                fut.add_done_callback(done.put)
+            for _ in futures:
+                fut = done.get()
+                yield futures[fut], fut.result()
         except BrokenProcessPool as exc:
             self._discard_pool()
             raise WorkersLost(  # `pacplan run` adds the resume command, as for a Ray node
