@@ -66,7 +66,7 @@ def _worker_init(parent: int | None = None) -> None:
     _PROCESS_WORLDS = WorldCache()
 
 
-_DRIVER_SIGNALS = ("SIGINT", "SIGTERM")
+_DRIVER_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def leave_signals_to_the_driver() -> None:
@@ -75,28 +75,33 @@ def leave_signals_to_the_driver() -> None:
     a task larger than a pipe's buffer (a quadruped task is ~190 kB) hung the pool's shutdown
     for good (CPython gh-94777). The driver unwinds and lets running tasks finish; killed
     outright, it takes its workers along (`_die_with`). Started with both signals blocked
-    (`_start_workers`), the worker drops any that came meanwhile, then unblocks them."""
-    held = [getattr(signal, n) for n in _DRIVER_SIGNALS]
-    for signum in held:
+    (`_started_pool`), the worker drops any that came meanwhile, then unblocks them."""
+    for signum in _DRIVER_SIGNALS:
         signal.signal(signum, signal.SIG_IGN)
     if hasattr(signal, "pthread_sigmask"):
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _DRIVER_SIGNALS)
 
 
-def _start_workers(pool: Any, workers: int) -> None:
-    """Start the pool's processes now with SIGINT and SIGTERM blocked, a mask each child
-    inherits: a worker still starting cannot die of a group signal before it ignores them
-    (the standard library starts its resource tracker so). The driver gets a held signal when
-    its mask is restored. A spawning pool starts a process per submit while none is idle."""
+def _started_pool(workers: int, initializer: Any, initargs: tuple[Any, ...] = ()) -> Any:
+    """A spawning process pool with its processes started now, SIGINT and SIGTERM blocked, a
+    mask each child inherits: a worker still starting cannot die of a group signal before its
+    initializer ignores them (the standard library starts its resource tracker so). The driver
+    gets a held signal when its mask is restored. Such a pool starts a process per submit while
+    none is idle."""
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"),
+                               initializer=initializer, initargs=initargs)
     if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - not POSIX
-        return
-    held = [getattr(signal, n) for n in _DRIVER_SIGNALS]
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+        return pool
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, _DRIVER_SIGNALS)
     try:
         for _ in range(workers):
             pool.submit(int)
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
+    return pool
 
 
 def _pool_worker_init(parent: int | None) -> None:
@@ -108,13 +113,8 @@ def _pool_worker_init(parent: int | None) -> None:
 def spawned_pool(workers: int) -> Iterator[Any]:
     """Spawned processes for one job list (the distillers'): workers leave signals to the
     driver; leaving early (an error, Ctrl-C) cancels the jobs not yet started."""
-    import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor
-
-    pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"),
-                               initializer=leave_signals_to_the_driver)
+    pool = _started_pool(workers, leave_signals_to_the_driver)
     try:
-        _start_workers(pool, workers)
         yield pool
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
@@ -164,19 +164,10 @@ class ProcessExecutor(Executor):
 
     def _ensure_pool(self) -> Any:
         if self._pool is None:
-            import multiprocessing as mp
-            from concurrent.futures import ProcessPoolExecutor
-
-            self._pool = ProcessPoolExecutor(
-                max_workers=self._workers,
-                mp_context=mp.get_context("spawn"),
-                initializer=_pool_worker_init,
-                # Linux ties the death signal to the creating thread: only the main thread's
-                # pools (the CLI's) ask for it, so a pool made in a passing thread lives on.
-                initargs=(os.getpid() if threading.current_thread() is threading.main_thread()
-                          else None,),
-            )
-            _start_workers(self._pool, self._workers)
+            # Linux ties the death signal to the creating thread: only the main thread's
+            # pools (the CLI's) ask for it, so a pool made in a passing thread lives on.
+            parent = os.getpid() if threading.current_thread() is threading.main_thread() else None
+            self._pool = _started_pool(self._workers, _pool_worker_init, (parent,))
         return self._pool
 
     def _run(self, spec: WorldSpec, tasks: list[list[Block]]
