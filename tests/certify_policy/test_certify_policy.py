@@ -172,11 +172,12 @@ def test_a_killed_command_resumes_without_redoing_rows(tmp_path: Path,
     real = certify_module.cost_rows
     calls: list[tuple[int, int]] = []
 
-    def counting(world: Any, env: Any, policies: Any, seeds: range, done: Any) -> np.ndarray:
+    def counting(world: Any, env: Any, policies: Any, seeds: range, done: Any,
+                 *args: Any) -> np.ndarray:
         if len(calls) == 2 and stop_after_two:
             raise KeyboardInterrupt
         calls.append((seeds.start, seeds.stop))
-        return real(world, env, policies, seeds, done)
+        return real(world, env, policies, seeds, done, *args)
 
     monkeypatch.setattr(certify_module, "cost_rows", counting)
     args = {"n": 35, "cost": "terminated", "horizon": 50}

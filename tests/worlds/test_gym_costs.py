@@ -40,8 +40,10 @@ def test_success_key_names_the_info_entry(lander: str) -> None:
     expected = [0.0 if _window(lander, int(s)) == 0 else 1.0 for s in SEEDS]
     assert fire.tolist() == expected and set(expected) == {0.0, 1.0}
     assert world.costs(HOVER, SEEDS).min() == 1.0  # never lands
-    # the default key is is_success, which this environment never sets
-    assert GymWorld(lander, cost="success").costs(FIRE, SEEDS).min() == 1.0
+    # the default key is is_success, which this environment never sets: refused, not a 100 %
+    with pytest.raises(PacplanError, match=r"seed 0: the last step's info has no 'is_success' "
+                       r"entry \(its keys: 'landed', 'hovering'\)"):
+        GymWorld(lander, cost="success").costs(FIRE, SEEDS)
 
 
 def test_success_needs_terminated_refuses_a_time_limit(lander: str) -> None:

@@ -3,15 +3,14 @@ or a `module:callable`, each identified by a sha256 for the run's record.
 
 A file is read once, so the bytes hashed are the bytes used. A callable is called with the
 environment's observation as the environment returns it and must return an action the
-environment accepts; its identity is the sha256 of its module's source file, so a changed
-policy is never mistaken for the one a resumed run started with.
+environment accepts; its identity is the sha256 of every user file its module imports
+(`pacplan.io.user_code`), so a changed policy, or a changed helper module it imports, is never
+mistaken for the one a resumed run started with.
 """
 
 from __future__ import annotations
 
-import inspect
 import os
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,23 +75,10 @@ def _from_file(spec: str, observation_space: spaces.Space,
 
 
 def _from_callable(spec: str) -> ImportedPolicy:
-    from pacplan.worlds.base import resolve_target
+    from pacplan.io.user_code import import_target, user_code_sha256
 
-    fn = resolve_target(spec, f"policy {spec!r}")
+    fn = import_target(spec, f"policy {spec!r}")
     if not callable(fn):
         raise PacplanError(f"policy {spec!r} is not callable")
-    # the module's source and the name within it: two callables of one module differ
-    digest = sha256_bytes(f"{spec}\n{source_sha256(fn, spec)}".encode())
-    return ImportedPolicy(spec, "callable", digest, fn)
-
-
-def source_sha256(obj: Any, spec: str) -> str:
-    """sha256 of the source file defining `obj` (its module's), the identity of user code."""
-    module = sys.modules.get(getattr(obj, "__module__", "") or "")
-    try:
-        source = inspect.getsourcefile(module) if module is not None else None
-    except TypeError:  # a built-in module
-        source = None
-    if source is None or not Path(source).is_file():
-        return sha256_bytes(spec.encode())
-    return sha256_bytes(read_file_bytes(source, f"source of {spec}"))
+    # the module's files and the name within it (hashed with them): two callables differ
+    return ImportedPolicy(spec, "callable", user_code_sha256(spec.partition(":")[0], spec), fn)

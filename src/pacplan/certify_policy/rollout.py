@@ -8,14 +8,24 @@ trained elsewhere. The cost of each episode is the world's (`GymWorld.episode_co
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from pacplan.certify_policy.policies import ImportedPolicy
 from pacplan.errors import PacplanError
+from pacplan.io.user_code import calling_user_code
 from pacplan.worlds.gym_costs import Episode
+from pacplan.worlds.gym_steps import (
+    check_observation,
+    checked_action,
+    checked_flag,
+    checked_info,
+    checked_reward,
+    short,
+)
 from pacplan.worlds.gym_world import GymWorld
 
 NO_WEIGHTS = "pacplan.certify_policy.rollout:no_weights"
@@ -37,50 +47,72 @@ def no_weights(observation_space: Any, action_space: Any) -> _NoWeights:
     return _NoWeights()
 
 
-def _reason(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return type(exc).__name__ + (f": {text[:200]}" if text else "")
-
-
-def rollout(world: GymWorld, env: Any, policy: ImportedPolicy, seed: int) -> Episode:
-    """One episode of `policy` on environment `seed`; a failure of the policy or of the
-    environment is one line naming both and the seed."""
-    try:
+def rollout(world: GymWorld, env: Any, policy: ImportedPolicy, seed: int,
+            clip_actions: bool = False) -> tuple[Episode, int]:
+    """(one episode of `policy` on environment `seed`, the number of its actions clipped into
+    the action space); every failure of the policy or of the environment, and everything they
+    hand over that is not what Gymnasium's API says (`pacplan.worlds.gym_steps`), is one line
+    naming the policy or the environment, the seed and the step."""
+    with calling_user_code(f"{world.env_id} failed to reset with seed {seed}"):
         obs, _ = env.reset(seed=seed)
         env.action_space.seed(seed)
-    except Exception as exc:
-        raise PacplanError(f"{world.env_id} failed to reset with seed {seed} "
-                           f"({_reason(exc)})") from None
-    total, reward, terminated, truncated, length, info = 0.0, 0.0, False, False, 0, {}
+    total, reward, terminated, truncated, length, clipped = 0.0, 0.0, False, False, 0, 0
+    info: Mapping[str, Any] = {}
     for _ in range(world.horizon):
-        try:
-            action = policy.act(obs)
-        except PacplanError as exc:
-            raise PacplanError(f"{exc} (seed {seed})") from None
-        except Exception as exc:
-            raise PacplanError(f"policy {policy.label} failed on seed {seed} at step {length} "
-                               f"({_reason(exc)})") from None
-        try:
-            obs, r, terminated, truncated, info = env.step(action)
-        except Exception as exc:
-            raise PacplanError(f"{world.env_id} refused action {action!r} of policy "
-                               f"{policy.label} on seed {seed} at step {length} "
-                               f"({_reason(exc)})") from None
-        reward, length = float(r), length + 1
+        where = f"on seed {seed} at step {length}"
+        with _named(f"{world.env_id} gave an observation {where}: "):
+            check_observation(obs)
+        with calling_user_code(f"policy {policy.label} failed {where}"):
+            try:
+                action = policy.act(obs)
+            except PacplanError as exc:
+                raise PacplanError(f"{exc} ({where.removeprefix('on ')})") from None
+        with _named(f"policy {policy.label} {where}: "):
+            action, was_clipped = checked_action(action, env.action_space, clip_actions)
+        clipped += was_clipped
+        with calling_user_code(f"{world.env_id} refused action {short(action)} of policy "
+                               f"{policy.label} {where}"):
+            step = env.step(action)
+        with _named(f"{world.env_id} {where}: "):
+            if not isinstance(step, tuple) or len(step) != 5:
+                raise PacplanError(f"step returned {short(step)}, not (observation, reward, "
+                                   "terminated, truncated, info)")
+            obs, r, terminated, truncated, info = step
+            reward = checked_reward(r)
+            terminated = checked_flag(terminated, "terminated")
+            truncated = checked_flag(truncated, "truncated")
+            info = checked_info(info)
+        length += 1
         total += reward
         if terminated or truncated:
             break
-    return Episode(seed=seed, total_return=total, last_reward=reward,
-                   terminated=bool(terminated), truncated=bool(truncated), length=length,
-                   info=info if isinstance(info, dict) else {})
+    episode = Episode(seed=seed, total_return=total, last_reward=reward, terminated=terminated,
+                      truncated=truncated, length=length, info=info)
+    return episode, clipped
+
+
+@contextlib.contextmanager
+def _named(prefix: str) -> Iterator[None]:
+    """A check's `PacplanError`, prefixed with whose output it was."""
+    try:
+        yield
+    except PacplanError as exc:
+        raise PacplanError(prefix + str(exc)) from None
 
 
 def cost_rows(world: GymWorld, env: Any, policies: Sequence[ImportedPolicy],
-              seeds: Sequence[int], done_row: Callable[[], None] | None = None) -> np.ndarray:
-    """(len(seeds), len(policies)) costs: row i holds every policy's cost on seeds[i]."""
+              seeds: Sequence[int], done_row: Callable[[], None] | None = None,
+              clip_actions: bool = False, clipped: list[int] | None = None) -> np.ndarray:
+    """(len(seeds), len(policies)) costs: row i holds every policy's cost on seeds[i];
+    `clipped[0]` counts the actions clipped into the action space (with `clip_actions`)."""
     out = np.empty((len(seeds), len(policies)), dtype=np.float64)
     for i, seed in enumerate(seeds):
-        episodes = [rollout(world, env, p, int(seed)) for p in policies]
+        episodes = []
+        for p in policies:
+            episode, n_clipped = rollout(world, env, p, int(seed), clip_actions)
+            episodes.append(episode)
+            if clipped is not None:
+                clipped[0] += n_clipped
         out[i] = world.episode_costs(episodes, int(seed))
         if done_row is not None:
             done_row()

@@ -30,8 +30,13 @@ class Names:
     train_seeds: str = "train_seeds"
     out: str = "out"
     cost: str = "cost"
+    delta: str = "delta"
     options: tuple[tuple[str, str], ...] = ()
     """(gym world option, how the user spells it): how a cost option's error is reworded."""
+
+    def spelling(self, option: str) -> str:
+        """How the user spells argument `option` (its Python name when not listed)."""
+        return dict(self.options).get(option, option)
 
     def reword(self, message: str) -> str:
         """A `gym` world error about an option, in the caller's spelling of it."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -38,6 +39,11 @@ COSTS = "costs"
 CERTIFICATE = "certificate.json"
 CHUNK_ROWS = 10
 """Rows per chunk: a kill loses at most this many seeds' rollouts."""
+
+
+def default_out(env_id: str) -> Path:
+    """runs/certify-<env_id>, the id reduced to characters safe in a folder name."""
+    return Path("runs") / ("certify-" + re.sub(r"[^A-Za-z0-9_.-]+", "-", env_id).strip("-."))
 
 
 def is_policy_dir(path: str | Path) -> bool:
@@ -66,12 +72,13 @@ def refuse_output(out: Path, inputs: dict[str, str | Path | None], option: str) 
 @contextlib.contextmanager
 def removed_if_refused(out: Path) -> Iterator[None]:
     """Undo a new folder (absent or empty before, `refuse_output`) when this command is
-    refused (a `PacplanError`): removed, or emptied again; a kill or Ctrl-C keeps it, to be
-    resumed, and a folder being resumed is always kept."""
+    refused (a `PacplanError`) or fails to write (an `OSError`: a full disk, a read-only
+    folder): removed, or emptied again, so a rerun is not blocked by a half-made folder; a kill
+    or Ctrl-C keeps it, to be resumed, and a folder being resumed is always kept."""
     existed, fresh = out.exists(), not is_policy_dir(out)
     try:
         yield
-    except PacplanError:
+    except (PacplanError, OSError):
         if fresh:
             shutil.rmtree(out, ignore_errors=True)
             if existed:

@@ -3,9 +3,7 @@ elsewhere (`pacplan.certify_policy`)."""
 
 from __future__ import annotations
 
-import os
 import re
-import sys
 from pathlib import Path
 
 import typer
@@ -21,7 +19,8 @@ _FLAGS = Names(n="--n", test_n="--test-n", first_seed="--first-seed",
                options=(("return_bounds", "--return-bounds"), ("reward_bounds", "--reward-bounds"),
                         ("success_needs_terminated", "--success-needs-terminated"),
                         ("success_key", "--success-key"), ("horizon", "--horizon"),
-                        ("env_id", "ENV_ID"), ("cost", "--cost")))
+                        ("env_id", "ENV_ID"), ("cost", "--cost"),
+                        ("clip_actions", "--clip-actions")), delta="--delta")
 
 
 def _seed_range(text: str | None, option: str) -> list[int] | None:
@@ -46,10 +45,6 @@ def _pair(text: str | None, option: str) -> list[float] | None:
         return [check_real(float(p), option) for p in parts]
     except ValueError:
         raise PacplanError(f"{option} must be LO,HI (two numbers), got {text!r}") from None
-
-
-def _default_out(env_id: str) -> Path:
-    return Path("runs") / ("certify-" + re.sub(r"[^A-Za-z0-9_.-]+", "-", env_id).strip("-."))
 
 
 def certify_policy_cmd(
@@ -80,6 +75,9 @@ def certify_policy_cmd(
     horizon: int | None = typer.Option(None, "--horizon", help="Most steps per episode "
                                        "(default: the env's limit)."),
     delta: float = typer.Option(0.01, "--delta", help="Confidence parameter δ in (0, 1)."),
+    clip_actions: bool = typer.Option(False, "--clip-actions", help="Clip actions outside a "
+                                      "Box action space into it (recorded; the certificate is "
+                                      "then for the clipped policy) instead of refusing them."),
     train_seeds: str | None = typer.Option(None, "--train-seeds", metavar="A:B",
                                            help="Seeds the policies were trained on; "
                                            "overlapping ones are refused."),
@@ -92,17 +90,17 @@ def certify_policy_cmd(
     """Roll policies trained elsewhere out on fresh seeds and certify their expected cost
     (one policy: a test-set bound; several: a PAC-Bayes posterior over them); resumable."""
     from pacplan.certify_policy import certify_policy
+    from pacplan.io.user_code import find_modules_in_working_folder
 
-    if "" not in sys.path and os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())  # a console script: find the user's module:callable
-    folder = out if out is not None else _default_out(env_id)
+    find_modules_in_working_folder()  # searched after the libraries: never a stray torch.py
     with sigterm_as_ctrl_c():
         result = certify_policy(
-            env_id, policies, n=n, out=folder, first_seed=first_seed, test_n=test_n,
+            env_id, policies, n=n, out=out, first_seed=first_seed, test_n=test_n,
             cost=cost, success_key=success_key, success_needs_terminated=success_needs_terminated,
             return_bounds=_pair(return_bounds, "--return-bounds"),
             reward_bounds=_pair(reward_bounds, "--reward-bounds"), horizon=horizon, delta=delta,
-            train_seeds=_seed_range(train_seeds, "--train-seeds"), progress=not (quiet or as_json),
+            train_seeds=_seed_range(train_seeds, "--train-seeds"), clip_actions=clip_actions,
+            progress=not (quiet or as_json),
             log=None if as_json else lambda msg: console.print(f"[dim]{escape(msg)}[/]"),
             names=_FLAGS)
     if as_json:

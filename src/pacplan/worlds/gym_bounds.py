@@ -30,6 +30,9 @@ def return_bounds_from_rewards(reward_bounds: Sequence[float], horizon: int,
     if not (math.isfinite(lo) and math.isfinite(hi) and lo <= hi):
         raise PacplanError(f"{what} must be finite with r_min ≤ r_max, got [{lo}, {hi}]")
     r_min, r_max = min(lo, h * lo), max(hi, h * hi)
+    if not math.isfinite(r_max - r_min):  # every cost (R_max − R)/∞ would be 0
+        raise PacplanError(f"{what} [{lo}, {hi}] over {h} steps give returns that span more "
+                           "than a float holds: every cost would be 0; declare tighter bounds")
     if not r_min < r_max:
         raise PacplanError(f"{what} [{lo}, {hi}] over {h} steps gives one return; "
                            "the cost would be undefined")

@@ -5,9 +5,10 @@ Shared by the `gym` world and `pacplan certify-policy`, so a rule means the same
 - "return": (R_max − R)/(R_max − R_min) for declared return bounds (the caller checks them);
 - "terminated": 1 if the episode terminated (the environment's failure) before the horizon;
 - "success": 0 if the episode ended in success, else 1. Success is the last step's
-  `info[success_key]` being truthy (`is_success` by default, Gymnasium-Robotics' convention),
-  and, with `success_needs_terminated`, the episode also terminated (a goal reached, not a time
-  limit). Conditions are named, never given as code to evaluate;
+  `info[success_key]` being True or 1 (`is_success` by default, Gymnasium-Robotics'
+  convention; a missing entry, or a value such as the string "False", is an error, never a
+  guess), and, with `success_needs_terminated`, the episode also terminated (a goal reached,
+  not a time limit). Conditions are named, never given as code to evaluate;
 - "module:function": `function(episode)` with the `Episode` below, returning a number in
   [0, 1]. A value outside [0, 1], NaN, a non-number or an exception is an error naming the
   seed and the function: a clipped or guessed cost would void the certificate.
@@ -85,9 +86,9 @@ def cost_rule(cost: str, success_key: str | None = None,
     if not (sep and module and name):
         raise PacplanError(f"{what} {cost!r} is not one of {', '.join(BUILTIN_COSTS)} nor "
                            "'module:function'")
-    from pacplan.worlds.base import resolve_target
+    from pacplan.io.user_code import import_target
 
-    fn = resolve_target(cost, f"{what} function {cost!r}")
+    fn = import_target(cost, f"{what} function {cost!r}")
     if not callable(fn):
         raise PacplanError(f"{what} function {cost!r} is not callable")
     return CostRule("function", target=cost, function=fn)
@@ -100,17 +101,25 @@ def episode_cost(rule: CostRule, episode: Episode) -> float | None:
     if rule.kind == "terminated":
         return float(episode.terminated)
     if rule.kind == "success":
-        ok = bool(episode.info.get(rule.success_key, False))
+        from pacplan.worlds.gym_steps import success_value
+
+        try:
+            ok = success_value(episode.info, rule.success_key)
+        except PacplanError as exc:
+            raise PacplanError(f"{rule.describe()} on seed {episode.seed}: {exc}") from None
         if rule.success_needs_terminated:
             ok = ok and episode.terminated
         return 0.0 if ok else 1.0
     assert rule.function is not None
     try:
         value = rule.function(episode)
-    except Exception as exc:  # the user's code: named, one line
-        text = " ".join(str(exc).split())
-        raise PacplanError(f"{rule.describe()} raised {type(exc).__name__}"
-                           f"{': ' + text if text else ''} on seed {episode.seed}") from None
+    except PacplanError:
+        raise
+    except (Exception, SystemExit) as exc:  # the user's code (sys.exit too): named, one line
+        from pacplan.io.user_code import reason
+
+        raise PacplanError(f"{rule.describe()} raised {reason(exc)} on seed "
+                           f"{episode.seed}") from None
     return checked_cost(value, rule, episode.seed)
 
 
@@ -122,7 +131,10 @@ def checked_cost(value: Any, rule: CostRule, seed: int) -> float:
         raise PacplanError(f"{rule.describe()} returned {_short(value)} "
                            f"({type(value).__name__}) on seed {seed}: a cost is a number in "
                            "[0, 1]")
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an int beyond a float's range
+        number = math.inf
     if math.isnan(number) or not 0.0 <= number <= 1.0:
         raise CostRangeError(f"{rule.describe()} returned {number!r} on seed {seed}, outside "
                              "[0, 1]: a cost is never clipped (that would void the "

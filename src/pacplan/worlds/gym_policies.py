@@ -139,10 +139,11 @@ def make_policy(policy: str, observation_space: spaces.Space, action_space: spac
     if ":" not in policy:
         raise PacplanError(f"gym world: unknown policy {policy!r}; choose linear, mlp or "
                            "'module:factory'")
-    from pacplan.worlds.base import resolve_target
+    from pacplan.io.user_code import calling_user_code, import_target
 
-    factory = resolve_target(policy, f"gym world: policy {policy!r}")
-    family = factory(observation_space, action_space)
+    factory = import_target(policy, f"gym world: policy {policy!r}")
+    with calling_user_code(f"gym world: policy factory {policy!r} failed"):
+        family = factory(observation_space, action_space)
     dim = getattr(family, "dim", None)
     if isinstance(dim, bool) or not isinstance(dim, int | np.integer) or dim < 1 \
             or not callable(getattr(family, "act", None)):

@@ -29,6 +29,7 @@ travels to worker processes as its options only.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from pacplan.errors import CostRangeError, PacplanError
+from pacplan.io.user_code import calling_user_code
 from pacplan.validation import (
     check_choice,
     check_int,
@@ -47,6 +49,14 @@ from pacplan.validation import (
 from pacplan.worlds.gym_bounds import declared_reward_range, return_bounds_from_rewards
 from pacplan.worlds.gym_costs import BUILTIN_COSTS, Episode, cost_rule, episode_cost
 from pacplan.worlds.gym_policies import PolicyFamily, make_policy
+from pacplan.worlds.gym_steps import (
+    check_observation,
+    checked_action,
+    checked_flag,
+    checked_info,
+    checked_reward,
+    short,
+)
 
 COST_RULES: tuple[str, ...] = BUILTIN_COSTS
 """The built-in ways an episode becomes a cost in [0, 1] (besides 'module:function')."""
@@ -75,6 +85,9 @@ def _bounds(return_bounds: Sequence[float] | None,
     lo, hi = (check_real(b, f"{opt} return_bounds") for b in return_bounds)
     if not lo < hi:
         raise PacplanError(f"{opt} return_bounds must have R_min < R_max, got [{lo}, {hi}]")
+    if not math.isfinite(hi - lo):  # every cost (R_max − R)/∞ would be 0
+        raise PacplanError(f"{opt} return_bounds [{lo}, {hi}] span more than a float holds: "
+                           "every cost would be 0; declare the returns' real range")
     return lo, hi
 
 
@@ -167,9 +180,11 @@ class GymWorld:
                             disable_env_checker=True, **self.env_kwargs)
         except PacplanError:
             raise
-        except Exception as exc:  # an unknown id, a missing extra (mujoco), a bad kwarg
+        except (Exception, SystemExit) as exc:  # an unknown id, a missing extra, a bad kwarg
+            from pacplan.io.user_code import reason
+
             raise PacplanError(f"gym world: cannot make {self.env_id!r} with "
-                               f"{self.env_kwargs}: {exc}") from None
+                               f"{self.env_kwargs}: {reason(exc)}") from None
 
     def _pool(self, k: int) -> list[Any]:
         while len(self._envs) < k:
@@ -182,10 +197,10 @@ class GymWorld:
             self._policy = make_policy(self.policy, env.observation_space, env.action_space,
                                        self.hidden)
             if self.randomize is not None:
-                from pacplan.worlds.base import resolve_target
+                from pacplan.io.user_code import import_target
 
-                self._randomize_fn = resolve_target(self.randomize, f"gym world: randomize "
-                                                              f"{self.randomize!r}")
+                self._randomize_fn = import_target(self.randomize, f"gym world: randomize "
+                                                             f"{self.randomize!r}")
         return self._policy
 
     # -- the World interface ----------------------------------------------------------------------
@@ -254,10 +269,13 @@ class GymWorld:
         obs = []
         for env in envs:
             if self._randomize_fn is not None:
-                self._randomize_fn(env, seed)
-            o, _ = env.reset(seed=seed)
-            env.action_space.seed(seed)
-            obs.append(self._flat(env, o))
+                with calling_user_code(f"gym world: randomize {self.randomize!r} failed on "
+                                       f"seed {seed}"):
+                    self._randomize_fn(env, seed)
+            with calling_user_code(f"gym world: {self.env_id} failed to reset with seed {seed}"):
+                o, _ = env.reset(seed=seed)
+                env.action_space.seed(seed)
+            obs.append(self._observed(env, o, seed, 0))
         total = np.zeros(len(thetas), dtype=np.float64)
         terminated_at = np.zeros(len(thetas), dtype=bool)
         truncated_at = np.zeros(len(thetas), dtype=bool)
@@ -266,17 +284,19 @@ class GymWorld:
         infos: list[dict[str, Any]] = [{} for _ in thetas]
         alive = list(range(len(thetas)))
         for _ in range(self.horizon):
-            actions = family.act(thetas[alive], np.stack(obs))
+            with calling_user_code(f"gym world: policy {self.policy!r} failed on seed {seed}"):
+                actions = family.act(thetas[alive], np.stack(obs))
             still, obs = [], []
             for j, a in zip(alive, actions, strict=True):
-                o, r, terminated, truncated, info = envs[j].step(a)
-                total[j] += float(r)
-                last_reward[j], length[j] = float(r), length[j] + 1
-                terminated_at[j], truncated_at[j] = bool(terminated), bool(truncated)
+                where = f"on seed {seed} at step {length[j]}"
+                o, r, terminated, truncated, info = self._step(envs[j], a, where)
+                total[j] += r
+                last_reward[j], length[j] = r, length[j] + 1
+                terminated_at[j], truncated_at[j] = terminated, truncated
                 infos[j] = info
                 if not (terminated or truncated):
                     still.append(j)
-                    obs.append(self._flat(envs[j], o))
+                    obs.append(self._observed(envs[j], o, seed, int(length[j])))
             alive = still
             if not alive:
                 break
@@ -286,6 +306,35 @@ class GymWorld:
                     length=int(length[j]), info=infos[j])
             for j in range(len(thetas)))
         return Episodes(total, terminated_at, records)
+
+    def _step(self, env: Any, action: Any, where: str) -> tuple[Any, float, bool, bool, Any]:
+        """One checked `env.step` (`pacplan.worlds.gym_steps`): a failure, or an output that is
+        not what Gymnasium's API says, is one line naming the environment and the step."""
+        try:
+            action, _ = checked_action(action, env.action_space)
+        except PacplanError as exc:
+            raise PacplanError(f"gym world: policy {self.policy!r} {where}: {exc}") from None
+        with calling_user_code(f"gym world: {self.env_id} refused action {short(action)} "
+                               f"{where}"):
+            step = env.step(action)
+        try:
+            if not isinstance(step, tuple) or len(step) != 5:
+                raise PacplanError(f"step returned {short(step)}, not (observation, reward, "
+                                   "terminated, truncated, info)")
+            o, r, terminated, truncated, info = step
+            return (o, checked_reward(r), checked_flag(terminated, "terminated"),
+                    checked_flag(truncated, "truncated"), checked_info(info))
+        except PacplanError as exc:
+            raise PacplanError(f"gym world: {self.env_id} {where}: {exc}") from None
+
+    def _observed(self, env: Any, o: Any, seed: int, step: int) -> np.ndarray:
+        """An observation, flattened for the policy family; NaN refused."""
+        try:
+            check_observation(o)
+        except PacplanError as exc:
+            raise PacplanError(f"gym world: {self.env_id} on seed {seed} at step {step}: "
+                               f"{exc}") from None
+        return self._flat(env, o)
 
     @staticmethod
     def _flat(env: Any, o: Any) -> np.ndarray:

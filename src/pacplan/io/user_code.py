@@ -1,0 +1,194 @@
+"""The one boundary to Python code pacplan did not write: a user's policy, cost function,
+environment or randomizer, named `module:attribute`.
+
+- Importing: the working folder is searched *after* the installed libraries, never ahead of
+  them, so a `torch.py` or `onnxruntime.py` lying beside a downloaded model is never what
+  `import torch` finds (`find_modules_in_working_folder`).
+- Calling: any exception of the user's code, `SystemExit` included (a `sys.exit(0)` inside a
+  policy must not end a command with exit 0 and no certificate), becomes one `PacplanError`
+  line naming what was called (`calling_user_code`); Ctrl-C still stops the command.
+- Identity: a user's code is identified by the sha256 of every user file it imports, found by
+  reading its `import` statements (`user_code_sha256`), so a resumed run notices a changed
+  helper module and not only a changed entry module. Installed libraries (the standard library,
+  site-packages) and pacplan itself are not user files; their versions are recorded elsewhere.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import hashlib
+import importlib
+import importlib.util
+import os
+import sys
+import sysconfig
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pacplan.errors import PacplanError
+
+MAX_USER_FILES = 2000
+"""The most files one user entry point may import from the user's own folders (a guard against
+hashing a home directory's worth of scripts through a stray `sys.path` entry)."""
+
+
+def reason(exc: BaseException) -> str:
+    """An exception as one short line: its type and first 200 characters."""
+    if isinstance(exc, SystemExit):
+        return f"SystemExit({exc.code!r})"
+    text = " ".join(str(exc).split())
+    return type(exc).__name__ + (f": {text[:200]}" if text else "")
+
+
+def find_modules_in_working_folder() -> None:
+    """Let `module:callable` arguments name modules of the working folder, searched last.
+
+    A console script's `sys.path` has no working folder; `python -m pacplan` puts it first,
+    which is Python's own rule and the user's choice."""
+    cwd = os.getcwd()
+    if "" not in sys.path and cwd not in sys.path:
+        sys.path.append(cwd)
+
+
+def import_target(spec: str, what: str) -> Any:
+    """`module:attribute` imported and looked up; any failure, an exception raised while the
+    module runs (a SyntaxError, `sys.exit`) included, is one line naming `what`."""
+    module_name, sep, attr = spec.partition(":")
+    if not (sep and module_name and attr):
+        raise PacplanError(f"{what} must be 'module:attribute', got {spec!r}")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name and module_name.startswith(exc.name):
+            raise PacplanError(f"{what} is not available: no module named {exc.name!r} (looked "
+                               "in the installed libraries, then the working folder)") from None
+        raise PacplanError(f"{what}: importing {module_name} failed ({reason(exc)})") from None
+    except (Exception, SystemExit) as exc:
+        where = f" at {exc.filename}:{exc.lineno}" if isinstance(exc, SyntaxError) else ""
+        raise PacplanError(f"{what}: importing {module_name} failed{where} "
+                           f"({reason(exc)})") from None
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        source = getattr(module, "__file__", None)
+        raise PacplanError(f"{what} is not available: module {module_name}"
+                           f"{f' ({source})' if source else ''} has no attribute "
+                           f"{attr!r}") from None
+
+
+@contextlib.contextmanager
+def calling_user_code(what: str) -> Iterator[None]:
+    """Run user code; its exception or `SystemExit` becomes `PacplanError(what (reason))`.
+
+    A `PacplanError` passes through unchanged (pacplan's own checks inside the call, e.g. an
+    imported policy's reader, already say what went wrong)."""
+    try:
+        yield
+    except PacplanError:
+        raise
+    except (Exception, SystemExit) as exc:
+        raise PacplanError(f"{what} ({reason(exc)})") from None
+
+
+def _library_roots() -> tuple[Path, ...]:
+    """Folders whose files are libraries, not the user's: the interpreter's, every site
+    folder, and pacplan's own package."""
+    roots = {Path(p) for key in ("stdlib", "platstdlib", "purelib", "platlib")
+             if (p := sysconfig.get_paths().get(key))}
+    roots.update(Path(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix))
+    roots.add(Path(__file__).resolve().parents[1])
+    return tuple(r.resolve() for r in roots)
+
+
+def is_user_file(path: str | Path) -> bool:
+    """Whether `path` is a Python source file outside the libraries (the user's code)."""
+    p = Path(path).resolve()
+    if p.suffix != ".py" or not p.is_file():
+        return False
+    return not any(p.is_relative_to(root) for root in _library_roots())
+
+
+def _origin(name: str) -> Path | None:
+    """The source file of module `name` without running it (a package's parents may be
+    imported by `find_spec`, as `import` itself would)."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except (Exception, SystemExit):  # a parent package that fails: nothing to hash here
+        return None
+    origin = getattr(spec, "origin", None)
+    return Path(origin) if origin else None
+
+
+def _imported_names(path: Path, package: str) -> set[str]:
+    """Every module name an `import` statement of `path` may load (with its parents)."""
+    try:
+        tree = ast.parse(path.read_bytes(), str(path))
+    except (SyntaxError, ValueError, OSError):
+        return set()
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".") if package else []
+                parts = parts[: len(parts) - (node.level - 1)] if node.level > 1 else parts
+                base = ".".join([*parts, *([base] if base else [])])
+            if base:
+                names.add(base)
+                names.update(f"{base}.{alias.name}" for alias in node.names)
+    expanded = set()
+    for name in names:
+        parts = name.split(".")
+        expanded.update(".".join(parts[: i + 1]) for i in range(len(parts)))
+    return expanded
+
+
+def user_files(module_name: str) -> list[Path]:
+    """The user files `module_name` is made of: its own file and, recursively, every user
+    file its `import` statements name (sorted; empty for a library module)."""
+    first = _origin(module_name)
+    if first is None or not is_user_file(first):
+        return []
+    seen: dict[Path, str] = {first.resolve(): module_name}
+    todo = [(first.resolve(), module_name)]
+    while todo:
+        path, name = todo.pop()
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for imported in sorted(_imported_names(path, package)):
+            origin = _origin(imported)
+            if origin is None or not is_user_file(origin) or origin.resolve() in seen:
+                continue
+            if len(seen) >= MAX_USER_FILES:
+                raise PacplanError(f"{module_name} imports more than {MAX_USER_FILES} files "
+                                   "from outside the installed libraries: install your "
+                                   "package, or run from a smaller folder")
+            seen[origin.resolve()] = imported
+            todo.append((origin.resolve(), imported))
+    return sorted(seen)
+
+
+def user_code_sha256(obj_or_module: Any, spec: str) -> str:
+    """One sha256 over the user files behind `obj_or_module` (a module name, or an object
+    whose `__module__` names one): each file's path relative to the first and its bytes.
+    Code without user files (a library function, a lambda typed at a prompt) is identified by
+    `spec` alone."""
+    name = obj_or_module if isinstance(obj_or_module, str) else getattr(obj_or_module,
+                                                                      "__module__", None)
+    files = user_files(name) if isinstance(name, str) and name else []
+    digest = hashlib.sha256(spec.encode())
+    if not files:
+        return digest.hexdigest()
+    root = os.path.commonpath([p.parent for p in files])
+    for path in files:
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise PacplanError(f"cannot read {path}, a file of {spec} ({exc.strerror})") from None
+        label = os.path.relpath(path, root)
+        digest.update(f"\n{label}\n{len(data)}\n".encode())
+        digest.update(data)
+    return digest.hexdigest()
