@@ -291,7 +291,7 @@ def test_a_resume_notices_a_changed_helper_module(user_dir: Path, tmp_path: Path
     for path, text, field in ((user_dir / "steer_helper.py", "LEAN = 0.1\n", "policies"),
                               (user_dir / "judge_tools.py", "LIMIT = 30\n", "cost"),
                               (user_dir / "myenvs" / "physics.py", "LENGTH = 0.6\n",
-                               "env_source_sha256")):
+                               "env")):
         old = path.read_text()
         path.write_text(text)
         with pytest.raises(PacplanError, match=rf"holds a certify-policy run of other inputs "

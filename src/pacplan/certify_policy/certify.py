@@ -12,7 +12,8 @@ overlap the declared training seeds are refused before any work.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Sequence
+import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,8 +53,9 @@ class PolicyCertification:
         return self.out / CERTIFICATE
 
 
-def certify_policy(env_id: str, policies: Sequence[str], *, n: int,
-                   out: str | Path | None = None, first_seed: int = DEFAULT_FIRST_SEED,
+def certify_policy(env_id: Any, policies: Sequence[str], *, n: int,
+                   out: str | Path | None = None, env_kwargs: Mapping[str, Any] | None = None,
+                   first_seed: int = DEFAULT_FIRST_SEED,
                    test_n: int = 0, cost: str = "return", success_key: str | None = None,
                    success_needs_terminated: bool = False,
                    return_bounds: Sequence[float] | None = None,
@@ -66,22 +68,24 @@ def certify_policy(env_id: str, policies: Sequence[str], *, n: int,
     n certification seeds (and test_n test seeds after them) and certify the cost matrix;
     everything is checked before the first rollout. Resumes a killed command's `out`
     (default runs/certify-<env_id>). An action outside a Box action space is refused, or, with
-    `clip_actions`, clipped into it (and the certificate is then for the clipped policy)."""
+    `clip_actions`, clipped into it (and the certificate is then for the clipped policy).
+
+    `env_id` is a registered id, 'module:EnvId' (the module registers it and is imported
+    first, as `gymnasium.make` does) or a registered `gymnasium.envs.registration.EnvSpec`;
+    `env_kwargs` go to `gymnasium.make` (JSON values: they are part of the record)."""
     names = names or Names()
+    env_id, env_kwargs = _environment(env_id, env_kwargs, names)
     check_delta(check_real(delta, names.delta))
     for flag, value in (("success_needs_terminated", success_needs_terminated),
                         ("clip_actions", clip_actions), ("progress", progress)):
         _check_flag(value, names.spelling(flag))
-    if not isinstance(env_id, str) or not env_id:
-        raise PacplanError(f"{names.spelling('env_id')} must be a Gymnasium environment id "
-                           f"(a string), got {env_id!r}")
     seeds = seed_ranges(n, test_n, first_seed, train_seeds, names)
     if isinstance(policies, str) or not isinstance(policies, Sequence) or not policies:
         raise PacplanError("give one or more policies (a list of SB3 .zip, .onnx or "
                            "'module:callable')")
     try:
-        world = _world(env_id, cost, success_key, success_needs_terminated, return_bounds,
-                       reward_bounds, horizon)
+        world = _world(env_id, env_kwargs, cost, success_key, success_needs_terminated,
+                       return_bounds, reward_bounds, horizon)
     except PacplanError as exc:
         raise PacplanError(names.reword(str(exc))) from None
     env = world.make_env()
@@ -109,13 +113,53 @@ def certify_policy(env_id: str, policies: Sequence[str], *, n: int,
     return PolicyCertification(certificate, out, inputs)
 
 
-def _world(env_id: str, cost: str, success_key: str | None, success_needs_terminated: bool,
-           return_bounds: Sequence[float] | None, reward_bounds: Sequence[float] | None,
-           horizon: int | None) -> Any:
+def _environment(env: Any, env_kwargs: Mapping[str, Any] | None,
+                 names: Names) -> tuple[str, dict[str, Any]]:
+    """(env id, kwargs) from an id or a registered EnvSpec and the caller's kwargs, checked:
+    kwargs must be JSON values with string keys, since they are recorded."""
+    import gymnasium as gym
+
+    what = names.spelling("env_id")
+    kwargs: dict[str, Any] = {}
+    if isinstance(env, gym.envs.registration.EnvSpec):
+        registered = gym.registry.get(env.id)
+        if registered is None or registered.entry_point != env.entry_point:
+            raise PacplanError(f"{what}: the EnvSpec {env.id!r} is not the one registered "
+                               "under its id: register it (gymnasium.register) first")
+        kwargs = {k: v for k, v in env.kwargs.items() if registered.kwargs.get(k, object()) != v}
+        env = env.id
+    if not isinstance(env, str) or not env.strip():
+        raise PacplanError(f"{what} must be a Gymnasium environment id, 'module:EnvId' or a "
+                           f"registered EnvSpec, got {_short(env)}")
+    if env_kwargs is not None:
+        if not isinstance(env_kwargs, Mapping) or not all(isinstance(k, str)
+                                                          for k in env_kwargs):
+            raise PacplanError(f"{names.spelling('env_kwargs')} must be a mapping of names to "
+                               f"values, got {_short(env_kwargs)}")
+        kwargs.update(env_kwargs)
+    try:
+        json.dumps(kwargs, allow_nan=False)
+    except (TypeError, ValueError):
+        raise PacplanError(f"{names.spelling('env_kwargs')} {_short(kwargs)}: every value must "
+                           "be JSON (numbers, strings, booleans, lists, mappings), as it is "
+                           "recorded with the certificate") from None
+    return env, kwargs
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = " ".join(repr(value).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _world(env_id: str, env_kwargs: dict[str, Any], cost: str, success_key: str | None,
+           success_needs_terminated: bool, return_bounds: Sequence[float] | None,
+           reward_bounds: Sequence[float] | None, horizon: int | None) -> Any:
     """The `gym` world that declares the environment, its horizon and the cost."""
     from pacplan.worlds.base import make_world
 
     options: dict[str, Any] = {"env_id": env_id, "cost": cost, "policy": NO_WEIGHTS}
+    if env_kwargs:
+        options["env_kwargs"] = env_kwargs
     given = {"success_key": success_key, "return_bounds": return_bounds,
              "reward_bounds": reward_bounds, "horizon": horizon}
     options.update({k: (list(v) if isinstance(v, tuple) else v) for k, v in given.items()
@@ -144,7 +188,7 @@ def _inputs(world: Any, loaded: list[ImportedPolicy], seeds: dict[str, list[int]
             clip_actions: bool) -> dict[str, Any]:
     """Everything the cost matrices depend on (the stamp's identity): user code (a cost
     function, an environment of the user's) by the sha256 of every user file it imports."""
-    from pacplan.io.user_code import user_code_sha256, user_files
+    from pacplan.io.user_code import user_code_sha256
 
     rule = {"cost": world.cost, "success_key": world.success_key,
             "success_needs_terminated": world.success_needs_terminated}
@@ -152,27 +196,29 @@ def _inputs(world: Any, loaded: list[ImportedPolicy], seeds: dict[str, list[int]
         rule["return_bounds"] = [world.r_min, world.r_max]
     if ":" in world.cost:  # the function's code is part of what the costs depend on
         rule["cost_source_sha256"] = user_code_sha256(world.cost.partition(":")[0], world.cost)
-    inputs: dict[str, Any] = {"env_id": world.env_id, "horizon": world.horizon, "cost": rule,
-                              "policies": [p.record() for p in loaded], "seeds": seeds}
-    env_module = _entry_module(world.env_id)
-    if env_module is not None and user_files(env_module):  # an environment of the user's
-        inputs["env_source_sha256"] = user_code_sha256(env_module, world.env_id)
+    inputs: dict[str, Any] = {"env": _env_record(world), "horizon": world.horizon,
+                              "cost": rule, "policies": [p.record() for p in loaded],
+                              "seeds": seeds}
     if clip_actions:
         inputs["actions"] = "clipped into the action space"
     return inputs
 
 
-def _entry_module(env_id: str) -> str | None:
-    """The module that defines a registered environment (its entry point's)."""
+def _env_record(world: Any) -> dict[str, Any]:
+    """What the environment is: its id, kwargs and Gymnasium's version, and for an
+    environment of the user's (its entry point in a user file) the sha256 of its code."""
     import gymnasium as gym
 
-    try:
-        entry = gym.spec(env_id).entry_point
-    except gym.error.Error:
-        return None
-    if isinstance(entry, str):
-        return entry.partition(":")[0] or None
-    return getattr(entry, "__module__", None)
+    from pacplan.io.user_code import user_code_sha256, user_files
+
+    record: dict[str, Any] = {"id": world.env_id, "kwargs": world.env_kwargs,
+                              "gymnasium": gym.__version__}
+    entry = gym.spec(world.registered_id()).entry_point
+    module = (entry.partition(":")[0] if isinstance(entry, str)
+              else getattr(entry, "__module__", None))
+    if module and user_files(module):
+        record["source_sha256"] = user_code_sha256(module, world.env_id)
+    return record
 
 
 def _matrix(out: Path, role: str, label: str, rng: list[int], world: Any, env: Any,

@@ -3,8 +3,10 @@ elsewhere (`pacplan.certify_policy`)."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.markup import escape
@@ -20,7 +22,8 @@ _FLAGS = Names(n="--n", test_n="--test-n", first_seed="--first-seed",
                         ("success_needs_terminated", "--success-needs-terminated"),
                         ("success_key", "--success-key"), ("horizon", "--horizon"),
                         ("env_id", "ENV_ID"), ("cost", "--cost"),
-                        ("clip_actions", "--clip-actions")), delta="--delta")
+                        ("clip_actions", "--clip-actions"), ("env_kwargs", "--env-kwargs")),
+               delta="--delta")
 
 
 def _seed_range(text: str | None, option: str) -> list[int] | None:
@@ -47,13 +50,43 @@ def _pair(text: str | None, option: str) -> list[float] | None:
         raise PacplanError(f"{option} must be LO,HI (two numbers), got {text!r}") from None
 
 
+def _env_kwargs(texts: list[str] | None) -> dict[str, Any] | None:
+    """Each --env-kwargs a JSON object or KEY=VALUE (VALUE read as JSON when it is, e.g. 0.5,
+    true or [1, 2], else as a string), merged in order."""
+    if not texts:
+        return None
+    merged: dict[str, Any] = {}
+    for text in texts:
+        if text.lstrip().startswith("{"):
+            try:
+                value = json.loads(text)
+            except ValueError as exc:
+                raise PacplanError(f"--env-kwargs {text!r} is not a JSON object ({exc})") from None
+            if not isinstance(value, dict):
+                raise PacplanError(f"--env-kwargs {text!r} is not a JSON object")
+            merged.update(value)
+            continue
+        key, sep, raw = text.partition("=")
+        if not sep or not key.strip().isidentifier():
+            raise PacplanError(f"--env-kwargs must be a JSON object or KEY=VALUE, got {text!r}")
+        try:
+            merged[key.strip()] = json.loads(raw)
+        except ValueError:
+            merged[key.strip()] = raw
+    return merged
+
+
 def certify_policy_cmd(
     env_id: str = typer.Argument(..., metavar="ENV_ID", help="A registered Gymnasium id, e.g. "
-                                 "CartPole-v1."),
+                                 "CartPole-v1, or module:EnvId (the module registers it and "
+                                 "is imported first)."),
     policies: list[str] = typer.Argument(..., metavar="POLICY", help="A Stable-Baselines3 "
                                          ".zip, an .onnx file or module:callable; several give "
                                          "a posterior over them."),
     n: int = typer.Option(500, "--n", help="Certification seeds N."),
+    env_kwargs: list[str] | None = typer.Option(None, "--env-kwargs", metavar="KWARGS",
+                                                help="Keyword arguments for the environment: "
+                                                "a JSON object or KEY=VALUE; repeatable."),
     first_seed: int = typer.Option(DEFAULT_FIRST_SEED, "--first-seed", metavar="S",
                                    help="Certify on seeds S … S+N−1."),
     test_n: int = typer.Option(0, "--test-n", metavar="T", help="Also roll out on the T "
@@ -95,7 +128,8 @@ def certify_policy_cmd(
     find_modules_in_working_folder()  # searched after the libraries: never a stray torch.py
     with sigterm_as_ctrl_c():
         result = certify_policy(
-            env_id, policies, n=n, out=out, first_seed=first_seed, test_n=test_n,
+            env_id, policies, n=n, out=out, env_kwargs=_env_kwargs(env_kwargs),
+            first_seed=first_seed, test_n=test_n,
             cost=cost, success_key=success_key, success_needs_terminated=success_needs_terminated,
             return_bounds=_pair(return_bounds, "--return-bounds"),
             reward_bounds=_pair(reward_bounds, "--reward-bounds"), horizon=horizon, delta=delta,

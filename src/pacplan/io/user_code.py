@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import hashlib
 import importlib
 import importlib.util
@@ -58,8 +59,21 @@ def import_target(spec: str, what: str) -> Any:
     module_name, sep, attr = spec.partition(":")
     if not (sep and module_name and attr):
         raise PacplanError(f"{what} must be 'module:attribute', got {spec!r}")
+    module = import_module(module_name, what)
     try:
-        module = importlib.import_module(module_name)
+        return getattr(module, attr)
+    except AttributeError:
+        source = getattr(module, "__file__", None)
+        raise PacplanError(f"{what} is not available: module {module_name}"
+                           f"{f' ({source})' if source else ''} has no attribute "
+                           f"{attr!r}") from None
+
+
+def import_module(module_name: str, what: str) -> Any:
+    """Module `module_name` imported; any failure, an exception raised while the module runs
+    (a SyntaxError, `sys.exit`) included, is one line naming `what`."""
+    try:
+        return importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         if exc.name and module_name.startswith(exc.name):
             raise PacplanError(f"{what} is not available: no module named {exc.name!r} (looked "
@@ -69,13 +83,6 @@ def import_target(spec: str, what: str) -> Any:
         where = f" at {exc.filename}:{exc.lineno}" if isinstance(exc, SyntaxError) else ""
         raise PacplanError(f"{what}: importing {module_name} failed{where} "
                            f"({reason(exc)})") from None
-    try:
-        return getattr(module, attr)
-    except AttributeError:
-        source = getattr(module, "__file__", None)
-        raise PacplanError(f"{what} is not available: module {module_name}"
-                           f"{f' ({source})' if source else ''} has no attribute "
-                           f"{attr!r}") from None
 
 
 @contextlib.contextmanager
@@ -92,6 +99,7 @@ def calling_user_code(what: str) -> Iterator[None]:
         raise PacplanError(f"{what} ({reason(exc)})") from None
 
 
+@functools.cache
 def _library_roots() -> tuple[Path, ...]:
     """Folders whose files are libraries, not the user's: the interpreter's, every site
     folder, and pacplan's own package."""

@@ -153,11 +153,26 @@ class GymWorld:
         self.r_min, self.r_max = return_bounds_from_rewards(per_step, self.horizon,
                                                             f"{opt} {self.bounds_from}")
 
+    def registered_id(self) -> str:
+        """The id in Gymnasium's registry. 'module:EnvId' names the module that registers it,
+        imported first as `gym.make` does (here through the user-code boundary, so a module
+        that fails to import is one line, and in every worker process too)."""
+        module, sep, name = self.env_id.rpartition(":")
+        if not sep:
+            return self.env_id
+        if not (module and name):
+            raise PacplanError(f"gym world: option env_id {self.env_id!r} must be an id or "
+                               "'module:EnvId'")
+        from pacplan.io.user_code import import_module
+
+        import_module(module, f"gym world: option env_id {self.env_id!r}")
+        return name
+
     def _spec_steps(self) -> int | None:
         import gymnasium as gym
 
         try:
-            return gym.spec(self.env_id).max_episode_steps
+            return gym.spec(self.registered_id()).max_episode_steps
         except gym.error.Error as exc:
             raise PacplanError(f"gym world: option env_id {self.env_id!r}: {exc}") from None
 
@@ -176,7 +191,7 @@ class GymWorld:
         import gymnasium as gym
 
         try:
-            return gym.make(self.env_id, max_episode_steps=self.horizon,
+            return gym.make(self.registered_id(), max_episode_steps=self.horizon,
                             disable_env_checker=True, **self.env_kwargs)
         except PacplanError:
             raise

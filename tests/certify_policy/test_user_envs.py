@@ -1,0 +1,142 @@
+"""A user's own environment on the command line and in Python (issue 51): 'module:EnvId' imports
+the module that registers it first, as `gymnasium.make` does; `--env-kwargs` (JSON or
+KEY=VALUE) reach the environment; the environment's identity (id, kwargs, Gymnasium's version,
+its code's sha256) is recorded; and each way to get it wrong is one line."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from helpers import cli
+from pacplan.certify_policy import certify_policy
+from pacplan.errors import PacplanError
+
+FIRST = 1_000_000
+
+
+@pytest.fixture
+def poles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A user module `user_poles` (not imported yet) registering `Poles-v0`: CartPole with a
+    `length` kwarg (the pole's half length) that refuses anything but a positive number."""
+    folder = tmp_path / "code"
+    folder.mkdir()
+    (folder / "user_poles.py").write_text(textwrap.dedent("""\
+        import gymnasium as gym
+        from gymnasium.envs.classic_control.cartpole import CartPoleEnv
+
+
+        class Poles(CartPoleEnv):
+            def __init__(self, length=0.5, **kwargs):
+                if not isinstance(length, int | float) or length <= 0:
+                    raise ValueError(f"length must be a positive number, got {length!r}")
+                super().__init__(**kwargs)
+                self.length = length
+                self.polemass_length = self.masspole * self.length
+
+
+        gym.register("Poles-v0", entry_point=Poles, max_episode_steps=60)
+        """))
+    monkeypatch.syspath_prepend(str(folder))
+    monkeypatch.delitem(gym.registry, "Poles-v0", raising=False)
+    monkeypatch.delitem(sys.modules, "user_poles", raising=False)
+    return "user_poles:Poles-v0"
+
+
+def _lengths(env_id: str, kwargs: dict, seeds: range) -> list[int]:
+    """Episode lengths of the `lean` policy in the raw environment (the oracle)."""
+    import user_policies
+
+    out = []
+    for seed in seeds:
+        env = gym.make(env_id, **kwargs)
+        obs, _ = env.reset(seed=seed)
+        steps, done = 0, False
+        while not done:
+            obs, _, terminated, truncated, _ = env.step(user_policies.lean(obs))
+            steps, done = steps + 1, terminated or truncated
+        out.append(steps)
+    return out
+
+
+def test_a_module_env_id_and_kwargs_from_the_command_line(
+        poles: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    code, _, err = cli(["certify-policy", poles, "user_policies:lean", "--n", "8",
+                        "--env-kwargs", '{"length": 2.0}', "--env-kwargs", "render_mode=null",
+                        "--return-bounds", "0,60", "--out", str(out), "--quiet"], capsys)
+    assert code == 0, err
+    costs = np.load(out / "costs" / "cert.npy")[:, 0]
+    lengths = _lengths("Poles-v0", {"length": 2.0}, range(FIRST, FIRST + 8))
+    np.testing.assert_allclose(costs, [(60 - k) / 60 for k in lengths], atol=1e-12)
+    assert lengths != _lengths("Poles-v0", {}, range(FIRST, FIRST + 8))  # the kwarg mattered
+    stamp = json.loads((out / "certify-policy.json").read_text())["inputs"]["env"]
+    assert stamp["id"] == poles and stamp["kwargs"] == {"length": 2.0, "render_mode": None}
+    assert stamp["gymnasium"] == gym.__version__ and len(stamp["source_sha256"]) == 64
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["user_poles:Poles-v0", "--env-kwargs", "length=-1"],
+     ["cannot make 'user_poles:Poles-v0'", "length must be a positive number, got -1"]),
+    (["user_poles:Poles-v0", "--env-kwargs", "colour=red"],
+     ["cannot make 'user_poles:Poles-v0'", "colour"]),
+    (["user_poles:Poles-v0", "--env-kwargs", "{not json"], ["--env-kwargs '{not json'",
+                                                            "is not a JSON object"]),
+    (["user_poles:Poles-v0", "--env-kwargs", "2=3"], ["must be a JSON object or KEY=VALUE"]),
+    (["no_such_module_xyz:Poles-v0"], ["no module named 'no_such_module_xyz'"]),
+    (["user_poles:Nope-v0"], ["ENV_ID 'user_poles:Nope-v0'", "Nope"]),
+])
+def test_a_user_environment_that_cannot_be_made_is_one_line(
+        poles: str, tmp_path: Path, args: list[str], words: list[str],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    code, _, err = cli(["certify-policy", args[0], "user_policies:lean", *args[1:], "--n", "3",
+                        "--cost", "terminated", "--out", str(out), "--quiet"], capsys)
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1, err
+    assert all(w in lines[0] for w in words), lines[0]
+    assert not out.exists()
+
+
+def test_a_module_that_fails_to_register_its_environment_is_one_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "bad_envs.py").write_text("raise ImportError('needs box2d')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    code, _, err = cli(["certify-policy", "bad_envs:Thing-v0", "user_policies:lean", "--n", "3",
+                        "--cost", "terminated", "--out", str(tmp_path / "o"), "--quiet"], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "importing bad_envs failed (ImportError: needs box2d)" in err
+
+
+def test_python_takes_an_env_spec_and_kwargs(poles: str, tmp_path: Path) -> None:
+    import importlib
+
+    importlib.import_module("user_poles")
+    spec = gym.spec("Poles-v0")
+    by_spec = certify_policy(spec, ["user_policies:lean"], n=5, cost="terminated",
+                             env_kwargs={"length": 2.0}, out=tmp_path / "spec")
+    by_id = certify_policy("Poles-v0", ["user_policies:lean"], n=5, cost="terminated",
+                           env_kwargs={"length": 2.0}, out=tmp_path / "id")
+    assert by_spec.inputs == by_id.inputs
+    np.testing.assert_array_equal(np.load(tmp_path / "spec" / "costs" / "cert.npy"),
+                                  np.load(tmp_path / "id" / "costs" / "cert.npy"))
+    with pytest.raises(PacplanError, match=r"env_kwargs \{'length': array\(\[1\]\)\}: every "
+                                           r"value must be JSON"):
+        certify_policy("Poles-v0", ["user_policies:lean"], n=5, cost="terminated",
+                       env_kwargs={"length": np.array([1])}, out=tmp_path / "x")
+    with pytest.raises(PacplanError, match="env_id must be a Gymnasium environment id"):
+        certify_policy(42, ["user_policies:lean"], n=5, cost="terminated",
+                       out=tmp_path / "x")
+    other = gym.envs.registration.EnvSpec("Poles-v0", entry_point="gymnasium.envs.classic_"
+                                          "control.cartpole:CartPoleEnv")
+    with pytest.raises(PacplanError, match="is not the one registered under its id"):
+        certify_policy(other, ["user_policies:lean"], n=5, cost="terminated",
+                       out=tmp_path / "x")
+    assert not (tmp_path / "x").exists()
