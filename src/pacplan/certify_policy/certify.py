@@ -108,7 +108,10 @@ def certify_policy(env_id: Any, policies: Sequence[str], *, n: int,
         cert = load_cost_matrix(paths["cert"], name=str(paths["cert"]))
         test = (load_cost_matrix(paths["test"], name=str(paths["test"]))
                 if "test" in paths else None)
-        certificate = build_certificate(cert, delta, test=test)
+        from pacplan.certify_policy.provenance import provenance
+
+        certificate = build_certificate(cert, delta, test=test,
+                                        provenance=provenance(inputs, loaded))
         certificate.save(out / CERTIFICATE)
     return PolicyCertification(certificate, out, inputs)
 

@@ -15,7 +15,6 @@ from pacplan.io.outputs import refuse_overwriting
 from pacplan.pacbayes import bounds
 from pacplan.pacbayes.certificate import build_certificate
 from pacplan.pacbayes.matrices import load_cost_matrix
-from pacplan.run.provenance import verify_certificate
 from pacplan.validation import check_choice, check_delta, check_whole_number
 
 
@@ -93,10 +92,14 @@ def verify_cmd(
                       f"δ = {c.delta:g}, N = {c.n}); support, probabilities and weights are "
                       "the certified ones")
         return
-    c = verify_certificate(file)
+    from pacplan.certify_policy.provenance import policy_dir_of, verify_saved_certificate
+
+    c = verify_saved_certificate(file)
+    what = ("; what it certifies (environment, policies, cost, seeds) matches "
+            "certify-policy.json" if policy_dir_of(file) is not None else "")
     console.print(f"[green]OK[/] {shown(file)}: certified cost ≤ {100 * c.certified:.2f} % "
                   f"({c.certified_by}, δ = {c.delta:g}, N = {c.n}, m = {c.m}); inputs match "
-                  "their sha256 and every number recomputes")
+                  f"their sha256 and every number recomputes{what}")
 
 
 def export_cmd(

@@ -99,7 +99,8 @@ class CertificateRecord(_Record):
     beta: Annotated[float, Field(ge=0.0)] | Literal["inf"] | None = Field(
         description='a number ≥ 0, the string "inf", or null')
     provenance: dict[str, Any] = Field(
-        description="an object: {} or {world, seeds, prior_sha256, policies_sha256}")
+        description="an object: {}, {world, seeds, prior_sha256, policies_sha256} or "
+                    "{certify_policy}")
     pacplan_version: str = Field(min_length=1, description="a version string")
     created: str = Field(pattern=r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$",
                          description='a string "YYYY-MM-DDThh:mm:ssZ" (UTC)')
@@ -128,13 +129,20 @@ def validate_record(data: Any, source: str) -> tuple[CertificateRecord, Provenan
         record = CertificateRecord.model_validate(data)
     except ValidationError as exc:
         raise PacplanError(f"{source}: {_schema_problem(exc, CertificateRecord, ())}") from None
-    if not record.provenance:
-        return record, None
+    if not record.provenance or _is_policy_provenance(record.provenance):
+        return record, None  # a certify-policy folder's own check reads that one
     try:
         return record, ProvenanceRecord.model_validate(record.provenance)
     except ValidationError as exc:
         problem = _schema_problem(exc, ProvenanceRecord, ("provenance",))
         raise PacplanError(f"{source}: {problem}") from None
+
+
+def _is_policy_provenance(provenance: dict[str, Any]) -> bool:
+    """`{"certify_policy": {...}}`: what `pacplan certify-policy` certified
+    (`pacplan.certify_policy.provenance`), not a run's world and seeds."""
+    return list(provenance) == ["certify_policy"] and isinstance(provenance["certify_policy"],
+                                                                  dict)
 
 
 def _schema_problem(exc: ValidationError, model: type[BaseModel], prefix: tuple) -> str:

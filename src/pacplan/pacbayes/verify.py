@@ -78,12 +78,12 @@ def _verify(path: Path, provenance: ProvenanceCheck | None) -> Certificate:
     _raise_if(where, _check_fields(c))
     if loaded.provenance is not None:
         _raise_if(where, _check_seeds(c, loaded.provenance))
-        if context is not None:
-            try:
-                problems = context.problems(path, loaded)
-            except PacplanError as exc:
-                raise PacplanError(f"{where}: {exc}") from None
-            _raise_if(where, problems)
+    if context is not None:
+        try:
+            problems = context.problems(path, loaded)
+        except PacplanError as exc:
+            raise PacplanError(f"{where}: {exc}") from None
+        _raise_if(where, problems)
     cert = _reload(c.cert_matrix, "cert_matrix", "certification matrix", c.m, where)
     test = None
     if c.test_matrix is not None:

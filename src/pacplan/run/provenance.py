@@ -27,7 +27,9 @@ class RunDirProvenance:
 
     def problems(self, path: Path, loaded: Loaded) -> list[str]:
         run = run_dir_of(path)
-        return [] if run is None else _check_against_run(run, loaded)
+        if run is None or loaded.provenance is None:  # nothing a run's manifest can vouch for
+            return []
+        return _check_against_run(run, loaded)
 
 
 def verify_certificate(path: str | Path) -> Certificate:
