@@ -1,10 +1,10 @@
-"""The shipped UAV planner under its certificate monitor: certified world vs shifted worlds.
+"""The ES-only UAV planner (results/uav-es) under its monitor: certified vs shifted worlds.
 
     python benchmarks/uav_monitor.py [--episodes 1500] [--alpha 0.01] [--figure PATH]
 
-The planner of results/uav is used as certified: one policy drawn from the posterior p per
+The planner of results/uav-es is used as certified: one policy drawn from the posterior p per
 episode, flown in a fresh environment. On the certified world the costs are the run's test
-matrix (results/uav/costs/test.npy: every policy flown on seeds 200000-204999, environments
+matrix (results/uav-es/costs/test.npy: every policy flown on seeds 200000-204999, environments
 the certificate never saw), read at the drawn policy: 5000 episodes. The shifted worlds are
 flown here (UAVWorld options `obstacles`, `radius_scale`; eager kernels) on fresh seeds from
 300000. For each world: the mean cost, the episode the monitor (`CertificateMonitor`, alpha)
@@ -26,7 +26,7 @@ import numpy as np
 from pacplan.runtime.monitor import CertificateMonitor, log_evidence
 
 ROOT = Path(__file__).resolve().parents[1]
-RUN = ROOT / "results" / "uav"
+RUN = ROOT / "results" / "uav-es"
 SHIFTS: dict[str, dict[str, Any]] = {
     "25 obstacles": {"obstacles": 25},
     "30 obstacles": {"obstacles": 30},
@@ -116,7 +116,7 @@ def draw(out: dict[str, Any], path: Path) -> None:
     ax.set_xscale("log")
     ax.set_xlabel("episode")
     ax.set_ylabel(f"lower bound on mean cost ({100 * (1 - out['alpha']):g} %, anytime)")
-    ax.set_title("UAV planner (results/uav) monitored: alarm (dot) when the bound crosses")
+    ax.set_title("UAV planner (results/uav-es) monitored: alarm (dot) when the bound crosses")
     ax.legend(fontsize=8, loc="upper left")
     save_figure(fig, path)
 

@@ -140,3 +140,29 @@ def test_python_takes_an_env_spec_and_kwargs(poles: str, tmp_path: Path) -> None
         certify_policy(other, ["user_policies:lean"], n=5, cost="terminated",
                        out=tmp_path / "x")
     assert not (tmp_path / "x").exists()
+
+
+def test_the_command_names_the_policies_and_counts_for_0_1_costs(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The winning policy is named; with 0/1 costs each one's k/N is printed beside it."""
+    out = tmp_path / "out"
+    code, stdout, err = cli(["certify-policy", "CartPole-v1", "user_policies:balance",
+                             "user_policies:push_left", "--n", "20", "--test-n", "5", "--cost",
+                             "terminated", "--horizon", "100", "--out", str(out), "--quiet"],
+                            capsys)
+    assert code == 0, err
+    cert = np.load(out / "costs" / "cert.npy")
+    words = " ".join(stdout.split())
+    assert cert[:, 1].sum() == 20 and cert[:, 0].sum() < 20  # pushing left always falls
+    assert (f"posterior weight 1.000: user_policies:balance, cost 1 in {int(cert[:, 0].sum())}/20 "
+            "certification and") in words, words
+    assert "push_left" not in words
+
+
+def test_the_command_line_spells_bounds_as_its_flags_take_them(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = cli(["certify-policy", "Pendulum-v1", "user_faults:max_torque", "--n", "3",
+                        "--out", str(tmp_path / "o"), "--quiet"], capsys)
+    assert code == 2
+    assert "--return-bounds LO,HI is needed" in err and "--reward-bounds LO,HI per step" in err
+    assert "R_min" not in err

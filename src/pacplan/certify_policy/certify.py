@@ -25,6 +25,7 @@ from pacplan.certify_policy.rollout import NO_WEIGHTS, cost_rows
 from pacplan.certify_policy.seeds import DEFAULT_FIRST_SEED, Names, seed_ranges
 from pacplan.certify_policy.store import (
     CERTIFICATE,
+    COSTS,
     LOCK,
     cost_matrix,
     default_out,
@@ -47,10 +48,36 @@ class PolicyCertification:
     certificate: Certificate
     out: Path
     inputs: dict[str, Any] = field(default_factory=dict)
+    labels: list[str] = field(default_factory=list)
+    """Each policy as it was given, in the matrices' column order."""
 
     @property
     def certificate_path(self) -> Path:
         return self.out / CERTIFICATE
+
+    def policy_lines(self) -> list[str]:
+        """The posterior by policy (largest weight first), and for 0/1 costs how many of the
+        episodes each policy failed, as k/N beside the certified number."""
+        from pacplan.io.files import load_npy
+
+        c = self.certificate
+        cert = load_npy(self.out / COSTS / "cert.npy")
+        test = load_npy(self.out / COSTS / "test.npy") if c.test_matrix is not None else None
+        binary = bool(np.isin(cert, (0.0, 1.0)).all()
+                      and (test is None or np.isin(test, (0.0, 1.0)).all()))
+        lines = []
+        for j in sorted(range(c.m), key=lambda j: -c.p[j]):
+            if c.m > 1 and c.p[j] < 1e-4:
+                continue
+            weight = f"posterior weight {c.p[j]:.3f}: " if c.m > 1 else ""
+            counts = ""
+            if binary:
+                counts = f", cost 1 in {int(cert[:, j].sum())}/{cert.shape[0]} certification"
+                if test is not None:
+                    counts += f" and {int(test[:, j].sum())}/{test.shape[0]} test"
+                counts += " episodes"
+            lines.append(f"{weight}{self.labels[j] if j < len(self.labels) else j}{counts}")
+        return lines
 
 
 def certify_policy(env_id: Any, policies: Sequence[str], *, n: int,
@@ -113,7 +140,7 @@ def certify_policy(env_id: Any, policies: Sequence[str], *, n: int,
         certificate = build_certificate(cert, delta, test=test,
                                         provenance=provenance(inputs, loaded))
         certificate.save(out / CERTIFICATE)
-    return PolicyCertification(certificate, out, inputs)
+    return PolicyCertification(certificate, out, inputs, [p.label for p in loaded])
 
 
 def _environment(env: Any, env_kwargs: Mapping[str, Any] | None,

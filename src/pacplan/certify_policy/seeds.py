@@ -33,6 +33,8 @@ class Names:
     delta: str = "delta"
     options: tuple[tuple[str, str], ...] = ()
     """(gym world option, how the user spells it): how a cost option's error is reworded."""
+    notation: tuple[tuple[str, str], ...] = ()
+    """(the world's notation for a value, the caller's): e.g. '[R_min, R_max]' → 'LO,HI'."""
 
     def spelling(self, option: str) -> str:
         """How the user spells argument `option` (its Python name when not listed)."""
@@ -43,6 +45,8 @@ class Names:
         text = re.sub(r"gym world: (options? )?", "", message)
         for option, spelling in self.options:
             text = re.sub(rf"(?<![\w-]){option}(?=[ ,;:)]|$)", spelling, text)
+        for notation, spelling in self.notation:
+            text = text.replace(notation, spelling)
         return text
 
 

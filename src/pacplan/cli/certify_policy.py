@@ -23,6 +23,7 @@ _FLAGS = Names(n="--n", test_n="--test-n", first_seed="--first-seed",
                         ("success_key", "--success-key"), ("horizon", "--horizon"),
                         ("env_id", "ENV_ID"), ("cost", "--cost"),
                         ("clip_actions", "--clip-actions"), ("env_kwargs", "--env-kwargs")),
+               notation=(("[R_min, R_max]", "LO,HI"), ("[r_min, r_max]", "LO,HI")),
                delta="--delta")
 
 
@@ -141,5 +142,7 @@ def certify_policy_cmd(
         print_json(result.certificate.to_dict())
         return
     console.print(certificate_table(result.certificate))
+    for line in result.policy_lines():
+        console.print(f"  {escape(line)}", soft_wrap=True)
     console.print(f"certificate written to {shown(result.certificate_path)}; check it with "
                   f"pacplan verify {escape(str(result.certificate_path))}", soft_wrap=True)
