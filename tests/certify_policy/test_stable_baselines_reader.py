@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from pacplan.certify_policy.policies import load_policy
-from pacplan.certify_policy.stable_baselines import pickle_globals
+from pacplan.certify_policy.stable_baselines_zip import pickle_globals
 from pacplan.errors import PacplanError
 
 sb3 = pytest.importorskip("stable_baselines3")
@@ -40,11 +40,10 @@ def _compare(path: Path, model: Any, env_id: str) -> None:
     mine = np.stack([np.asarray(policy.act(o)) for o in obs])
     theirs = np.stack([np.asarray(model.predict(o, deterministic=True)[0]) for o in obs])
     assert mine.shape == theirs.shape and mine.dtype == theirs.dtype
+    assert np.array_equal(mine, theirs)  # to the bit: the same torch ops on the same floats
     if mine.dtype.kind in "iu":
-        assert np.array_equal(mine, theirs)
         assert len(np.unique(mine)) > 1  # both actions occur: the comparison is not vacuous
-    else:  # one float32 network, two code paths: equal to rounding
-        np.testing.assert_allclose(mine, theirs, rtol=0, atol=1e-5)
+    else:
         assert np.ptp(theirs) > 1e-3
 
 
@@ -171,3 +170,180 @@ def test_pickle_globals_lists_the_classes_a_pickle_names(protocol: int) -> None:
     assert {("torch.nn.modules.activation", "ReLU"), ("torch.nn.modules.activation", "Tanh"),
             ("fractions", "Fraction")} <= found
     assert "OrderedDict" in names
+
+
+# ---------------------------------------------------------------- only what SB3 itself builds
+def _model(tmp_path: Path, algo: str = "PPO", env_id: str = "CartPole-v1", name: str = "m.zip",
+           policy: Any = "MlpPolicy", **policy_kwargs: Any) -> tuple[Path, Any]:
+    """(path, model) of an untrained SB3 model saved by SB3."""
+    model = getattr(sb3, algo)(policy, env_id, seed=3, device="cpu",
+                               policy_kwargs=policy_kwargs)
+    model.save(tmp_path / name)
+    return tmp_path / name, model
+
+
+def _data(path: Path) -> dict:
+    with zipfile.ZipFile(path) as z:
+        return json.loads(z.read("data"))
+
+
+@pytest.fixture
+def usermod() -> Any:
+    """`usermod`, a module of the user's, importable while the test runs."""
+    module = types.ModuleType("usermod")
+    sys.modules["usermod"] = module
+    yield module
+    del sys.modules["usermod"]
+
+
+def _user_class(module: types.ModuleType, name: str, base: type, forward: Any) -> type:
+    cls = type(name, (base,), {"forward": forward, "__module__": module.__name__})
+    setattr(module, name, cls)
+    return cls
+
+
+def test_a_user_activation_is_refused_whatever_its_name(tmp_path: Path, usermod: Any) -> None:
+    """SB3 runs the class it unpickles: a user's `Tanh`, a user's subclass of torch's ReLU
+    (pickled by value), a functools.partial of torch's LeakyReLU. None of them is torch's."""
+    import functools
+
+    import cloudpickle
+
+    tanh = _user_class(usermod, "Tanh", torch.nn.Module, lambda self, x: torch.tanh(2.0 * x))
+    path, _ = _model(tmp_path, "PPO", name="ref.zip", activation_fn=tanh)
+    _refused(path, "activation usermod.Tanh (module usermod)", "torch's own")
+    relu = _user_class(usermod, "ReLU", torch.nn.ReLU, lambda self, x: -torch.relu(x))
+    cloudpickle.register_pickle_by_value(usermod)
+    try:
+        by_value, _ = _model(tmp_path, "DQN", name="value.zip", activation_fn=relu)
+    finally:
+        cloudpickle.unregister_pickle_by_value(usermod)
+    _refused(by_value, "activation usermod.ReLU (module usermod)")
+    leaky = functools.partial(torch.nn.LeakyReLU, negative_slope=0.5)
+    partial, _ = _model(tmp_path, "PPO", name="partial.zip", activation_fn=leaky)
+    _refused(partial, "activation_fn \"functools.partial(<class 'torch.nn.modules.activation.",
+             "is not a class")
+    # the pickle is what SB3 loads: read alone (its text gone or lying), it is refused too
+    for zip_path, words in ((path, "class usermod.Tanh"),
+                            (by_value, "class cloudpickle.cloudpickle._make_skeleton_class"),
+                            (partial, "class functools.partial")):
+        for text in (None, "<class 'torch.nn.modules.activation.ReLU'>"):
+            data = _data(zip_path)
+            data["policy_kwargs"].pop("activation_fn")
+            if text is not None:
+                data["policy_kwargs"]["activation_fn"] = text
+            bad = _rewrite(zip_path, tmp_path / "bad.zip", data=json.dumps(data).encode())
+            _refused(bad, f"policy_kwargs names {words}", "which SB3 would run")
+
+
+def test_the_activation_text_cannot_stand_in_for_the_pickle(ppo_cartpole: tuple[Path, Any],
+                                                           tmp_path: Path) -> None:
+    path, _ = ppo_cartpole  # its pickle names torch's ReLU
+    for text, words in (
+            ("<class 'evil.torch.nn.modules.activation.ReLU'>",
+             ("activation evil.torch.nn.modules.activation.ReLU", "(module evil.torch.nn")),
+            ("<class 'torch.nn.modules.activation.Tanh'>",
+             ("pickle names torch.nn.modules.activation.ReLU but its text says", "Tanh")),
+            ("ReLU", ("activation_fn 'ReLU' is not a class",))):
+        data = _data(path)
+        data["policy_kwargs"]["activation_fn"] = text
+        _refused(_rewrite(path, tmp_path / "text.zip", data=json.dumps(data).encode()), *words)
+    data = _data(path)  # a text without the pickle SB3 would load
+    data["policy_kwargs"] = {k: v for k, v in data["policy_kwargs"].items()
+                             if not k.startswith(":")}
+    _refused(_rewrite(path, tmp_path / "plain.zip", data=json.dumps(data).encode()),
+             "pickle names no activation but its text says")
+
+
+def test_a_user_policy_class_pickled_by_value_is_refused(tmp_path: Path, usermod: Any) -> None:
+    """A subclass of SB3's ActorCriticPolicy can act otherwise; its pickle names SB3's class
+    as its base, beside cloudpickle's class-building functions."""
+    import cloudpickle
+    from stable_baselines3.common.policies import ActorCriticPolicy
+
+    sub = type("ActorCriticPolicy", (ActorCriticPolicy,), {"__module__": "usermod"})
+    usermod.ActorCriticPolicy = sub
+    cloudpickle.register_pickle_by_value(usermod)
+    try:
+        path, _ = _model(tmp_path, "PPO", policy=sub)
+    finally:
+        cloudpickle.unregister_pickle_by_value(usermod)
+    _refused(path, "cloudpickle.cloudpickle._make_skeleton_class", "is not supported")
+
+
+@pytest.mark.parametrize(("algo", "env_id", "prefix"), [
+    ("PPO", "CartPole-v1", "mlp_extractor.policy_net"),
+    ("DQN", "CartPole-v1", "q_net.q_net"),
+    ("SAC", "Pendulum-v1", "actor.latent_pi"),
+    ("TD3", "Pendulum-v1", "actor.mu"),
+])
+def test_a_layer_numbering_sb3_never_makes_is_refused(tmp_path: Path, algo: str, env_id: str,
+                                                      prefix: str) -> None:
+    """SB3's MLPs are Sequential(Linear, act, Linear, act, …): Linear at 0, 2, 4, …"""
+    path, model = _model(tmp_path, algo, env_id, net_arch=[8, 8])
+    state = model.policy.state_dict()
+    found = sorted({int(k.split(".")[-2]) for k in state if k.startswith(prefix + ".")})
+    assert found == list(range(0, 2 * len(found), 2))  # what SB3 made: read as before
+    last = found[-1]
+    for moved in (last + 2, last - 1):  # a gap; two Linear layers abutting
+        want = str([*found[:-1], moved])
+        renamed = {k.replace(f"{prefix}.{last}.", f"{prefix}.{moved}."): v
+                   for k, v in state.items()}
+        bad = _rewrite(path, tmp_path / "bad.zip", policy_pth=_state_bytes(renamed))
+        env = gym.make(env_id)
+        with pytest.raises(PacplanError) as info:
+            load_policy(str(bad), env.observation_space, env.action_space)
+        text = str(info.value)
+        assert "\n" not in text and f"{prefix} has Linear layers at {want}" in text, text
+
+
+def test_layers_that_do_not_chain_are_refused(tmp_path: Path) -> None:
+    path, model = _model(tmp_path, "PPO", net_arch=[8, 8])
+    state = model.policy.state_dict()
+    for key, shape, words in (
+            ("mlp_extractor.policy_net.2.weight", (8, 5),
+             "layer mlp_extractor.policy_net.2 takes 5 inputs but mlp_extractor.policy_net.0 "
+             "gives 8"),
+            ("action_net.weight", (2, 7),
+             "layer action_net takes 7 inputs but mlp_extractor.policy_net.2 gives 8")):
+        bad = _rewrite(path, tmp_path / "bad.zip",
+                       policy_pth=_state_bytes({**state, key: torch.zeros(shape)}))
+        _refused(bad, words, "not a network SB3 builds")
+
+
+def test_non_finite_weights_and_outputs_are_refused(tmp_path: Path) -> None:
+    path, model = _model(tmp_path, "PPO", net_arch=[])  # action_net on the observation
+    state = model.policy.state_dict()
+    nan = state["action_net.weight"].clone()
+    nan[1, 2] = float("nan")
+    bad = _rewrite(path, tmp_path / "nan.zip",
+                   policy_pth=_state_bytes({**state, "action_net.weight": nan}))
+    _refused(bad, "action_net.weight holds NaN or infinite values")
+    huge = torch.full_like(state["action_net.weight"], 3e38)  # finite; its sums are not
+    big = _rewrite(path, tmp_path / "big.zip",
+                   policy_pth=_state_bytes({**state, "action_net.weight": huge}))
+    env = gym.make("CartPole-v1")
+    policy = load_policy(str(big), env.observation_space, env.action_space)
+    with pytest.raises(PacplanError) as info:
+        policy.act(np.ones(4, np.float32))
+    text = str(info.value)
+    assert "\n" not in text and "big.zip: the network gave a non-finite output (inf)" in text
+    assert "for observation [1. 1. 1. 1.]" in text, text
+
+
+def test_a_discrete_action_is_sb3s_categorical_mode(tmp_path: Path) -> None:
+    """SB3's deterministic action is the argmax of Categorical(logits).probs, not of the
+    logits: logits one float apart can have equal probabilities, and then SB3 takes the
+    first."""
+    path, model = _model(tmp_path, "PPO", net_arch=[])
+    a = np.float32(-0.010418631)
+    logits = torch.tensor([a, np.nextafter(a, np.float32(1))])
+    with torch.no_grad():
+        model.policy.action_net.weight.zero_()
+        model.policy.action_net.bias.copy_(logits)
+    model.save(path)
+    env = gym.make("CartPole-v1")
+    policy = load_policy(str(path), env.observation_space, env.action_space)
+    obs = _observations(env, 10)
+    assert [int(model.predict(o, deterministic=True)[0]) for o in obs] == [0] * 10
+    assert [int(policy.act(o)) for o in obs] == [0] * 10

@@ -13,7 +13,19 @@ them with `PPO.load` runs whatever code they name. Here nothing is unpickled:
   (`actor.latent_pi.*`, `actor.mu`) and TD3/DDPG (`actor.mu.*`), with the activation the
   policy was built with (SB3's default when none was given: Tanh for actor-critic, ReLU else).
 
-Actions are deterministic: argmax for Discrete; for a Box the Gaussian's mean clipped to the
+Only a network SB3 itself builds is read, so what runs here is what SB3 would run:
+
+- the policy class and the activation must be SB3's and torch's own classes, named by
+  reference (a class of the user's, even one named `Tanh` or subclassing torch's, runs code of
+  its own, as does a `functools.partial`): anything else in `policy_kwargs` is refused, and
+  the text SB3 writes beside the pickle must agree with it;
+- SB3's MLPs are `Sequential(Linear, act, Linear, act, …)`, so their Linear layers sit at
+  indices 0, 2, 4, … with nothing between; each layer takes what the one before gives;
+- weights must be finite, and so must every output the network gives (never an action
+  taken from NaN).
+
+Actions are deterministic: argmax for Discrete (of the Q-values for DQN, of the Categorical's
+probabilities for PPO/A2C, as SB3 takes them); for a Box the Gaussian's mean clipped to the
 box (PPO/A2C), or tanh of it rescaled to the box (SAC, TD3). What cannot be read this way
 (CNN or custom feature extractors, Dict observations, recurrent or other algorithms' policies,
 gSDE) is refused in one line naming it. VecNormalize statistics live outside the zip (a
@@ -22,11 +34,9 @@ separate pickle); a policy trained on normalized observations cannot be certifie
 
 from __future__ import annotations
 
-import base64
-import binascii
 import io
-import json
-import pickletools
+import itertools
+import math
 import zipfile
 from dataclasses import dataclass
 from typing import Any
@@ -34,56 +44,26 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
+from pacplan.certify_policy.stable_baselines_zip import (
+    activation_of,
+    algorithm_of,
+    open_zip,
+    read_data_json,
+    read_member,
+    refuse_extractor,
+    serialized_globals,
+)
 from pacplan.errors import PacplanError
-
-MAX_MEMBER_BYTES = 1 << 30
-"""The largest zip member read (a policy.pth of a billion bytes is no MLP policy)."""
-
-ACTIVATIONS = ("Tanh", "ReLU", "ELU", "LeakyReLU", "GELU", "SiLU", "Sigmoid", "Softplus",
-               "Mish", "SELU", "CELU", "Hardtanh", "ReLU6", "Identity")
-"""torch.nn activations (built with their default arguments, as SB3's policies build them)."""
-
-_ALGORITHMS = {  # the policy class SB3 saves -> (algorithm family, default activation)
-    "ActorCriticPolicy": ("actor-critic", "Tanh"),
-    "DQNPolicy": ("dqn", "ReLU"),
-    "SACPolicy": ("sac", "ReLU"),
-    "TD3Policy": ("td3", "ReLU"),
-}
 
 
 @dataclass(frozen=True)
 class Layer:
-    """One Linear layer: weight (out, in), bias (out,), as float32 tensors."""
+    """One Linear layer: weight (out, in), bias (out,), as float32 tensors; `name` is its key
+    prefix in the state dict."""
 
     weight: Any
     bias: Any
-
-
-def pickle_globals(data: bytes) -> list[tuple[str, str]]:
-    """The (module, name) of every class or function a pickle refers to, by disassembly only
-    (`pickletools.genops` never executes anything); memoized strings are followed."""
-    found: list[tuple[str, str]] = []
-    pushed: list[Any] = []  # what each push put on the stack: a string, or None
-    memo: dict[int, Any] = {}
-    for op, arg, _ in pickletools.genops(data):
-        if op.name in ("GLOBAL", "INST"):
-            module, _, name = str(arg).partition(" ")
-            found.append((module, name))
-        elif op.name == "STACK_GLOBAL":
-            if len(pushed) >= 2 and isinstance(pushed[-2], str) and isinstance(pushed[-1], str):
-                found.append((pushed[-2], pushed[-1]))
-        elif op.name in ("SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE",
-                         "SHORT_BINSTRING", "BINSTRING", "STRING"):
-            pushed.append(str(arg))
-        elif op.name == "MEMOIZE":
-            memo[len(memo)] = pushed[-1] if pushed else None
-        elif op.name in ("PUT", "BINPUT", "LONG_BINPUT"):
-            memo[int(arg)] = pushed[-1] if pushed else None
-        elif op.name in ("GET", "BINGET", "LONG_BINGET"):
-            pushed.append(memo.get(int(arg)))
-        elif op.stack_after:
-            pushed.append(None)
-    return found
+    name: str = ""
 
 
 class SB3Policy:
@@ -92,19 +72,19 @@ class SB3Policy:
     def __init__(self, path: str, data: bytes, observation_space: spaces.Space,
                  action_space: spaces.Space) -> None:
         self.label = path
-        archive = _open_zip(path, data)
-        meta = _read_json(path, _member(path, archive, "data"))
-        policy_class = _serialized_globals(path, meta, "policy_class")
-        self.algorithm, default_act = _algorithm(path, policy_class)
-        kwargs_globals = _serialized_globals(path, meta, "policy_kwargs", required=False)
+        archive = open_zip(path, data)
+        meta = read_data_json(path, read_member(path, archive, "data"))
+        policy_class = serialized_globals(path, meta, "policy_class")
+        self.algorithm, default_act = algorithm_of(path, policy_class)
+        kwargs_globals = serialized_globals(path, meta, "policy_kwargs", required=False)
         kwargs = meta.get("policy_kwargs") if isinstance(meta.get("policy_kwargs"), dict) else {}
-        _refuse_extractor(path, kwargs, kwargs_globals)
+        refuse_extractor(path, kwargs, kwargs_globals)
         if meta.get("use_sde") is True or kwargs.get("squash_output") is True:
             raise PacplanError(f"{path}: an SB3 policy trained with gSDE (use_sde) or "
                                "squash_output is not supported by certify-policy")
-        state = _state_dict(path, _member(path, archive, "policy.pth"))
-        self.activation = _activation(path, kwargs, kwargs_globals, default_act)
-        self.hidden, self.head = _network(path, self.algorithm, state)
+        state = _state_dict(path, read_member(path, archive, "policy.pth"))
+        self.activation = activation_of(path, kwargs, kwargs_globals, default_act)
+        self.hidden, self.head = _checked(path, *_network(path, self.algorithm, state))
         self.kind = f"sb3 {self.algorithm} MLP ({self.activation})"
         self._obs_space, self._action_space = observation_space, action_space
         _check_spaces(path, self.algorithm, self.hidden, self.head, observation_space,
@@ -127,97 +107,29 @@ class SB3Policy:
                     z = self._act(z)
             if self.head is not None:
                 z = torch.nn.functional.linear(z, self.head.weight, self.head.bias)
+            values = z.numpy()[0].tolist()
+            if not all(map(math.isfinite, values)):
+                shown = np.array2string(x[0], precision=4, threshold=8, max_line_width=10**6)
+                bad = next(v for v in values if not math.isfinite(v))
+                raise PacplanError(f"{self.label}: the network gave a non-finite output ({bad}) "
+                                   f"for observation {shown}; no action is taken from it")
+            space = self._action_space
+            if isinstance(space, spaces.Discrete):  # argmax: the first maximum, as torch's
+                if self.algorithm == "dqn":  # SB3: q_values.argmax(dim=1)
+                    return np.int64(np.argmax(values))
+                # SB3: the mode of Categorical(logits=z), the argmax of its probabilities
+                # (logits one float apart can tie there), by torch's own two steps
+                probs = torch.softmax(z - z.logsumexp(dim=-1, keepdim=True), dim=-1)
+                return np.int64(np.argmax(probs.numpy()[0]))
+            if self.algorithm in ("sac", "td3"):
+                z = torch.tanh(z)  # SAC's squashed mode, TD3's final nn.Tanh: torch's tanh
             out = z.numpy()[0]
-        space = self._action_space
-        if isinstance(space, spaces.Discrete):
-            return np.int64(np.argmax(out))
         assert isinstance(space, spaces.Box)
-        if self.algorithm in ("sac", "td3"):
-            scaled = np.tanh(out)
-            action = space.low + 0.5 * (scaled + 1.0) * (space.high - space.low)
+        if self.algorithm in ("sac", "td3"):  # SB3's unscale_action, in numpy as SB3 does it
+            action = space.low + 0.5 * (out + 1.0) * (space.high - space.low)
         else:
             action = np.clip(out, space.low, space.high)
         return np.asarray(action, dtype=space.dtype).reshape(space.shape)
-
-
-def _open_zip(path: str, data: bytes) -> zipfile.ZipFile:
-    try:
-        return zipfile.ZipFile(io.BytesIO(data))
-    except zipfile.BadZipFile:
-        raise PacplanError(f"{path}: not a Stable-Baselines3 .zip (not a zip archive)") from None
-
-
-def _member(path: str, archive: zipfile.ZipFile, name: str) -> bytes:
-    try:
-        info = archive.getinfo(name)
-    except KeyError:
-        raise PacplanError(f"{path}: not a Stable-Baselines3 .zip (no {name!r} inside; found "
-                           f"{', '.join(archive.namelist()[:6]) or 'nothing'})") from None
-    if info.file_size > MAX_MEMBER_BYTES:
-        raise PacplanError(f"{path}: {name} is {info.file_size} bytes, more than an MLP "
-                           f"policy's {MAX_MEMBER_BYTES}")
-    try:
-        return archive.read(info)
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:  # a damaged archive
-        raise PacplanError(f"{path}: cannot read {name} ({exc})") from None
-
-
-def _read_json(path: str, raw: bytes) -> dict[str, Any]:
-    try:
-        meta = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        raise PacplanError(f"{path}: its 'data' member is not SB3's JSON") from None
-    if not isinstance(meta, dict):
-        raise PacplanError(f"{path}: its 'data' member is not SB3's JSON object")
-    return meta
-
-
-def _serialized_globals(path: str, meta: dict[str, Any], key: str,
-                        required: bool = True) -> list[tuple[str, str]]:
-    """The classes named by field `key`'s cloudpickle, disassembled (never loaded)."""
-    field = meta.get(key)
-    if not isinstance(field, dict) or ":serialized:" not in field:
-        if required:
-            raise PacplanError(f"{path}: SB3's data has no serialized {key}")
-        return []
-    try:
-        raw = base64.b64decode(str(field[":serialized:"]), validate=True)
-        return pickle_globals(raw)
-    except (binascii.Error, ValueError) as exc:
-        raise PacplanError(f"{path}: SB3's {key} is not a readable pickle ({exc})") from None
-
-
-def _algorithm(path: str, policy_class: list[tuple[str, str]]) -> tuple[str, str]:
-    """(algorithm family, default activation) from the saved policy class."""
-    for module, name in policy_class:
-        if module.startswith("stable_baselines3.") and name in _ALGORITHMS:
-            return _ALGORITHMS[name]
-    named = ", ".join(f"{m}.{n}" for m, n in policy_class) or "nothing"
-    raise PacplanError(f"{path}: policy class {named} is not supported: certify-policy reads "
-                       "the MLP policies of PPO, A2C, DQN, SAC and TD3 (no CNN, MultiInput or "
-                       "recurrent policies)")
-
-
-def _refuse_extractor(path: str, kwargs: dict[str, Any],
-                      kwargs_globals: list[tuple[str, str]]) -> None:
-    named = [n for _, n in kwargs_globals if n.endswith("Extractor") and n != "FlattenExtractor"]
-    text = str(kwargs.get("features_extractor_class", ""))
-    if named or (text and "FlattenExtractor" not in text):
-        raise PacplanError(f"{path}: features extractor {named[0] if named else text} is not "
-                           "supported: certify-policy reads MLP policies on flattened "
-                           "observations")
-
-
-def _activation(path: str, kwargs: dict[str, Any], kwargs_globals: list[tuple[str, str]],
-                default: str) -> str:
-    found = [n for m, n in kwargs_globals if m.startswith("torch.nn.modules")]
-    if not found and "activation_fn" in kwargs:  # the string SB3 writes beside the pickle
-        found = [str(kwargs["activation_fn"]).rstrip("'>").rsplit(".", 1)[-1]]
-    name = found[0] if found else default
-    if name not in ACTIVATIONS:
-        raise PacplanError(f"{path}: activation {name} is not supported (supported: "
-                           f"{', '.join(ACTIVATIONS)})")
-    return name
 
 
 def _state_dict(path: str, raw: bytes) -> dict[str, Any]:
@@ -254,7 +166,11 @@ def _layers(path: str, state: dict[str, Any], prefix: str) -> list[Layer]:
         if w is None or b is None or w.ndim != 2 or b.shape != (w.shape[0],):
             raise PacplanError(f"{path}: layer {prefix}.{i} is not a Linear layer (weight "
                                "(out, in) and bias (out,)); only MLP policies are read")
-        layers.append(Layer(w, b))
+        layers.append(Layer(w, b, f"{prefix}.{i}"))
+    if sorted(index) != list(range(0, 2 * len(index), 2)):  # create_mlp, MlpExtractor
+        raise PacplanError(f"{path}: {prefix} has Linear layers at {sorted(index)}; SB3 builds "
+                           "Sequential(Linear, activation, Linear, …) with them at 0, 2, 4, …: "
+                           "not a network SB3 builds")
     return layers
 
 
@@ -262,7 +178,26 @@ def _single(path: str, state: dict[str, Any], prefix: str) -> Layer:
     w, b = state.get(prefix + ".weight"), state.get(prefix + ".bias")
     if w is None or b is None or w.ndim != 2 or b.shape != (w.shape[0],):
         raise PacplanError(f"{path}: no Linear layer {prefix} in its policy.pth")
-    return Layer(w, b)
+    return Layer(w, b, prefix)
+
+
+def _checked(path: str, hidden: list[Layer], head: Layer | None) -> tuple[list[Layer],
+                                                                           Layer | None]:
+    """The layers chain (each takes what the one before gives) and hold finite numbers."""
+    layers = hidden + ([head] if head is not None else [])
+    for before, layer in itertools.pairwise(layers):
+        if layer.weight.shape[1] != before.weight.shape[0]:
+            raise PacplanError(f"{path}: layer {layer.name} takes {layer.weight.shape[1]} "
+                               f"inputs but {before.name} gives {before.weight.shape[0]}: not "
+                               "a network SB3 builds")
+    import torch
+
+    for layer in layers:
+        for leaf, tensor in (("weight", layer.weight), ("bias", layer.bias)):
+            if not bool(torch.isfinite(tensor).all()):
+                raise PacplanError(f"{path}: {layer.name}.{leaf} holds NaN or infinite "
+                                   "values: no action is taken from such a network")
+    return hidden, head
 
 
 def _network(path: str, algorithm: str, state: dict[str, Any]) -> tuple[list[Layer],
