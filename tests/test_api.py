@@ -6,6 +6,7 @@ a `PacplanError` naming the Python argument, never a command-line flag."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -155,6 +156,7 @@ def test_clip_is_named_as_the_python_argument() -> None:
     ({"costs": [[0.1]], "solver": "cvx"}, "unknown solver 'cvx'"),
     ({"costs": [[0.1]], "clip": "yes"}, "clip must be True or False"),
     ({"costs": "missing.npy"}, "costs (missing.npy): no such file"),
+    ({"costs": [[0.1]], "delta": 10**400}, "delta must be a finite number"),
 ])
 def test_bad_input_names_the_argument(kwargs: dict, named: str, tmp_path: Path,
                                       monkeypatch: pytest.MonkeyPatch) -> None:
@@ -165,6 +167,55 @@ def test_bad_input_names_the_argument(kwargs: dict, named: str, tmp_path: Path,
     message = str(info.value)
     assert named in message
     assert "\n" not in message and "--" not in message
+
+
+def test_a_torch_tensor_with_gradients_is_certified_as_its_values() -> None:
+    """numpy refuses a tensor that requires grad (a RuntimeError traceback before); its values
+    are the costs, for `costs` and `test` alike."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(5)
+    costs, test = rng.random((60, 3)), rng.random((20, 3))
+    want = pacplan.certify(costs, test=test, delta=0.05)
+    got = pacplan.certify(torch.tensor(costs, requires_grad=True),
+                          test=torch.tensor(test, requires_grad=True), delta=0.05)
+    assert got.certified == want.certified and got.test_cost == want.test_cost
+    assert got.cert_matrix.sha256 == want.cert_matrix.sha256
+    half = pacplan.certify(torch.tensor(costs, dtype=torch.bfloat16, requires_grad=True))
+    assert half.n == 60 and half.m == 3
+
+
+@pytest.mark.parametrize("path", [123, None, b"cert.json", ["cert.json"]])
+def test_verify_refuses_what_is_not_a_path_naming_the_argument(path: object) -> None:
+    with pytest.raises(PacplanError) as info:
+        pacplan.verify(path)  # type: ignore[arg-type]
+    message = str(info.value)
+    assert message.startswith("path must be a certificate file or planner directory")
+    assert type(path).__name__ in message and "\n" not in message
+
+
+def test_a_certificate_is_never_saved_over_its_own_matrices(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch
+                                                             ) -> None:
+    """`pacplan.certify("c.npy").save("c.npy")` replaced the costs with the certificate: the
+    one overwrite rule (`pacplan.io.outputs`) refuses it, as `certify-matrix --out` does, by
+    any spelling of the path (a hard link too), and for the test matrix."""
+    monkeypatch.chdir(tmp_path)
+    costs = np.random.default_rng(2).random((40, 3))
+    np.save("c.npy", costs)
+    np.save("t.npy", costs[:10])
+    (tmp_path / "sub").mkdir()
+    os.link("c.npy", "sub/linked.npy")
+    cert = pacplan.certify("c.npy", test="t.npy")
+    for out, which in (("c.npy", "cost matrix"), (tmp_path / "c.npy", "cost matrix"),
+                       ("sub/../c.npy", "cost matrix"), ("sub/linked.npy", "cost matrix"),
+                       ("t.npy", "test matrix")):
+        with pytest.raises(PacplanError) as info:
+            cert.save(out)
+        assert str(info.value) == (f"path {out} is the input {which}; writing there would "
+                                   "destroy it: choose another output path")
+    np.testing.assert_array_equal(np.load("c.npy", allow_pickle=False), costs)
+    np.testing.assert_array_equal(np.load("t.npy", allow_pickle=False), costs[:10])
+    assert pacplan.verify(cert.save("cert.json")).certified == cert.certified
 
 
 # --------------------------------------------------------------------------- run and verify

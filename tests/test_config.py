@@ -61,6 +61,14 @@ def test_dump_and_load_round_trip(tmp_path: Path) -> None:
         ({"certificate": {"n": [5000]}, "seeds": {"cert": [10**6, 10**6 + 100]}},
          "certificate.n [5000] exceeds the 100 seeds"),
         ({"es": {"logvar_min": 3, "logvar_max": 1}}, "logvar_min"),
+        ({"seeds": {"prior_eval": [300_000, 300_100]}, "distill": {"eval_envs": 101}},
+         "distill.eval_envs 101 exceeds the 100 seeds of seeds.prior_eval [300000, 300100]"),
+        ({"seeds": {"prior_eval": [300_000, 300_100]}, "distill": {}},  # the default 500
+         "distill.eval_envs 500 exceeds the 100 seeds"),
+        ({"distill": {}, "es": {"init_mean": "start.safetensors"}},
+         "es.init_mean is never used with a distill section"),
+        ({"distill": {}, "es": {"init_mean": [0.1, 0.2]}},
+         "es.init_mean is never used with a distill section"),
     ],
 )
 def test_invalid_configs_name_the_field(patch: dict, fragment: str) -> None:
@@ -71,6 +79,14 @@ def test_invalid_configs_name_the_field(patch: dict, fragment: str) -> None:
     assert fragment in msg
     assert msg.startswith("x.yaml: invalid config")
     assert "\n" not in msg
+
+
+def test_distill_held_out_environments_within_prior_eval_load() -> None:
+    seeds = {"prior_eval": [300_000, 300_100]}
+    for distill in ({"eval_envs": 100}, {"eval_envs": 0}):
+        parse_config(_base() | {"seeds": seeds, "distill": distill})
+    parse_config(_base() | {"distill": {}})  # no prior_eval: nothing is flown held out
+    parse_config(_base() | {"distill": {}, "es": {"init_mean": 0.0, "init_var": "v.npy"}})
 
 
 def test_adjacent_ranges_are_disjoint() -> None:

@@ -217,3 +217,29 @@ def test_data_cache_that_is_not_a_folder_is_named(tmp_path: Path, kind: str,
     assert code == 2 and "--cache" in err and "not a folder" in err, err
     assert len(err.strip().splitlines()) == 1
     assert cache.read_text() == "kept\n" if kind == "file" else cache.is_fifo()
+
+
+def test_certificate_save_follows_the_rule_in_python(planner_dir: Path, run_dir: Path,
+                                                     tmp_path: Path) -> None:
+    """`Certificate.save` wrote anywhere (into a planner or run directory, over a FIFO): it
+    follows the rule `certify-matrix --out` follows, but lets a run that holds its directory's
+    lock write its own certificates there."""
+    import pacplan
+    from pacplan.run.lock import hold
+
+    np.save(tmp_path / "cert.npy", np.random.default_rng(0).random((40, 4)))
+    cert = pacplan.certify(tmp_path / "cert.npy")
+    os.mkfifo(tmp_path / "fifo")
+    for folder, kind in ((run_dir, "run"), (planner_dir, "planner")):
+        before = _tree(folder)
+        out = folder / "certificates" / "N40.json"
+        with pytest.raises(PacplanError) as info:
+            cert.save(out)
+        assert str(info.value).startswith(f"path {out} is inside the {kind} directory {folder}")
+        assert _tree(folder) == before and not (folder / "certificates").exists()
+    with pytest.raises(PacplanError, match="not a regular file"):
+        cert.save(tmp_path / "fifo")
+    assert (tmp_path / "fifo").is_fifo()
+    with hold(run_dir, run_dir / "run.lock"):  # the run itself, writing its certificate
+        cert.save(run_dir / "certificates" / "N40.json")
+    assert pacplan.verify(run_dir / "certificates" / "N40.json").certified == cert.certified

@@ -9,9 +9,11 @@ from pacplan.errors import PacplanError
 from pacplan.validation import (
     INT64_MAX,
     MAX_WHOLE,
+    check_delta,
     check_int,
     check_int64_seed_range,
     check_keyword_options,
+    check_kl,
     check_n,
     check_policies,
     check_real,
@@ -91,6 +93,20 @@ def test_int_and_real() -> None:
         check_real(float("inf"), "x")
     with pytest.raises(PacplanError, match="x must be > 0"):
         check_real(0.0, "x", above=0.0)
+
+
+@pytest.mark.parametrize("huge", [10**400, -(10**400), 10**5000], ids=["1e400", "-1e400", "1e5000"])
+def test_an_int_too_large_for_a_float_is_one_line(huge: int) -> None:
+    """float(10**400) raises OverflowError: every check that takes a number names the input
+    instead, in a short line (Python cannot even print 10**5000)."""
+    checks = [lambda: check_real(huge, "x"), lambda: check_real(huge, "x", minimum=0.0),
+              lambda: check_delta(huge), lambda: check_kl(huge),
+              lambda: check_int(huge, "k", 1, 9), lambda: check_whole_number(huge, "N")]
+    for check in checks:
+        with pytest.raises(PacplanError) as info:
+            check()
+        message = str(info.value)
+        assert "\n" not in message and len(message) < 120, message
 
 
 def _factory(dim: int = 8, scale: float | None = None, flag: bool = True) -> None:

@@ -50,8 +50,9 @@ def certify(costs: Any, *, delta: float = 0.01, test: Any = None, bound: str = "
     Args:
         costs: N × m costs in [0, 1], rows environments drawn i.i.d., columns policies fixed
             before those environments were drawn: any array-like (a numpy array, a list of
-            lists, a DataFrame); a 1-D array is one policy. Or the path of a `.npy` file, which
-            is recorded so that the saved certificate can be checked by `pacplan verify`.
+            lists, a DataFrame, a torch tensor, detached); a 1-D array is one policy. Or the
+            path of a `.npy` file, which is recorded so that the saved certificate can be
+            checked by `pacplan verify`.
         delta: the certificate holds with probability at least 1 − delta.
         test: optional held-out costs with the same m columns (array-like or `.npy` path);
             adds the posterior's test cost and its 99 % confidence interval.
@@ -88,8 +89,8 @@ def _cost_matrix(values: Any, name: str, clip: bool) -> CostMatrix:
         return load_cost_matrix(values, clip=clip, name=f"{name} ({values})",
                                 options=("rows", "clip=True"))
     try:
-        arr = np.asarray(values)
-    except (ValueError, TypeError) as exc:  # ragged rows
+        arr = np.asarray(_detached(values))
+    except (ValueError, TypeError, RuntimeError) as exc:  # ragged rows
         reason = " ".join(str(exc).split())
         raise PacplanError(f"{name}: not a matrix of numbers ({reason})") from None
     if arr.ndim == 1:
@@ -97,6 +98,18 @@ def _cost_matrix(values: Any, name: str, clip: bool) -> CostMatrix:
     checked, clipped = check_unit_costs(arr, name, clip, clip_option="clip=True")
     return CostMatrix(values=checked, path=None, sha256=sha256_array(checked),
                       rows=checked.shape[0], clipped=clipped)
+
+
+def _detached(values: Any) -> Any:
+    """A torch tensor as a CPU numpy array: numpy refuses one that requires grad or lives on a
+    GPU, but a tensor of costs is costs (torch is not imported here: the tensor brings it)."""
+    if type(values).__module__.partition(".")[0] != "torch" or not hasattr(values, "detach"):
+        return values
+    tensor = values.detach().cpu()
+    try:
+        return tensor.numpy()
+    except TypeError:  # a dtype numpy lacks (bfloat16): its values fit float64 exactly
+        return tensor.double().numpy()
 
 
 def verify(path: PathLike) -> Certificate:
@@ -108,13 +121,17 @@ def verify(path: PathLike) -> Certificate:
         The verified certificate.
 
     Raises:
-        PacplanError: the first thing that does not check, named in one line.
+        PacplanError: the first thing that does not check, named in one line (a `path` that
+            is not a path, too).
     """
+    from pacplan.certify_policy.provenance import verify_saved_certificate
     from pacplan.export import is_planner_dir, verify_planner
-    from pacplan.run.provenance import verify_certificate
 
+    if not isinstance(path, str | os.PathLike):
+        raise PacplanError(f"path must be a certificate file or planner directory (a str or "
+                           f"os.PathLike), got {type(path).__name__}")
     p = Path(path)
-    return verify_planner(p) if is_planner_dir(p) else verify_certificate(p)
+    return verify_planner(p) if is_planner_dir(p) else verify_saved_certificate(p)
 
 
 def run(config: PathLike | Mapping[str, Any] | RunConfig, out: PathLike | None = None, *,

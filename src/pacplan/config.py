@@ -292,6 +292,8 @@ class RunConfig(_Strict):
             if self.es.eval_envs > n_eval:
                 raise ValueError(f"es.eval_envs {self.es.eval_envs} exceeds the {n_eval} seeds "
                                  f"of seeds.prior_eval {list(self.seeds.prior_eval)}")
+        if self.distill is not None:
+            self._check_distill()
         n_cert = seed_range_size(self.seeds.cert)
         if self.certificate.n is None:
             self.certificate.n = [n_cert]
@@ -302,6 +304,21 @@ class RunConfig(_Strict):
                 f"seeds.cert {list(self.seeds.cert)}"
             )
         return self
+
+
+    def _check_distill(self) -> None:
+        """What distillation would silently clamp or ignore: more held-out environments than
+        seeds.prior_eval holds, and an es.init_mean (the distilled net is where ES starts)."""
+        assert self.distill is not None
+        if self.distill.eval_envs and self.seeds.prior_eval is not None:
+            n_eval = seed_range_size(self.seeds.prior_eval)
+            if self.distill.eval_envs > n_eval:
+                raise ValueError(f"distill.eval_envs {self.distill.eval_envs} exceeds the "
+                                 f"{n_eval} seeds of seeds.prior_eval "
+                                 f"{list(self.seeds.prior_eval)}")
+        if isinstance(self.es.init_mean, str | list):
+            raise ValueError("es.init_mean is never used with a distill section (the distilled "
+                             "net is where ES starts): remove one of them")
 
 
 def _format_error(exc: ValidationError, source: str) -> str:

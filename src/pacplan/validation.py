@@ -12,6 +12,7 @@ import functools
 import inspect
 import math
 import re
+import sys
 import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -127,7 +128,10 @@ def check_seeds(seeds: Any, name: str = "environment seeds") -> np.ndarray:
 
 
 def _float_array(name: str, value: Any) -> np.ndarray:
-    arr = np.asarray(value, dtype=np.float64)
+    try:  # an int beyond float64's range raises OverflowError, not an inf
+        arr = np.asarray(value, dtype=np.float64)
+    except (OverflowError, TypeError, ValueError):
+        raise PacplanError(f"{name} must be a finite number, got {_short(value)}") from None
     if np.isnan(arr).any():
         raise PacplanError(f"{name} is NaN")
     return arr
@@ -208,7 +212,7 @@ def check_whole_number(value: Any, name: str, minimum: int = 1, maximum: int = M
     number = _as_whole(value)
     if number is None or not minimum <= number <= maximum:
         raise PacplanError(f"{name} must be a whole number from {minimum} to {maximum}, "
-                           f"got {value!r}")
+                           f"got {_short(value)}")
     return number
 
 
@@ -255,7 +259,7 @@ def check_int(value: Any, name: str, minimum: int | None = None,
         raise PacplanError(f"{name} must be an integer, got {value!r}")
     if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
         raise PacplanError(f"{name} must be an integer {_bounds_text(minimum, maximum)}, "
-                           f"got {value!r}")
+                           f"got {_short(value)}")
     return int(value)
 
 
@@ -265,14 +269,24 @@ def check_real(value: Any, name: str, minimum: float | None = None,
     > `above` when given."""
     if isinstance(value, bool | np.bool_) or not isinstance(value, int | float | np.number):
         raise PacplanError(f"{name} must be a number, got {value!r}")
-    number = float(value)
+    big = isinstance(value, int) and abs(value) > sys.float_info.max  # float() would overflow
+    number = math.inf if big else float(value)
     if not math.isfinite(number):
-        raise PacplanError(f"{name} must be a finite number, got {value!r}")
+        raise PacplanError(f"{name} must be a finite number, got {_short(value)}")
     if minimum is not None and number < minimum:
-        raise PacplanError(f"{name} must be >= {minimum}, got {value!r}")
+        raise PacplanError(f"{name} must be >= {minimum}, got {_short(value)}")
     if above is not None and number <= above:
-        raise PacplanError(f"{name} must be > {above}, got {value!r}")
+        raise PacplanError(f"{name} must be > {above}, got {_short(value)}")
     return number
+
+
+def _short(value: Any, limit: int = 40) -> str:
+    """`repr(value)` cut to `limit` characters (10**400 has 401 digits; past 4300, repr fails)."""
+    try:
+        text = repr(value)
+    except ValueError:
+        return f"an integer of {value.bit_length()} bits"
+    return text if len(text) <= limit else f"{text[:limit - 1]}… ({len(text)} characters)"
 
 
 def _bounds_text(minimum: int | None, maximum: int | None) -> str:

@@ -82,3 +82,96 @@ def test_a_missing_file_and_non_positive_scalars_are_refused(tmp_path: Path) -> 
     for bad in (0.0, -1.0):
         with pytest.raises(PacplanError, match="init_var must be > 0"):
             parse_config({"name": "t", "world": {"name": "toy"}, "es": {"init_var": bad}})
+
+
+# ----------------------------------------------------------- checked before any stage runs
+
+_UAV_DIM = 13_943
+_DISTILLED = {
+    "name": "taught", "world": {"name": "uav", "options": {"simulator": "batched",
+                                                            "compile": False}},
+    "seeds": {"prior": [0, 1000], "cert": [100_000, 100_100], "test": [200_000, 200_100]},
+    "distill": {"envs": 2, "rounds": 0, "eval_envs": 0, "workers": 1},
+    "es": {"iterations": 1, "envs_per_iter": 2, "pairs_per_env": 1, "init_var": "v.safetensors"},
+    "executor": {"kind": "serial"}, "policies": {"m": 2}, "report": {"trajectories": 0},
+}
+
+
+def _bad_file(folder: Path, kind: str) -> None:
+    """v.safetensors as `kind` says it is wrong (or no file at all)."""
+    values = {"short": np.full(5, 0.01), "zero": np.r_[np.full(_UAV_DIM - 1, 0.01), 0.0],
+              "inf": np.r_[np.full(_UAV_DIM - 1, 0.01), np.inf]}
+    if kind == "garbage":
+        (folder / "v.safetensors").write_bytes(b"not a safetensors file")
+    elif kind in values:
+        save_file({"theta": values[kind].astype(np.float32)}, str(folder / "v.safetensors"))
+
+
+@pytest.fixture
+def no_distillation(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """Distillation as a stand-in that leaves what the real stage leaves (distill/theta), and
+    the run folders it was called for: a bad init_var file must be refused before it."""
+    from pacplan.io.files import safetensors_bytes
+    from pacplan.run import distill
+
+    called: list[Path] = []
+
+    def fake(cfg: object, run_dir: str | Path, log: object = None) -> Path:
+        called.append(Path(run_dir))
+        out = Path(run_dir) / "distill" / "theta.safetensors"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(safetensors_bytes({"theta": np.zeros(_UAV_DIM, np.float32)}, {}))
+        return out
+
+    monkeypatch.setattr(distill, "distill", fake)
+    return called
+
+
+@pytest.mark.parametrize(("kind", "message"), [
+    ("missing", "es.init_var file not found: "),
+    ("garbage", "v.safetensors: unreadable safetensors file"),
+    ("short", f"expected {_UAV_DIM} es.init_var weights, got shape (5,)"),
+    ("zero", f"es.init_var: every variance must be > 0, found 0 at weight {_UAV_DIM - 1}"),
+    ("inf", "v.safetensors: contains NaN or infinity"),
+])
+def test_a_bad_variance_file_is_refused_before_distillation(
+        tmp_path: Path, kind: str, message: str, no_distillation: list[Path],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A bad es.init_var file was refused only once ES started, after distillation had run
+    (hours for the shipped priors) and left its run folder behind."""
+    from helpers import cli
+    from pacplan.run.training import train_prior
+
+    _bad_file(tmp_path, kind)
+    config = tmp_path / "taught.yaml"
+    config.write_text(yaml.safe_dump(_DISTILLED))
+    for command in ("train-prior", "run"):
+        out = tmp_path / command
+        code, _, err = cli([command, str(config), "--out", str(out), "--quiet"], capsys)
+        assert code == 2 and message in err, err
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+        assert not out.exists()
+    with pytest.raises(PacplanError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        train_prior(load_config(config), tmp_path / "direct", progress=False)
+    assert not (tmp_path / "direct").exists() and no_distillation == []
+
+
+def test_a_run_resumes_with_the_same_variances_from_another_path(tmp_path: Path) -> None:
+    """The variance file counts by its content (the ES fingerprint), not where it lives, as
+    es.init_mean's does: a run moved with its config to another checkout resumes."""
+    from pacplan.run.pipeline import run
+
+    var = np.full(5, 0.01, dtype=np.float32)
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        save_file({"theta": var}, str(tmp_path / name / "v.safetensors"))
+
+    def config(folder: str) -> dict:
+        es = {"iterations": 2, "envs_per_iter": 2, "pairs_per_env": 1,
+              "init_var": str(tmp_path / folder / "v.safetensors")}
+        return {"name": "t", "world": {"name": "toy", "options": {"dim": 5}}, "seeds": _SEEDS,
+                "es": es, "policies": {"m": 2}, "certificate": {"n": [20]}}
+
+    first = run(parse_config(config("a")), tmp_path / "run", progress=False)
+    again = run(parse_config(config("b")), tmp_path / "run", progress=False)
+    assert again.certificates[20].certified == first.certificates[20].certified

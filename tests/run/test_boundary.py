@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from pacplan.config import parse_config
@@ -68,4 +69,30 @@ def test_a_world_option_changed_after_the_check_is_refused_before_any_work(
         pipeline.run(cfg, tmp_path / "run", progress=False)
     assert str(in_run.value) == str(at_boundary.value)
     assert "no_such_option" in str(in_run.value)
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (None, "baseline 'fixed' weights: no such policy file"),
+    (b"not weights", "baseline 'fixed' weights: "),
+    (np.zeros(3, dtype=np.float32), "expected 4 toy weights, got shape (3,)"),
+])
+def test_a_bad_baseline_weights_file_is_refused_before_any_work(
+        tmp_path: Path, content: object, message: str) -> None:
+    """Baselines are flown last: a missing or wrong weights file was refused only after the
+    prior, the policies and both cost matrices, leaving the run folder behind."""
+    weights = tmp_path / "fixed.npy"
+    if isinstance(content, bytes):
+        weights.write_bytes(content)
+    elif content is not None:
+        np.save(weights, content)
+    cfg = parse_config(BASE | {"baselines": [{"name": "fixed", "weights": str(weights)}]})
+    with pytest.raises(PacplanError) as at_boundary:
+        pipeline.check_worlds(cfg)
+    assert message in str(at_boundary.value) and "\n" not in str(at_boundary.value)
+    with pytest.raises(PacplanError) as in_run:
+        pipeline.run(parse_config(BASE | {"baselines": [{"name": "fixed",
+                                                           "weights": str(weights)}]}),
+                     tmp_path / "run", progress=False)
+    assert str(in_run.value) == str(at_boundary.value)
     assert not (tmp_path / "run").exists()

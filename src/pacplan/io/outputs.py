@@ -16,6 +16,10 @@ holds config.yaml with manifest.json or run.lock (`pacplan run`, from its first 
 certify-policy directory holds certify-policy.json (`pacplan certify-policy`, which alone may
 write there: it resumes it).
 
+`Certificate.save` follows the same rule (its inputs: the certificate's own matrices), except
+that the process holding a run or certify-policy directory's lock (`owning`) saves that
+directory's own certificates there.
+
 A file output (`certify-matrix --out`, `render --out`, `monitor --plot`) must also name a file:
 the atomic write replaces whatever the path names, so a device (`--plot /dev/null` run as root
 replaced the system's /dev/null with a PNG), a FIFO or a socket there is refused, as are a
@@ -25,8 +29,10 @@ through a file (`costs.csv/plot.png`).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 from pacplan.errors import PacplanError
@@ -35,6 +41,29 @@ _PLANNER_FILES = ("planner.json", "manifest.json")  # pacplan_runtime.bundle.PLA
 _RUN_CONFIG = "config.yaml"  # RunDir.CONFIG
 _RUN_MARKS = ("manifest.json", "run.lock")  # RunDir.MANIFEST, RunDir.LOCK
 _POLICY_RUN = "certify-policy.json"  # pacplan.certify_policy.store.MARK
+
+
+_OWNED: dict[str, int] = {}
+"""Folders whose lock this process holds (`pacplan.run.lock.hold`): real path -> nesting depth."""
+
+
+@contextlib.contextmanager
+def owning(folder: str | Path) -> Iterator[None]:
+    """Mark `folder` as this process's own work in progress while the block runs: the lock
+    holder calls it, so that its own writes there are not refused as overwrites."""
+    key = os.path.realpath(folder)
+    _OWNED[key] = _OWNED.get(key, 0) + 1
+    try:
+        yield
+    finally:
+        _OWNED[key] -= 1
+        if not _OWNED[key]:
+            del _OWNED[key]
+
+
+def owns(folder: str | Path) -> bool:
+    """Whether this process holds `folder`'s lock (inside `owning`)."""
+    return os.path.realpath(folder) in _OWNED
 
 
 def same_file(a: str | Path, b: str | Path) -> bool:
@@ -112,17 +141,21 @@ def refuse_non_file(out: str | Path, option: str) -> None:
 
 def refuse_overwriting(out: str | Path, option: str,
                        inputs: dict[str, str | Path | None] | None = None, *,
-                       resumes: bool = False, file: bool = False) -> None:
+                       resumes: bool = False, file: bool = False, writer: bool = False) -> None:
     """Refuse an output path that is one of the command's inputs, or that is or lies inside a
     planner or run directory (module docstring); `resumes`: `out` may itself be a run
     directory (run and train-prior resume it); `file`: `out` is a file to write, so it must
     not be a folder, device or FIFO (`refuse_non_file`, after the rules above, whose message
-    says more)."""
+    says more); `writer`: a run or certify-policy directory whose lock this process holds
+    (`owning`) is its own work in progress (a run saving its certificates), not a thing to
+    protect."""
     for name, path in (inputs or {}).items():
         if path is not None and same_file(out, path):
             raise PacplanError(f"{option} {out} is the input {name}; writing there would "
                                "destroy it: choose another output path")
     found = protecting_folder(out)
+    if found is not None and writer and found[0] != "planner directory" and owns(found[1]):
+        found = None
     if found is None:
         if file:
             refuse_non_file(out, option)

@@ -103,13 +103,28 @@ class Certificate:
     def save(self, path: str | Path) -> Path:
         """Write JSON atomically, with matrix paths relative to the certificate's folder and
         the sha256 of the content; what `verify` would refuse is never written, nor is a
-        certificate whose cost matrix was given in memory (no file `verify` could check)."""
+        certificate whose cost matrix was given in memory (no file `verify` could check).
+
+        `path` follows the one overwrite rule of every command that writes
+        (`pacplan.io.outputs`): never one of the certificate's own matrices (`pacplan.certify(
+        "c.npy").save("c.npy")` replaced the costs), nor inside a planner or run directory
+        (only the run holding its lock writes there), nor a folder or device.
+        """
+        from pacplan.io.outputs import refuse_overwriting
+
         path = Path(path)
         if not self.cert_matrix.path or (self.test_matrix and not self.test_matrix.path):
             raise PacplanError(f"{path}: this certificate's cost matrix was given in memory, "
                                "not read from a file, so `pacplan verify` could not check it; "
                                "save the matrix (numpy.save) and certify the file")
-        path.parent.mkdir(parents=True, exist_ok=True)
+        inputs = {"cost matrix": self.cert_matrix.path,
+                  "test matrix": self.test_matrix.path if self.test_matrix else None}
+        refuse_overwriting(path, "path", inputs, file=True, writer=True)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise PacplanError(f"{path}: cannot make its folder {path.parent} "
+                               f"({exc.strerror or exc})") from None
         d = self.to_dict()
         del d["content_sha256"]
         for key in ("cert_matrix", "test_matrix"):
@@ -121,7 +136,11 @@ class Certificate:
             raise PacplanError(f"{path}: refusing to write a certificate holding a non-finite "
                                "number") from None
         d["content_sha256"] = certificate_content_sha256(d, source=str(path))
-        atomic_write_json(path, d)
+        try:
+            atomic_write_json(path, d)
+        except OSError as exc:  # a read-only folder, a full disk
+            raise PacplanError(f"{path}: cannot write the certificate "
+                               f"({exc.strerror or exc})") from None
         self.content_sha256 = d["content_sha256"]
         return path
 

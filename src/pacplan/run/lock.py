@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from pacplan.errors import PacplanError
+from pacplan.io.outputs import owning
 
 
 @contextlib.contextmanager
@@ -35,7 +36,8 @@ def hold(folder: Path, lock_file: Path) -> Iterator[None]:
     else:
         _HELD[key] = [_acquire(folder, lock_file), 1]
     try:
-        yield
+        with owning(folder):  # what it writes there is its own work (`refuse_overwriting`)
+            yield
     finally:
         _HELD[key][1] -= 1
         if _HELD[key][1] == 0:

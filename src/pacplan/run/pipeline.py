@@ -25,8 +25,9 @@ from pacplan.pacbayes.record import Certificate
 from pacplan.run.executors import Executor, WorkersLost, executor_from_config
 from pacplan.run.rundir import Manifest, RunDir, identity
 from pacplan.run.stages import certify, ensure_costs, ensure_policies, ensure_prior, world_spec
+from pacplan.run.training import read_start_files
 from pacplan.validation import count
-from pacplan.worlds.base import check_world_options, warmup_note
+from pacplan.worlds.base import check_world_options, make_world, warmup_note
 
 
 @dataclass
@@ -42,12 +43,14 @@ def config_identity(config: dict[str, Any]) -> dict[str, Any]:
     """A config as a dict minus what never changes a result: where the work runs (executor)
     and where input files live. Their contents are checked where they are used: the prior by
     its sha256 in the manifest, a baseline's weights in its matrix's inputs, an ES starting
-    mean by the ES fingerprint. So a run directory stays resumable from another checkout."""
+    mean or variance by the ES fingerprint. So a run directory stays resumable from another
+    checkout."""
     d = json.loads(json.dumps(config))  # a deep copy
     d.pop("executor", None)
     d.pop("prior", None)
-    if isinstance(d.get("es", {}).get("init_mean"), str):
-        d["es"]["init_mean"] = "<file>"
+    for name in ("init_mean", "init_var"):
+        if isinstance(d.get("es", {}).get(name), str):
+            d["es"][name] = "<file>"
     for base in d.get("baselines", []):
         if base.get("weights") is not None:
             base["weights"] = "<file>"
@@ -128,14 +131,41 @@ def _worlds_key(cfg: RunConfig) -> str:
 
 
 def check_worlds(cfg: RunConfig) -> None:
-    """Every world the run will build, with its options checked: baselines are flown last, so
-    a bad option is named before any work, not after hours of it. The boundary (`pacplan run`,
-    `pacplan train-prior`, `pacplan.run`) calls it once; the config then records what was
-    checked, and `run` trusts it unless the worlds or options were changed since."""
+    """Every world the run will build, with its options checked, the teacher's request and
+    every file the config names (`check_files`): baselines are flown last and ES starts after
+    distillation, so a bad option or file is named before any work, not after hours of it. The
+    boundary (`pacplan run`, `pacplan train-prior`, `pacplan.run`) calls it once; the config
+    then records what was checked, and `run` trusts it unless the worlds or options were
+    changed since."""
     check_world_options(cfg.world.name, cfg.world.options)
     for base in cfg.baselines:
-        check_world_options(cfg.world.name, cfg.world.options | base.world_options)
+        try:
+            check_world_options(cfg.world.name, cfg.world.options | base.world_options)
+        except PacplanError as exc:
+            raise PacplanError(f"baseline {base.name!r}: {exc}") from None
+    if cfg.distill is not None:
+        from pacplan.run.distill import check_request
+
+        check_request(cfg)
+    check_files(cfg)
     cfg._worlds_checked = _worlds_key(cfg)
+
+
+def check_files(cfg: RunConfig) -> None:
+    """Read and check every weights file the config names (es.init_mean, es.init_var and each
+    baseline's weights) against the policy's size; the world is built only when one is named.
+    A given prior is checked by the first stage, before any other runs (`ensure_prior`)."""
+    bases = [b for b in cfg.baselines if b.weights is not None]
+    if not bases and not any(isinstance(v, str) for v in (cfg.es.init_mean, cfg.es.init_var)):
+        return
+    dim = int(make_world(cfg.world.name, **cfg.world.options).policy_dim())
+    read_start_files(cfg.es, dim)
+    for base in bases:
+        assert base.weights is not None
+        try:
+            load_theta(base.weights, dim, cfg.world.name)
+        except PacplanError as exc:
+            raise PacplanError(f"baseline {base.name!r} weights: {exc}") from None
 
 
 def run(cfg: RunConfig, run_dir: str | Path, prior_file: str | Path | None = None,

@@ -67,6 +67,21 @@ def es_fingerprint(cfg: RunConfig) -> str:
                      "es": es})
 
 
+def read_start_files(cfg: ESConfig, dim: int) -> dict[str, np.ndarray]:
+    """The files es.init_mean and es.init_var name, read and checked as ES starts from them
+    (found, .npy or .safetensors, `dim` finite values, every variance > 0), so that the run's
+    boundary can refuse a bad one before any stage (distillation) runs."""
+    files = {}
+    for field in _WEIGHT_FILES:
+        value = getattr(cfg, field)
+        if isinstance(value, str):
+            if not Path(value).is_file():
+                raise PacplanError(f"es.{field} file not found: {value}")
+            files[field] = load_theta(value, dim, world=f"es.{field}")
+    init_state(cfg, dim, files.get("init_mean"), files.get("init_var"))  # refuses as ES would
+    return files
+
+
 def _refuse_other(state: ESState, fingerprint: str, rd: RunDir) -> None:
     if state.extra.get("fingerprint", "") != fingerprint:
         raise PacplanError(f"{rd.path} holds ES training for a different config (world, prior "
@@ -108,8 +123,7 @@ def _start(cfg: ESConfig, dim: int, rd: RunDir | None, fingerprint: str,
             ckpt.save_checkpoint(files, state)
             return state
         files.metrics.unlink(missing_ok=True)
-    files = {field: load_theta(value, dim, world=f"es.{field}") for field in _WEIGHT_FILES
-             if isinstance(value := getattr(cfg, field), str)}
+    files = read_start_files(cfg, dim)
     state = init_state(cfg, dim, files.get("init_mean"), files.get("init_var"))
     state.extra["fingerprint"] = fingerprint
     state.extra["prior_seeds"] = seeds
@@ -210,6 +224,7 @@ def train_prior(
 
     spec = WorldSpec(cfg.world.name, dict(cfg.world.options))
     dim = int(make_world(spec.name, **spec.options).policy_dim())  # options checked first
+    read_start_files(cfg.es, dim)  # before the run directory is made or distillation runs
     rd = RunDir(run_dir)
     with rd.locked():
         return _train_prior(cfg, rd, spec, dim, executor, progress, stop_after, log)

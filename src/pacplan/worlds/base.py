@@ -97,9 +97,14 @@ def resolve_target(target: str, what: str) -> Any:
 
 
 def check_world_options(name: str, options: dict[str, Any]) -> None:
-    """Every option is a parameter of the world's factory, of the type it is annotated with."""
+    """Every option is a parameter of the world's factory, of the type it is annotated with,
+    and, where the factory has a `check_options(**options)` (building no simulator), a
+    combination it accepts: a baseline's world is otherwise first built after the matrices."""
     factory = resolve_target(world_entry(name).factory, f"world {name!r}")
     check_keyword_options(f"world {name!r}", factory, options)
+    check = getattr(factory, "check_options", None)
+    if callable(check):
+        _call(name, options, check)
 
 
 def warmup_note(name: str, options: dict[str, Any]) -> str | None:
@@ -118,8 +123,13 @@ def make_world(name: str, **options: Any) -> World:
     """
     factory = resolve_target(world_entry(name).factory, f"world {name!r}")
     check_keyword_options(f"world {name!r}", factory, options)
+    return _call(name, options, factory)
+
+
+def _call(name: str, options: dict[str, Any], fn: Callable[..., Any]) -> Any:
+    """`fn(**options)`, with what the factory's own parsing refuses named as a `PacplanError`."""
     try:
-        return factory(**options)
+        return fn(**options)
     except PacplanError:
         raise
     except (TypeError, ValueError) as exc:

@@ -69,6 +69,13 @@ class QuadrupedWorld:
 
     name = "quadruped"
 
+    @classmethod
+    def check_options(cls, **options: Any) -> None:
+        """Refuse what building this world would refuse (`planner: teacher` on PyBullet,
+        `threads` > 1 on Bullet) when a run starts: building makes no simulator, and a
+        baseline's world is otherwise first built after the cost matrices."""
+        cls(**options)
+
     def __init__(
         self,
         max_slope_deg: float | None = None,

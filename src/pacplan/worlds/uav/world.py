@@ -75,6 +75,13 @@ class UAVWorld:
 
     name = "uav"
 
+    @classmethod
+    def check_options(cls, **options: Any) -> None:
+        """Refuse what building this world would refuse (`planner: teacher` with other
+        obstacles) when a run starts: building makes no simulator, and a baseline's world is
+        otherwise first built after the cost matrices."""
+        cls(**options)
+
     @staticmethod
     def warmup_note(simulator: str = "batched", compile: bool = True, **_: Any) -> str | None:
         """Said before a run's first rollouts: compiling is silent and lands in a stage's time."""
