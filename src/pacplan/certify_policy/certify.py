@@ -25,11 +25,15 @@ from pacplan.certify_policy.rollout import NO_WEIGHTS, cost_rows
 from pacplan.certify_policy.seeds import DEFAULT_FIRST_SEED, Names, seed_ranges
 from pacplan.certify_policy.store import (
     CERTIFICATE,
-    COSTS,
+    CERTIFICATES,
     LOCK,
+    certificate_name,
     cost_matrix,
     default_out,
+    listed_files,
+    matrix_name,
     refuse_output,
+    remove_chunks,
     removed_if_refused,
     stamp,
 )
@@ -61,8 +65,8 @@ class PolicyCertification:
         from pacplan.io.files import load_npy
 
         c = self.certificate
-        cert = load_npy(self.out / COSTS / "cert.npy")
-        test = load_npy(self.out / COSTS / "test.npy") if c.test_matrix is not None else None
+        cert = load_npy(c.cert_matrix.path)
+        test = load_npy(c.test_matrix.path) if c.test_matrix is not None else None
         binary = bool(np.isin(cert, (0.0, 1.0)).all()
                       and (test is None or np.isin(test, (0.0, 1.0)).all()))
         lines = []
@@ -127,19 +131,19 @@ def certify_policy(env_id: Any, policies: Sequence[str], *, n: int,
         stamp(out, inputs, names.out, {"policy_files": [p.label for p in loaded]})
         paths = {}
         for role, label in (("cert", "certification"), ("test", "test")):
-            rng = seeds[role]
-            if rng is None:
-                continue
-            paths[role] = _matrix(out, role, label, rng, world, env, loaded, inputs,
-                                  bool(clip_actions), progress, log)
+            if seeds[role] is not None:
+                paths[role] = _matrix(out, role, label, seeds, world, env, loaded, inputs,
+                                      bool(clip_actions), progress, log)
+        remove_chunks(out)
         cert = load_cost_matrix(paths["cert"], name=str(paths["cert"]))
         test = (load_cost_matrix(paths["test"], name=str(paths["test"]))
                 if "test" in paths else None)
         from pacplan.certify_policy.provenance import provenance
 
         certificate = build_certificate(cert, delta, test=test,
-                                        provenance=provenance(inputs, loaded))
+                                        provenance=provenance(inputs, loaded, seeds))
         certificate.save(out / CERTIFICATE)
+        certificate.save(out / CERTIFICATES / certificate_name(certificate))
     return PolicyCertification(certificate, out, inputs, [p.label for p in loaded])
 
 
@@ -228,7 +232,8 @@ def _inputs(world: Any, loaded: list[ImportedPolicy], seeds: dict[str, list[int]
         rule["cost_source_sha256"] = user_code_sha256(world.cost.partition(":")[0], world.cost)
     inputs: dict[str, Any] = {"env": _env_record(world), "horizon": world.horizon,
                               "cost": rule, "policies": [p.record() for p in loaded],
-                              "seeds": seeds}
+                              "seeds": {"first": seeds["cert"][0],  # type: ignore[index]
+                                        "train": seeds["train"]}}
     if clip_actions:
         inputs["actions"] = "clipped into the action space"
     return inputs
@@ -251,11 +256,16 @@ def _env_record(world: Any) -> dict[str, Any]:
     return record
 
 
-def _matrix(out: Path, role: str, label: str, rng: list[int], world: Any, env: Any,
-            loaded: list[ImportedPolicy], inputs: dict[str, Any], clip_actions: bool,
+def _matrix(out: Path, role: str, label: str, seeds: dict[str, list[int] | None], world: Any,
+            env: Any, loaded: list[ImportedPolicy], inputs: dict[str, Any], clip_actions: bool,
             progress: bool, log: Callable[[str], None] | None) -> Path:
-    """costs/<role>.npy for the seeds `rng`, with a bar that counts the rows already done."""
-    rows = rng[1] - rng[0]
+    """The cost matrix of `role`'s seeds (`pacplan.certify_policy.store.cost_matrix`), with a
+    bar that counts the rows already done."""
+    rng, first = seeds[role], seeds["cert"][0]  # type: ignore[index]
+    assert rng is not None
+    rows, offset = rng[1] - rng[0], rng[0] - first
+    n = seeds["cert"][1] - first  # type: ignore[index]
+    test_n = rows if role == "test" else 0
     with contextlib.ExitStack() as stack:
         bar: list[Any] = []
 
@@ -268,10 +278,12 @@ def _matrix(out: Path, role: str, label: str, rng: list[int], world: Any, env: A
         clipped = [0]
 
         def compute(start: int, stop: int) -> Any:
-            return cost_rows(world, env, loaded, range(rng[0] + start, rng[0] + stop),
+            return cost_rows(world, env, loaded, range(first + start, first + stop),
                              bar[0].advance, clip_actions, clipped)
 
-        path = cost_matrix(out, role, rows, len(loaded), inputs, compute, started)
+        name = matrix_name(role, n, test_n, set(listed_files(out)))
+        path = cost_matrix(out, role, name, offset, rows, len(loaded), inputs, compute,
+                           started)
     if clipped[0] and log is not None:
         log(f"{clipped[0]} {label} actions were outside the action space and were clipped "
             "into it (clip_actions)")

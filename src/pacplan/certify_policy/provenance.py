@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from pacplan.certify_policy.policies import ImportedPolicy
-from pacplan.certify_policy.store import COSTS, MARK
+from pacplan.certify_policy.store import COSTS, MARK, listed_matrix
 from pacplan.errors import PacplanError
 from pacplan.io.files import read_file_bytes, sha256_bytes
 from pacplan.pacbayes.record import Certificate, Loaded
@@ -32,19 +32,25 @@ KEY = "certify_policy"
 
 NOT_INPUTS = ("policy_files", "versions")
 """Provenance fields that are records, not inputs the costs depend on."""
+RANGES = ("cert", "test")
+"""provenance.seeds' ranges of this certificate; the stamp holds the first seed they count
+from, shared by every N certified in the folder."""
 
 _LIBRARIES = ("pacplan", "gymnasium", "numpy", "torch", "onnxruntime", "stable-baselines3",
               "mujoco")
 
 
-def provenance(inputs: dict[str, Any], loaded: list[ImportedPolicy]) -> dict[str, Any]:
-    """The certificate's provenance for a command with these inputs and policies."""
+def provenance(inputs: dict[str, Any], loaded: list[ImportedPolicy],
+               seeds: dict[str, list[int] | None]) -> dict[str, Any]:
+    """The certificate's provenance for a command with these inputs, policies and seeds."""
     files = []
     for p in loaded:
         path = Path(p.label)
         if p.kind != "callable" and path.is_file():
             files.append({"label": p.label, "path": str(path.resolve()), "sha256": p.sha256})
-    return {KEY: {**inputs, "policy_files": files, "versions": versions()}}
+    ranges = {"cert": seeds["cert"], "test": seeds["test"]}
+    return {KEY: {**inputs, "seeds": {**inputs["seeds"], **ranges}, "policy_files": files,
+                  "versions": versions()}}
 
 
 def versions() -> dict[str, str]:
@@ -98,6 +104,8 @@ def _check(folder: Path, loaded: Loaded) -> list[str]:
         return [f"{MARK} was edited: its identity is not the sha256 of its inputs"]
     problems = []
     claimed = {k: v for k, v in record.items() if k not in NOT_INPUTS}
+    if isinstance(claimed.get("seeds"), dict):  # the stamp holds what every N shares
+        claimed["seeds"] = {k: v for k, v in claimed["seeds"].items() if k not in RANGES}
     for key in sorted(set(claimed) | set(inputs)):
         if claimed.get(key) != inputs.get(key):
             problems.append(f"provenance.{KEY}.{key} is {_short(claimed.get(key))} but {MARK} "
@@ -128,25 +136,29 @@ def _check_seeds(seeds: Any, loaded: Loaded) -> list[str]:
     if not isinstance(seeds, dict):
         return [f"provenance.{KEY}.seeds is not an object"]
     problems = []
-    if _size(seeds.get("cert")) != c.n:
-        problems.append(f"provenance.{KEY}.seeds.cert {seeds.get('cert')} does not hold the "
-                        f"n = {c.n} certification seeds")
-    test = seeds.get("test")
-    if (test is None) != (c.test_n is None) or (test is not None and _size(test) != c.test_n):
-        problems.append(f"provenance.{KEY}.seeds.test {test} does not hold the "
-                        f"test_n = {c.test_n} test seeds")
+    cert, test, first = seeds.get("cert"), seeds.get("test"), seeds.get("first")
+    if _size(cert) != c.n or cert[0] != first:
+        problems.append(f"provenance.{KEY}.seeds.cert {cert} is not the n = {c.n} "
+                        f"certification seeds from seeds.first {first}")
+    if (test is None) != (c.test_n is None) or (test is not None and (
+            _size(test) != c.test_n or _size(cert) is None or test[0] != cert[1])):
+        problems.append(f"provenance.{KEY}.seeds.test {test} is not the test_n = {c.test_n} "
+                        "seeds after the certification seeds")
     return problems
 
 
 def _check_matrices(folder: Path, loaded: Loaded) -> list[str]:
+    """Each matrix is the folder's own, listed for exactly its rows (seed offsets)."""
     c = loaded.certificate
     problems = []
-    for field, ref, name in (("cert_matrix", c.cert_matrix, "cert.npy"),
-                             ("test_matrix", c.test_matrix, "test.npy")):
+    for field, ref, role, offset in (("cert_matrix", c.cert_matrix, "cert", 0),
+                                     ("test_matrix", c.test_matrix, "test", c.n)):
         if ref is None:
             continue
-        if Path(ref.path).resolve() != (folder / COSTS / name).resolve():
-            problems.append(f"{field}.path is {ref.path}, not this folder's {COSTS}/{name}")
+        name = listed_matrix(folder, offset, ref.rows, role)
+        if name is None or Path(ref.path).resolve() != (folder / COSTS / name).resolve():
+            problems.append(f"{field}.path is {ref.path}, not the matrix of this folder's "
+                            f"{COSTS}/ listed for its {ref.rows} rows from seed offset {offset}")
     return problems
 
 

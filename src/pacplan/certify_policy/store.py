@@ -28,17 +28,22 @@ from typing import Any
 import numpy as np
 
 from pacplan.errors import PacplanError
-from pacplan.io.files import atomic_write_json, npy_bytes
+from pacplan.io.files import atomic_write_json, npy_bytes, npy_from_bytes
 from pacplan.io.outputs import protecting_folder, refuse_overwriting, same_file
+from pacplan.pacbayes.record import Certificate
 from pacplan.run.chunks import ChunkStore, Ledger
 from pacplan.run.rundir import identity
 
 MARK = "certify-policy.json"
+CERTIFICATES = "certificates"
+"""certificates/: one certificate per N, T and δ ever certified in the folder."""
 LOCK = "certify-policy.lock"
 COSTS = "costs"
 CERTIFICATE = "certificate.json"
 CHUNK_ROWS = 10
 """Rows per chunk: a kill loses at most this many seeds' rollouts."""
+ROWS = "rows.chunks"
+"""costs/rows.chunks/: finished chunks of rows not yet in a matrix, keyed by seed offset."""
 
 
 def default_out(env_id: str) -> Path:
@@ -114,32 +119,108 @@ def _short(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+_MATRIX = re.compile(r"(cert|test)(-N\d+(-T\d+)?)?\.npy")
+
+
 def _fits_matrix(entry: dict[str, Any]) -> bool:
-    return entry["file"] in ("cert.npy", "test.npy")
+    """A matrix's ledger entry: its file, and the rows it holds (seed offsets from the first
+    seed: offset … offset + rows − 1)."""
+    return (_MATRIX.fullmatch(entry["file"]) is not None
+            and all(isinstance(entry.get(k), int) and entry[k] >= 0 for k in ("offset", "rows")))
 
 
-def cost_matrix(out: Path, role: str, rows: int, m: int, inputs: dict[str, Any],
-                compute: Callable[[int, int], np.ndarray],
+def matrix_name(role: str, n: int, test_n: int, ledger_files: set[str]) -> str:
+    """costs/cert.npy and costs/test.npy for a folder's first N; cert-N<n>.npy and
+    test-N<n>-T<t>.npy for each N (or T) certified after it, so every certificate's matrices
+    stay as they were."""
+    first = f"{role}.npy"
+    if first not in ledger_files:
+        return first
+    return f"cert-N{n}.npy" if role == "cert" else f"test-N{n}-T{test_n}.npy"
+
+
+def listed_files(out: Path) -> list[str]:
+    """The matrices the folder's ledger lists."""
+    return list(Ledger(out / COSTS, "file", _fits_matrix, "cost matrix").entries)
+
+
+def certificate_name(c: Certificate) -> str:
+    """certificates/N<n>[-T<t>]-delta<δ>.json: a new N, T or δ never replaces an earlier one."""
+    test = f"-T{c.test_n}" if c.test_n else ""
+    return f"N{c.n}{test}-delta{c.delta:g}.json"
+
+
+def listed_matrix(out: Path, offset: int, rows: int, role: str) -> str | None:
+    """The listed matrix of `role` holding exactly rows offset … offset + rows − 1."""
+    ledger = Ledger(out / COSTS, "file", _fits_matrix, "cost matrix")
+    for name, entry in ledger.entries.items():
+        if (name.startswith(role) and entry["offset"] == offset and entry["rows"] == rows
+                and (out / COSTS / name).is_file()):
+            return name
+    return None
+
+
+def cost_matrix(out: Path, role: str, name: str, offset: int, rows: int, m: int,
+                inputs: dict[str, Any], compute: Callable[[int, int], np.ndarray],
                 started: Callable[[int], None] | None = None) -> Path:
-    """costs/<role>.npy, from its finished chunks and `compute(start, stop)` for the rest
-    (rows start … stop−1); `started(done_rows)` is told how many rows were already done."""
+    """costs/<name>: the costs of seeds offset … offset + rows − 1 (offsets from the first
+    seed). A listed matrix holding exactly these rows is used as it is; otherwise each row is
+    taken from any finished matrix of the folder that holds it (a larger N reuses the smaller
+    N's certification and test rows, byte for byte), then from finished chunks, and
+    `compute(start, stop)` rolls out the rest, ten rows to a chunk. `started(done_rows)` is
+    told how many rows were already there."""
     folder = out / COSTS
     folder.mkdir(parents=True, exist_ok=True)
     ledger = Ledger(folder, "file", _fits_matrix, "cost matrix")
-    name = f"{role}.npy"
-    if ledger.read(name) is not None:  # finished and unchanged
+    found = listed_matrix(out, offset, rows, role)
+    if found is not None and ledger.read(found) is not None:  # finished and unchanged
         if started is not None:
             started(rows)
-        return folder / name
-    store = ChunkStore(folder / f"{role}.chunks", {**inputs, "role": role})
-    grid = [(slice(s, min(s + CHUNK_ROWS, rows)), slice(0, m)) for s in range(0, rows, CHUNK_ROWS)]
+        return folder / found
+    matrix = np.empty((rows, m), dtype=np.float64)
+    have = np.zeros(rows, dtype=bool)
+    for listed, entry in ledger.entries.items():
+        lo, hi = max(offset, entry["offset"]), min(offset + rows, entry["offset"] + entry["rows"])
+        if lo >= hi or have[lo - offset: hi - offset].all():
+            continue
+        data = ledger.read(listed)
+        if data is None:
+            continue
+        source = npy_from_bytes(data, str(folder / listed))
+        if source.shape != (entry["rows"], m):
+            continue
+        matrix[lo - offset: hi - offset] = source[lo - entry["offset"]: hi - entry["offset"]]
+        have[lo - offset: hi - offset] = True
+    store = ChunkStore(folder / ROWS, inputs)
+    grid = [(slice(a, b), slice(0, m)) for a, b in _missing(have, offset)]
     done = store.done(grid)
     if started is not None:
-        started(sum(s.stop - s.start for s, _ in grid if (s.start, 0) in done))
+        started(int(have.sum()) + sum(s.stop - s.start for s, _ in grid if (s.start, 0) in done))
     for s, _ in grid:
         if (s.start, 0) not in done:
             store.save((s.start, 0), compute(s.start, s.stop))
-    matrix = store.assemble(grid, (rows, m))
-    ledger.write(name, npy_bytes(matrix), rows=rows)
-    store.remove()
+        matrix[s.start - offset: s.stop - offset] = store.block(s, slice(0, m))
+    ledger.write(name, npy_bytes(matrix), offset=offset, rows=rows)
     return folder / name
+
+
+def _missing(have: np.ndarray, offset: int) -> list[tuple[int, int]]:
+    """The offset ranges not yet held, cut at multiples of CHUNK_ROWS (so the chunks of a
+    killed command line up with the next one's)."""
+    ranges, start = [], None
+    for i, held in enumerate([*have.tolist(), True]):
+        if not held and start is None:
+            start = i
+        elif held and start is not None:
+            a, b = offset + start, offset + i
+            while a < b:
+                cut = min(b, (a // CHUNK_ROWS + 1) * CHUNK_ROWS)
+                ranges.append((a, cut))
+                a = cut
+            start = None
+    return ranges
+
+
+def remove_chunks(out: Path) -> None:
+    """Drop the finished chunks once every matrix they fed is written and listed."""
+    shutil.rmtree(out / COSTS / ROWS, ignore_errors=True)

@@ -184,18 +184,22 @@ class ChunkStore:
         """The full matrix from the chunks of `grid`, each checked as it is read."""
         out = np.empty(shape, dtype=np.float64)
         for s, t in grid:
-            name = self.chunk_name((s.start, t.start))
-            path = self.folder / name
-            if name not in self.ledger or not path.is_file():
-                raise PacplanError(f"{path}: chunk missing after all chunks ran; rerun to "
-                                   "compute it")
-            block = self._read_block(path)
-            want = (s.stop - s.start, t.stop - t.start)
-            if block.shape != want:
-                raise PacplanError(f"{path}: chunk has shape {block.shape}, expected {want} "
-                                   "(its ledger entry was edited); delete it to recompute it")
-            out[s, t] = block
+            out[s, t] = self.block(s, t)
         return out
+
+    def block(self, s: slice, t: slice) -> np.ndarray:
+        """The finished chunk of rows `s` and columns `t`, checked as it is read."""
+        name = self.chunk_name((s.start, t.start))
+        path = self.folder / name
+        if name not in self.ledger or not path.is_file():
+            raise PacplanError(f"{path}: chunk missing after all chunks ran; rerun to "
+                               "compute it")
+        block = self._read_block(path)
+        want = (s.stop - s.start, t.stop - t.start)
+        if block.shape != want:
+            raise PacplanError(f"{path}: chunk has shape {block.shape}, expected {want} "
+                               "(its ledger entry was edited); delete it to recompute it")
+        return block
 
     def _read_block(self, path: Path) -> np.ndarray:
         data = self.files.checked(path.name)
