@@ -32,3 +32,15 @@ def fire_at_once(obs: np.ndarray) -> int:
 
 def broken(obs: np.ndarray) -> int:
     raise RuntimeError("sensor offline")
+
+
+def make_cartpole():
+    """An environment factory (`pacplan.certify_policy` takes one in Python)."""
+    import gymnasium as gym
+
+    return gym.make("CartPole-v1", max_episode_steps=60)
+
+
+def short_episode(episode) -> float:
+    """A cost function object: 1 when the pole fell within 30 steps."""
+    return float(episode.terminated and episode.length < 30)

@@ -12,7 +12,7 @@ overlap the declared training seeds are refused before any work.
 from __future__ import annotations
 
 import contextlib
-import json
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,8 +20,16 @@ from typing import Any
 
 import numpy as np
 
-from pacplan.certify_policy.policies import ImportedPolicy, load_policy
-from pacplan.certify_policy.rollout import NO_WEIGHTS, cost_rows
+from pacplan.certify_policy.inputs import (
+    check_flag,
+    identify,
+    load_policies,
+    make_world_for,
+    refuse_unidentified_resume,
+    unidentified,
+)
+from pacplan.certify_policy.policies import ImportedPolicy
+from pacplan.certify_policy.rollout import cost_rows
 from pacplan.certify_policy.seeds import DEFAULT_FIRST_SEED, Names, seed_ranges
 from pacplan.certify_policy.store import (
     CERTIFICATE,
@@ -84,10 +92,10 @@ class PolicyCertification:
         return lines
 
 
-def certify_policy(env_id: Any, policies: Sequence[str], *, n: int,
+def certify_policy(env_id: Any, policies: Sequence[Any], *, n: int,
                    out: str | Path | None = None, env_kwargs: Mapping[str, Any] | None = None,
                    first_seed: int = DEFAULT_FIRST_SEED,
-                   test_n: int = 0, cost: str = "return", success_key: str | None = None,
+                   test_n: int = 0, cost: Any = "return", success_key: str | None = None,
                    success_needs_terminated: bool = False,
                    return_bounds: Sequence[float] | None = None,
                    reward_bounds: Sequence[float] | None = None, horizon: int | None = None,
@@ -95,36 +103,53 @@ def certify_policy(env_id: Any, policies: Sequence[str], *, n: int,
                    clip_actions: bool = False, progress: bool = False,
                    log: Callable[[str], None] | None = None,
                    names: Names | None = None) -> PolicyCertification:
-    """Roll `policies` (SB3 .zip, .onnx or 'module:callable') out on environment `env_id` for
-    n certification seeds (and test_n test seeds after them) and certify the cost matrix;
-    everything is checked before the first rollout. Resumes a killed command's `out`
-    (default runs/certify-<env_id>). An action outside a Box action space is refused, or, with
-    `clip_actions`, clipped into it (and the certificate is then for the clipped policy).
+    """Roll `policies` out on environment `env_id` for n certification seeds (and test_n test
+    seeds after them) and certify the cost matrix; everything is checked before the first
+    rollout. Resumes a killed command's `out` (default runs/certify-<env_id>), and a larger or
+    smaller n or test_n reuses every row already rolled out.
 
-    `env_id` is a registered id, 'module:EnvId' (the module registers it and is imported
-    first, as `gymnasium.make` does) or a registered `gymnasium.envs.registration.EnvSpec`;
-    `env_kwargs` go to `gymnasium.make` (JSON values: they are part of the record)."""
+    Args:
+        env_id: a registered Gymnasium id, 'module:EnvId' (the module registers it and is
+            imported first, as `gymnasium.make` does), a registered `EnvSpec`, or a Python
+            environment (a `gymnasium.Env`, or a function or class returning one).
+        policies: each a path of a Stable-Baselines3 .zip or an .onnx file, 'module:callable',
+            or a Python object: a function obs -> action, a torch module, an SB3 model (with
+            its VecNormalize statistics, if any) or an onnxruntime session made from a file.
+            Several give a posterior over them.
+        n: certification seeds.
+        cost: "return" (with return_bounds or reward_bounds), "terminated", "success" (with
+            success_key, success_needs_terminated), 'module:function' or a function of the
+            episode record (`pacplan.worlds.gym_costs.Episode`) returning a number in [0, 1].
+        env_kwargs: keyword arguments for `gymnasium.make` (JSON values: they are recorded).
+        clip_actions: clip an action outside a Box action space into it (the certificate is
+            then for the clipped policy) instead of refusing it.
+        delta, first_seed, test_n, train_seeds, horizon: as on the command line.
+
+    Python objects are identified by their code's files and weights where they can be; a
+    lambda, closure, callable object or environment instance cannot be (its state is in no
+    file): the certificate says so and the folder cannot be resumed
+    (`pacplan.certify_policy.live`)."""
     names = names or Names()
-    env_id, env_kwargs = _environment(env_id, env_kwargs, names)
     check_delta(check_real(delta, names.delta))
     for flag, value in (("success_needs_terminated", success_needs_terminated),
                         ("clip_actions", clip_actions), ("progress", progress)):
-        _check_flag(value, names.spelling(flag))
+        check_flag(value, names.spelling(flag))
     seeds = seed_ranges(n, test_n, first_seed, train_seeds, names)
-    if isinstance(policies, str) or not isinstance(policies, Sequence) or not policies:
-        raise PacplanError("give one or more policies (a list of SB3 .zip, .onnx or "
-                           "'module:callable')")
-    try:
-        world = _world(env_id, env_kwargs, cost, success_key, success_needs_terminated,
-                       return_bounds, reward_bounds, horizon)
-    except PacplanError as exc:
-        raise PacplanError(names.reword(str(exc))) from None
+    if isinstance(policies, str | os.PathLike) or not isinstance(policies, Sequence) \
+            or not policies:
+        raise PacplanError("give one or more policies (a list of paths of SB3 .zip or .onnx "
+                           "files, 'module:callable' or Python objects)")
+    world, environment, cost_id = make_world_for(env_id, env_kwargs, cost, success_key,
+                                                 success_needs_terminated, return_bounds,
+                                                 reward_bounds, horizon, names)
     env = world.make_env()
-    loaded = [load_policy(str(p), env.observation_space, env.action_space) for p in policies]
-    _refuse_duplicates(loaded)
-    inputs = _inputs(world, loaded, seeds, bool(clip_actions))
-    out = Path(out) if out is not None else default_out(env_id)
-    refuse_output(out, {f"POLICY {p}": p for p in policies if Path(str(p)).exists()}, names.out)
+    loaded = load_policies(policies, env.observation_space, env.action_space)
+    inputs = identify(world, environment, cost_id, loaded, seeds, bool(clip_actions))
+    out = Path(out) if out is not None else default_out(world.env_id)
+    refuse_unidentified_resume(out, inputs, names.out)
+    _say_unidentified(inputs, log)
+    refuse_output(out, {f"POLICY {p}": p for p in policies
+                        if isinstance(p, str | os.PathLike) and Path(p).exists()}, names.out)
     from pacplan.run.lock import hold
 
     with removed_if_refused(out), hold(out, out / LOCK):
@@ -147,113 +172,13 @@ def certify_policy(env_id: Any, policies: Sequence[str], *, n: int,
     return PolicyCertification(certificate, out, inputs, [p.label for p in loaded])
 
 
-def _environment(env: Any, env_kwargs: Mapping[str, Any] | None,
-                 names: Names) -> tuple[str, dict[str, Any]]:
-    """(env id, kwargs) from an id or a registered EnvSpec and the caller's kwargs, checked:
-    kwargs must be JSON values with string keys, since they are recorded."""
-    import gymnasium as gym
-
-    what = names.spelling("env_id")
-    kwargs: dict[str, Any] = {}
-    if isinstance(env, gym.envs.registration.EnvSpec):
-        registered = gym.registry.get(env.id)
-        if registered is None or registered.entry_point != env.entry_point:
-            raise PacplanError(f"{what}: the EnvSpec {env.id!r} is not the one registered "
-                               "under its id: register it (gymnasium.register) first")
-        kwargs = {k: v for k, v in env.kwargs.items() if registered.kwargs.get(k, object()) != v}
-        env = env.id
-    if not isinstance(env, str) or not env.strip():
-        raise PacplanError(f"{what} must be a Gymnasium environment id, 'module:EnvId' or a "
-                           f"registered EnvSpec, got {_short(env)}")
-    if env_kwargs is not None:
-        if not isinstance(env_kwargs, Mapping) or not all(isinstance(k, str)
-                                                          for k in env_kwargs):
-            raise PacplanError(f"{names.spelling('env_kwargs')} must be a mapping of names to "
-                               f"values, got {_short(env_kwargs)}")
-        kwargs.update(env_kwargs)
-    try:
-        json.dumps(kwargs, allow_nan=False)
-    except (TypeError, ValueError):
-        raise PacplanError(f"{names.spelling('env_kwargs')} {_short(kwargs)}: every value must "
-                           "be JSON (numbers, strings, booleans, lists, mappings), as it is "
-                           "recorded with the certificate") from None
-    return env, kwargs
-
-
-def _short(value: Any, limit: int = 80) -> str:
-    text = " ".join(repr(value).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _world(env_id: str, env_kwargs: dict[str, Any], cost: str, success_key: str | None,
-           success_needs_terminated: bool, return_bounds: Sequence[float] | None,
-           reward_bounds: Sequence[float] | None, horizon: int | None) -> Any:
-    """The `gym` world that declares the environment, its horizon and the cost."""
-    from pacplan.worlds.base import make_world
-
-    options: dict[str, Any] = {"env_id": env_id, "cost": cost, "policy": NO_WEIGHTS}
-    if env_kwargs:
-        options["env_kwargs"] = env_kwargs
-    given = {"success_key": success_key, "return_bounds": return_bounds,
-             "reward_bounds": reward_bounds, "horizon": horizon}
-    options.update({k: (list(v) if isinstance(v, tuple) else v) for k, v in given.items()
-                    if v is not None})
-    if success_needs_terminated:
-        options["success_needs_terminated"] = True
-    return make_world("gym", **options)
-
-
-def _check_flag(value: object, name: str) -> None:
-    """True or False only: "no" is a string, not False."""
-    if not isinstance(value, bool | np.bool_):
-        raise PacplanError(f"{name} must be True or False, got {value!r}")
-
-
-def _refuse_duplicates(loaded: list[ImportedPolicy]) -> None:
-    seen: dict[str, str] = {}
-    for p in loaded:
-        if p.sha256 in seen:
-            raise PacplanError(f"policies {seen[p.sha256]} and {p.label} are the same policy "
-                               f"(sha256 {p.sha256[:12]}…): give each once")
-        seen[p.sha256] = p.label
-
-
-def _inputs(world: Any, loaded: list[ImportedPolicy], seeds: dict[str, list[int] | None],
-            clip_actions: bool) -> dict[str, Any]:
-    """Everything the cost matrices depend on (the stamp's identity): user code (a cost
-    function, an environment of the user's) by the sha256 of every user file it imports."""
-    from pacplan.io.user_code import user_code_sha256
-
-    rule = {"cost": world.cost, "success_key": world.success_key,
-            "success_needs_terminated": world.success_needs_terminated}
-    if world.cost == "return":
-        rule["return_bounds"] = [world.r_min, world.r_max]
-    if ":" in world.cost:  # the function's code is part of what the costs depend on
-        rule["cost_source_sha256"] = user_code_sha256(world.cost.partition(":")[0], world.cost)
-    inputs: dict[str, Any] = {"env": _env_record(world), "horizon": world.horizon,
-                              "cost": rule, "policies": [p.record() for p in loaded],
-                              "seeds": {"first": seeds["cert"][0],  # type: ignore[index]
-                                        "train": seeds["train"]}}
-    if clip_actions:
-        inputs["actions"] = "clipped into the action space"
-    return inputs
-
-
-def _env_record(world: Any) -> dict[str, Any]:
-    """What the environment is: its id, kwargs and Gymnasium's version, and for an
-    environment of the user's (its entry point in a user file) the sha256 of its code."""
-    import gymnasium as gym
-
-    from pacplan.io.user_code import user_code_sha256, user_files
-
-    record: dict[str, Any] = {"id": world.env_id, "kwargs": world.env_kwargs,
-                              "gymnasium": gym.__version__}
-    entry = gym.spec(world.registered_id()).entry_point
-    module = (entry.partition(":")[0] if isinstance(entry, str)
-              else getattr(entry, "__module__", None))
-    if module and user_files(module):
-        record["source_sha256"] = user_code_sha256(module, world.env_id)
-    return record
+def _say_unidentified(inputs: dict[str, Any], log: Callable[[str], None] | None) -> None:
+    """Say which inputs are objects the certificate cannot be re-verified from files for."""
+    which = unidentified(inputs)
+    if which and log is not None:
+        log(f"{', '.join(which)}: Python objects whose state is in no file (a lambda, a closure, "
+            "a callable object or an environment instance): the certificate says so, cannot be "
+            "re-verified from files, and this folder cannot be resumed")
 
 
 def _matrix(out: Path, role: str, label: str, seeds: dict[str, list[int] | None], world: Any,

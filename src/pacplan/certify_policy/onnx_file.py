@@ -202,23 +202,8 @@ class OnnxPolicy:
         """The action for one observation (`flat`: already flattened)."""
         x = obs if flat else spaces.flatten(self._obs_space, obs)
         x = np.asarray(x, dtype=np.float32).reshape(1, -1)
-        out = self._shape_checked(self._run(x, "an observation"))
-        if not all(map(math.isfinite, out.tolist())):  # NaN or ±inf: no argmax, no clip
-            shown = np.array2string(x[0], precision=4, threshold=8, max_line_width=10**6)
-            raise PacplanError(f"{self.label}: the model gave a non-finite output "
-                               f"({out[~np.isfinite(out)][0]}) for observation {shown}; no "
-                               "action is taken from it")
-        space = self._action_space
-        if isinstance(space, spaces.Discrete):
-            if out.size == int(space.n):
-                return np.int64(int(space.start) + int(np.argmax(out)))
-            index = round(float(out[0]))
-            if 0 <= index < int(space.n):
-                return np.int64(int(space.start) + index)
-            raise PacplanError(f"{self.label}: action index {out[0]!r} is outside {space}")
-        assert isinstance(space, spaces.Box)
-        action = np.clip(out.reshape(space.shape), space.low, space.high)
-        return action.astype(space.dtype)
+        return action_from_output(self.label, self._run(x, "an observation"), x[0],
+                                  self._action_space)
 
     def _run(self, x: np.ndarray, what: str) -> np.ndarray:
         """The model's first output on the batch `x`, the call under the watchdog: past
@@ -244,14 +229,39 @@ class OnnxPolicy:
         return np.asarray(out, dtype=np.float64).reshape(-1)
 
     def _shape_checked(self, out: np.ndarray) -> np.ndarray:
-        space = self._action_space
-        if isinstance(space, spaces.Discrete):
-            if out.size not in (int(space.n), 1):
-                raise PacplanError(f"{self.label}: the model gives {out.size} outputs; {space} "
-                                   f"needs {int(space.n)} scores or 1 action index")
-            return out
-        want = int(np.prod(space.shape))
-        if out.size != want:
-            raise PacplanError(f"{self.label}: the model gives {out.size} outputs; {space} "
-                               f"needs {want}")
+        return shape_checked(self.label, out, self._action_space)
+
+
+def shape_checked(label: str, out: np.ndarray, space: spaces.Space) -> np.ndarray:
+    """A network's flat output, if its size fits the convention for `space`."""
+    if isinstance(space, spaces.Discrete):
+        if out.size not in (int(space.n), 1):
+            raise PacplanError(f"{label}: the model gives {out.size} outputs; {space} "
+                               f"needs {int(space.n)} scores or 1 action index")
         return out
+    want = int(np.prod(space.shape))
+    if out.size != want:
+        raise PacplanError(f"{label}: the model gives {out.size} outputs; {space} needs {want}")
+    return out
+
+
+def action_from_output(label: str, out: np.ndarray, x: np.ndarray, space: spaces.Space) -> Any:
+    """The action a network's flat output `out` on observation `x` means under the module's
+    convention (start + argmax of n scores, or 1 index; a Box's values clipped to it); a
+    non-finite output is refused, never argmax-ed or clipped."""
+    out = shape_checked(label, out, space)
+    if not all(map(math.isfinite, out.tolist())):  # NaN or ±inf: no argmax, no clip
+        shown = np.array2string(x, precision=4, threshold=8, max_line_width=10**6)
+        raise PacplanError(f"{label}: the model gave a non-finite output "
+                           f"({out[~np.isfinite(out)][0]}) for observation {shown}; no "
+                           "action is taken from it")
+    if isinstance(space, spaces.Discrete):
+        if out.size == int(space.n):
+            return np.int64(int(space.start) + int(np.argmax(out)))
+        index = round(float(out[0]))
+        if 0 <= index < int(space.n):
+            return np.int64(int(space.start) + index)
+        raise PacplanError(f"{label}: action index {out[0]!r} is outside {space}")
+    assert isinstance(space, spaces.Box)
+    action = np.clip(out.reshape(space.shape), space.low, space.high)
+    return action.astype(space.dtype)

@@ -30,10 +30,17 @@ class ImportedPolicy:
     kind: str
     sha256: str
     act: Callable[[Any], Any]
+    source: str = "file"
+    """'file' (a path or module:callable: re-checkable from files), 'object' (a Python object
+    identified by its code's files and its weights), or 'unidentified' (a lambda, a closure, a
+    callable object: its state is in no file, so its sha256 is drawn at random)."""
 
-    def record(self) -> dict[str, str]:
+    def record(self) -> dict[str, Any]:
         """What the policy is, wherever its file lies: a run's identity holds this."""
-        return {"kind": self.kind, "sha256": self.sha256}
+        record: dict[str, Any] = {"kind": self.kind, "sha256": self.sha256}
+        if self.source != "file":
+            record["source"] = self.source
+        return record
 
 
 def load_policy(spec: str, observation_space: spaces.Space,

@@ -120,7 +120,12 @@ def is_user_file(path: str | Path) -> bool:
 
 def _origin(name: str) -> Path | None:
     """The source file of module `name` without running it (a package's parents may be
-    imported by `find_spec`, as `import` itself would)."""
+    imported by `find_spec`, as `import` itself would); a script run as __main__ has its
+    file."""
+    loaded = sys.modules.get(name)
+    if name == "__main__" or (loaded is not None and getattr(loaded, "__spec__", None) is None):
+        source = getattr(loaded, "__file__", None)
+        return Path(source) if isinstance(source, str) else None
     try:
         spec = importlib.util.find_spec(name)
     except (Exception, SystemExit):  # a parent package that fails: nothing to hash here

@@ -47,7 +47,7 @@ from pacplan.validation import (
     check_unit_costs,
 )
 from pacplan.worlds.gym_bounds import declared_reward_range, return_bounds_from_rewards
-from pacplan.worlds.gym_costs import BUILTIN_COSTS, Episode, cost_rule, episode_cost
+from pacplan.worlds.gym_costs import BUILTIN_COSTS, CostRule, Episode, cost_rule, episode_cost
 from pacplan.worlds.gym_policies import PolicyFamily, make_policy
 from pacplan.worlds.gym_steps import (
     check_observation,
@@ -153,12 +153,22 @@ class GymWorld:
         self.r_min, self.r_max = return_bounds_from_rewards(per_step, self.horizon,
                                                             f"{opt} {self.bounds_from}")
 
+    @classmethod
+    def from_factory(cls, factory: Callable[[], Any], label: str, **options: Any) -> GymWorld:
+        """A world whose environments come from `factory()` instead of Gymnasium's registry
+        (`pacplan.certify_policy` with an environment object); `label` stands for its id.
+        Such a world stays in its process (a factory is not an option a worker can rebuild)."""
+        world = cls.__new__(cls)
+        world._factory = factory
+        world.__init__(label, **options)  # type: ignore[misc]
+        return world
+
     def registered_id(self) -> str:
         """The id in Gymnasium's registry. 'module:EnvId' names the module that registers it,
         imported first as `gym.make` does (here through the user-code boundary, so a module
         that fails to import is one line, and in every worker process too)."""
         module, sep, name = self.env_id.rpartition(":")
-        if not sep:
+        if not sep or getattr(self, "_factory", None) is not None:
             return self.env_id
         if not (module and name):
             raise PacplanError(f"gym world: option env_id {self.env_id!r} must be an id or "
@@ -170,6 +180,10 @@ class GymWorld:
 
     def _spec_steps(self) -> int | None:
         import gymnasium as gym
+
+        if getattr(self, "_factory", None) is not None:
+            spec = getattr(self._pool(1)[0], "spec", None)
+            return getattr(spec, "max_episode_steps", None)
 
         try:
             return gym.spec(self.registered_id()).max_episode_steps
@@ -189,6 +203,9 @@ class GymWorld:
 
     def _make_env(self) -> Any:
         import gymnasium as gym
+
+        if getattr(self, "_factory", None) is not None:
+            return self._factory()
 
         try:
             return gym.make(self.registered_id(), max_episode_steps=self.horizon,
@@ -258,6 +275,12 @@ class GymWorld:
                     "are too narrow; widen them (costs are never clipped: that would void the "
                     "certificate)")
         return (self.r_max - episodes.returns) / (self.r_max - self.r_min)
+
+    def use_cost_function(self, label: str, function: Callable[[Episode], Any]) -> None:
+        """Cost episodes with a Python function (`pacplan.certify_policy` with a cost object);
+        `label` stands for its 'module:function'. Such a world stays in its process."""
+        self.cost, self.success_key, self.success_needs_terminated = label, None, False
+        self._rule = CostRule("function", target=label, function=function)
 
     def make_env(self) -> Any:
         """A fresh environment as this world builds its own (id, horizon, env_kwargs), for

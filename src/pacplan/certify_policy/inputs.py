@@ -1,0 +1,222 @@
+"""What a certify-policy command certifies, checked and identified before any rollout: the
+environment (an id, 'module:EnvId', a registered EnvSpec, or a Python environment or factory),
+the cost (a rule's name, 'module:function' or a Python function), the policies (paths,
+'module:callable' or Python objects: `pacplan.certify_policy.live`), and the record of them all
+that is the folder's identity (`identify`) and, with the seeds, the certificate's provenance.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from pacplan.certify_policy.policies import ImportedPolicy, load_policy
+from pacplan.certify_policy.rollout import NO_WEIGHTS
+from pacplan.certify_policy.seeds import Names
+from pacplan.certify_policy.store import is_policy_dir
+from pacplan.errors import PacplanError
+
+
+@dataclass(frozen=True)
+class Environment:
+    """How the environment was given: an id and kwargs, or a Python object (`factory` set,
+    `sha256` and `source` its identity as `pacplan.certify_policy.live` gives it)."""
+
+    env_id: str
+    kwargs: dict[str, Any]
+    factory: Any = None
+    sha256: str = ""
+    source: str = "file"
+
+
+def check_flag(value: object, name: str) -> None:
+    """True or False only: "no" is a string, not False."""
+    if not isinstance(value, bool | np.bool_):
+        raise PacplanError(f"{name} must be True or False, got {value!r}")
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = " ".join(repr(value).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def environment(env: Any, env_kwargs: Mapping[str, Any] | None, names: Names) -> Environment:
+    """The environment argument, checked: kwargs must be JSON values with string keys, since
+    they are recorded; a Python environment or factory takes no kwargs (it makes its own)."""
+    import gymnasium as gym
+
+    what = names.spelling("env_id")
+    kwargs: dict[str, Any] = {}
+    if isinstance(env, gym.envs.registration.EnvSpec):
+        registered = gym.registry.get(env.id)
+        if registered is None or registered.entry_point != env.entry_point:
+            raise PacplanError(f"{what}: the EnvSpec {env.id!r} is not the one registered "
+                               "under its id: register it (gymnasium.register) first")
+        kwargs = {k: v for k, v in env.kwargs.items() if registered.kwargs.get(k, object()) != v}
+        env = env.id
+    if not isinstance(env, str):
+        if isinstance(env, gym.Env) or callable(env):
+            from pacplan.certify_policy.live import env_factory
+
+            if env_kwargs:
+                raise PacplanError(f"{names.spelling('env_kwargs')} goes to gymnasium.make; an "
+                                   "environment given as an object or factory makes its own")
+            label, factory, sha, source = env_factory(env)
+            return Environment(label, {}, factory, sha, source)
+        raise PacplanError(f"{what} must be a Gymnasium environment id, 'module:EnvId', a "
+                           f"registered EnvSpec, an environment or a factory, got {_short(env)}")
+    if not env.strip():
+        raise PacplanError(f"{what} must be a Gymnasium environment id, got {env!r}")
+    if env_kwargs is not None:
+        if not isinstance(env_kwargs, Mapping) or not all(isinstance(k, str)
+                                                          for k in env_kwargs):
+            raise PacplanError(f"{names.spelling('env_kwargs')} must be a mapping of names to "
+                               f"values, got {_short(env_kwargs)}")
+        kwargs.update(env_kwargs)
+    try:
+        json.dumps(kwargs, allow_nan=False)
+    except (TypeError, ValueError):
+        raise PacplanError(f"{names.spelling('env_kwargs')} {_short(kwargs)}: every value must "
+                           "be JSON (numbers, strings, booleans, lists, mappings), as it is "
+                           "recorded with the certificate") from None
+    return Environment(env, kwargs)
+
+
+def make_world_for(env: Any, env_kwargs: Mapping[str, Any] | None, cost: Any,
+                   success_key: str | None, success_needs_terminated: bool,
+                   return_bounds: Sequence[float] | None, reward_bounds: Sequence[float] | None,
+                   horizon: int | None,
+                   names: Names) -> tuple[Any, Environment, tuple[str, str] | None]:
+    """(the `gym` world that declares the environment, its horizon and the cost; how the
+    environment was given; a cost function object's (sha256, source), set on the world after
+    it is built)."""
+    from pacplan.worlds.base import check_world_options
+    from pacplan.worlds.gym_world import GymWorld
+
+    given_env = environment(env, env_kwargs, names)
+    function = None
+    if not isinstance(cost, str):
+        from pacplan.certify_policy.live import cost_function
+
+        function = cost_function(cost)
+        cost = "terminated"  # the world is built with a rule, then given the function
+    options: dict[str, Any] = {"cost": cost, "policy": NO_WEIGHTS}
+    if given_env.kwargs:
+        options["env_kwargs"] = given_env.kwargs
+    given = {"success_key": success_key, "return_bounds": return_bounds,
+             "reward_bounds": reward_bounds, "horizon": horizon}
+    options.update({k: (list(v) if isinstance(v, tuple) else v) for k, v in given.items()
+                    if v is not None})
+    if success_needs_terminated:
+        options["success_needs_terminated"] = True
+    try:
+        check_world_options("gym", {"env_id": given_env.env_id, **options})
+        if given_env.factory is not None:
+            world = GymWorld.from_factory(given_env.factory, given_env.env_id, **options)
+        else:
+            from pacplan.worlds.base import make_world
+
+            world = make_world("gym", env_id=given_env.env_id, **options)
+    except PacplanError as exc:
+        raise PacplanError(names.reword(str(exc))) from None
+    if function is None:
+        return world, given_env, None
+    label, fn, sha, source = function
+    world.use_cost_function(label, fn)
+    return world, given_env, (sha, source)
+
+
+def load_policies(policies: Sequence[Any], observation_space: spaces.Space,
+                  action_space: spaces.Space) -> list[ImportedPolicy]:
+    """Each policy as something that acts, with its identity; the same policy twice is
+    refused (it would be certified as two)."""
+    loaded = []
+    for i, p in enumerate(policies):
+        if isinstance(p, str | os.PathLike):
+            loaded.append(load_policy(str(p), observation_space, action_space))
+        else:
+            from pacplan.certify_policy.live import policy_from_object
+
+            loaded.append(policy_from_object(p, i, observation_space, action_space))
+    seen: dict[str, str] = {}
+    for p in loaded:
+        if p.sha256 in seen:
+            raise PacplanError(f"policies {seen[p.sha256]} and {p.label} are the same policy "
+                               f"(sha256 {p.sha256[:12]}…): give each once")
+        seen[p.sha256] = p.label
+    return loaded
+
+
+def identify(world: Any, env: Environment, cost_identity: tuple[str, str] | None,
+             loaded: list[ImportedPolicy], seeds: dict[str, list[int] | None],
+             clip_actions: bool) -> dict[str, Any]:
+    """Everything the cost matrices depend on (the stamp's identity): user code (a cost
+    function, an environment of the user's) by the sha256 of every user file it imports."""
+    from pacplan.io.user_code import user_code_sha256
+
+    rule: dict[str, Any] = {"cost": world.cost, "success_key": world.success_key,
+                            "success_needs_terminated": world.success_needs_terminated}
+    if world.cost == "return":
+        rule["return_bounds"] = [world.r_min, world.r_max]
+    if cost_identity is not None:  # a Python function
+        rule["cost_source_sha256"], source = cost_identity
+        if source != "file":
+            rule["source"] = source
+    elif ":" in world.cost:  # the function's code is part of what the costs depend on
+        rule["cost_source_sha256"] = user_code_sha256(world.cost.partition(":")[0], world.cost)
+    inputs: dict[str, Any] = {"env": _env_record(world, env), "horizon": world.horizon,
+                              "cost": rule, "policies": [p.record() for p in loaded],
+                              "seeds": {"first": seeds["cert"][0],  # type: ignore[index]
+                                        "train": seeds["train"]}}
+    if clip_actions:
+        inputs["actions"] = "clipped into the action space"
+    return inputs
+
+
+def _env_record(world: Any, env: Environment) -> dict[str, Any]:
+    """What the environment is: its id, kwargs and Gymnasium's version, and for an
+    environment of the user's (its entry point in a user file) the sha256 of its code."""
+    import gymnasium as gym
+
+    from pacplan.io.user_code import user_code_sha256, user_files
+
+    record: dict[str, Any] = {"id": world.env_id, "kwargs": world.env_kwargs,
+                              "gymnasium": gym.__version__}
+    if env.factory is not None:
+        record["source_sha256"] = env.sha256
+        if env.source != "file":
+            record["source"] = env.source
+        return record
+    entry = gym.spec(world.registered_id()).entry_point
+    module = (entry.partition(":")[0] if isinstance(entry, str)
+              else getattr(entry, "__module__", None))
+    if module and user_files(module):
+        record["source_sha256"] = user_code_sha256(module, world.env_id)
+    return record
+
+
+def unidentified(inputs: dict[str, Any]) -> list[str]:
+    """The inputs that are Python objects with a random identity (state in no file)."""
+    found = [f"policy #{i}" for i, p in enumerate(inputs["policies"])
+             if p.get("source") == "unidentified"]
+    if inputs["cost"].get("source") == "unidentified":
+        found.append(f"cost {inputs['cost']['cost']}")
+    if inputs["env"].get("source") == "unidentified":
+        found.append(f"environment {inputs['env']['id']}")
+    return found
+
+
+def refuse_unidentified_resume(out: Path, inputs: dict[str, Any], option: str) -> None:
+    """A folder cannot be resumed with objects nothing can tell are still the same."""
+    which = unidentified(inputs)
+    if which and is_policy_dir(out):
+        raise PacplanError(f"{option} {out} is a certify-policy folder to resume, but "
+                           f"{', '.join(which)} cannot be identified across runs (a Python "
+                           f"object whose state is in no file): choose a new {option}")

@@ -1,0 +1,191 @@
+"""Python objects as `pacplan.certify_policy` inputs: a function, a torch module, a
+Stable-Baselines3 model or an onnxruntime session as a policy, a function as the cost, an
+environment factory or instance as the environment.
+
+Each is identified as far as it can be, because a resumed folder must never mix rows of two
+different policies, and the certificate says how far (`ImportedPolicy.source`):
+
+- a top-level function of a file of the user's is identified by that file and every user file
+  it imports, as `module:callable` is (source 'file');
+- a torch module and an SB3 model by their class's files, their library's version and the
+  sha256 of their weights (source 'object': stable, but there is no file to re-check);
+- an onnxruntime session made from a file is that file (source 'file');
+- anything whose state is in no file (a lambda, a closure, a bound method, a callable object,
+  an environment instance) gets a random sha256 (source 'unidentified'): it is certified, the
+  certificate says it cannot be re-verified from files, and a folder made with it cannot be
+  resumed, since nothing could tell whether the object is still the same.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import types
+import uuid
+from collections.abc import Callable
+from importlib import metadata
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from pacplan.certify_policy.policies import ImportedPolicy, load_policy
+from pacplan.errors import PacplanError
+from pacplan.io.user_code import calling_user_code, user_code_sha256, user_files
+
+
+def describe(obj: Any) -> str:
+    """A label for an object: module.qualname where it has one."""
+    name = getattr(obj, "__qualname__", None) or type(obj).__qualname__
+    module = getattr(obj, "__module__", None) or type(obj).__module__
+    return f"{module}.{name}"
+
+
+def function_identity(fn: Any) -> tuple[str, str]:
+    """(sha256, source) of a function: its files when it is a top-level function of a user's
+    file, else a random sha256 ('unidentified')."""
+    top_level = (isinstance(fn, types.FunctionType) and fn.__closure__ is None
+                 and "<" not in fn.__qualname__)
+    module = getattr(fn, "__module__", None)
+    if top_level and isinstance(module, str) and user_files(module):
+        return user_code_sha256(module, f"{module}:{fn.__qualname__}"), "file"
+    return _random_sha256(), "unidentified"
+
+
+def _random_sha256() -> str:
+    return hashlib.sha256(uuid.uuid4().bytes).hexdigest()
+
+
+def _weights_sha256(state: dict[str, Any], *parts: str) -> str:
+    """sha256 of a torch state dict (names, dtypes, shapes, bytes) and `parts`."""
+    digest = hashlib.sha256("\n".join(parts).encode())
+    for name in sorted(state):
+        tensor = state[name].detach().cpu().contiguous()
+        digest.update(f"\n{name}\n{tensor.dtype}\n{tuple(tensor.shape)}\n".encode())
+        try:
+            digest.update(tensor.numpy().tobytes())
+        except TypeError:  # a dtype numpy has not (bfloat16): its exact float64 values
+            digest.update(tensor.double().numpy().tobytes())
+    return digest.hexdigest()
+
+
+def _class_files(obj: Any) -> str:
+    module = type(obj).__module__
+    return user_code_sha256(module, describe(type(obj))) if user_files(module) else ""
+
+
+def policy_from_object(obj: Any, index: int, observation_space: spaces.Space,
+                       action_space: spaces.Space) -> ImportedPolicy:
+    """The policy a Python object is (module docstring); `index` names it in messages."""
+    if _is_sb3_model(obj):
+        return _sb3_model(obj, index)
+    if _is_torch_module(obj):
+        return _torch_module(obj, index, observation_space, action_space)
+    if type(obj).__module__.startswith("onnxruntime") and hasattr(obj, "get_inputs"):
+        path = getattr(obj, "_model_path", None)
+        if not isinstance(path, str) or not path:
+            raise PacplanError(f"policy #{index}: an onnxruntime session made from bytes has no "
+                               "file to identify it by: pass the .onnx file's path instead")
+        return load_policy(path, observation_space, action_space)
+    if callable(obj):
+        sha, source = function_identity(obj)
+        return ImportedPolicy(f"policy #{index} ({describe(obj)})", "callable", sha, obj,
+                              source)
+    raise PacplanError(f"policy #{index} is a {type(obj).__name__}: give a path (.zip, .onnx), "
+                       "'module:callable', a function obs -> action, a torch module, a "
+                       "Stable-Baselines3 model or an onnxruntime session")
+
+
+def _is_torch_module(obj: Any) -> bool:
+    return any(c.__module__ == "torch.nn.modules.module" and c.__name__ == "Module"
+               for c in type(obj).__mro__)
+
+
+def _is_sb3_model(obj: Any) -> bool:
+    return (any(c.__module__.startswith("stable_baselines3.") and c.__name__ == "BaseAlgorithm"
+                for c in type(obj).__mro__) and hasattr(obj, "predict"))
+
+
+def _torch_module(module: Any, index: int, observation_space: spaces.Space,
+                  action_space: spaces.Space) -> ImportedPolicy:
+    """A torch module on a float32 batch of one flattened observation, its output read as an
+    .onnx policy's (`onnx_file.action_from_output`); put in eval mode, without gradients."""
+    import torch
+
+    from pacplan.certify_policy.onnx_file import action_from_output
+
+    label = f"policy #{index} ({describe(type(module))})"
+    module.train(False)
+    sha = _weights_sha256(module.state_dict(), describe(type(module)), _class_files(module),
+                          f"torch {torch.__version__}")
+
+    def act(obs: Any) -> Any:
+        x = np.asarray(spaces.flatten(observation_space, obs), dtype=np.float32)
+        with torch.no_grad():
+            out = module(torch.as_tensor(x)[None])
+        if not isinstance(out, torch.Tensor):
+            raise PacplanError(f"{label}: forward returned a {type(out).__name__}, not a tensor")
+        return action_from_output(label, out.detach().cpu().double().numpy().reshape(-1), x,
+                                  action_space)
+
+    return ImportedPolicy(label, "torch module", sha, act, "object")
+
+
+def _sb3_model(model: Any, index: int) -> ImportedPolicy:
+    """SB3's own `predict(obs, deterministic=True)`, on observations normalized as the model's
+    VecNormalize (when it has one) normalizes them; identified by its weights and statistics."""
+    label = f"policy #{index} ({describe(type(model))})"
+    norm = model.get_vec_normalize_env() if hasattr(model, "get_vec_normalize_env") else None
+    parts = [describe(type(model)), _class_files(model),
+             f"stable-baselines3 {metadata.version('stable-baselines3')}"]
+    if norm is not None:
+        rms = norm.obs_rms
+        stats = np.concatenate([np.ravel(rms.mean), np.ravel(rms.var),
+                                [norm.clip_obs, norm.epsilon, float(norm.norm_obs)]])
+        parts.append(hashlib.sha256(np.asarray(stats, np.float64).tobytes()).hexdigest())
+    sha = _weights_sha256(model.policy.state_dict(), *parts)
+
+    def act(obs: Any) -> Any:
+        seen = norm.normalize_obs(obs) if norm is not None else obs
+        return model.predict(seen, deterministic=True)[0]
+
+    kind = "sb3 model" + (" with VecNormalize" if norm is not None else "")
+    return ImportedPolicy(label, kind, sha, act, "object")
+
+
+def cost_function(fn: Any) -> tuple[str, Callable[[Any], Any], str, str]:
+    """(label, function, sha256, source) of a cost given as a Python function."""
+    if not callable(fn):
+        raise PacplanError(f"cost must be one of return, terminated, success, "
+                           f"'module:function' or a function of the episode, got {fn!r}")
+    sha, source = function_identity(fn)
+    return f"python:{describe(fn)}", fn, sha, source
+
+
+def env_factory(env: Any) -> tuple[str, Callable[[], Any], str, str]:
+    """(label, factory, sha256, source) of an environment given as an instance or a factory
+    (a function or class returning one)."""
+    import gymnasium as gym
+
+    if isinstance(env, gym.Env):
+        return f"python:{describe(type(env))}", lambda: env, _random_sha256(), "unidentified"
+    if not callable(env):
+        raise PacplanError(f"env_id must be a Gymnasium environment id, 'module:EnvId', a "
+                           f"registered EnvSpec, an environment or a factory, got {env!r}")
+    sha, source = (function_identity(env) if not inspect.isclass(env)
+                   else ((_class_sha(env), "file") if user_files(env.__module__)
+                         else (_random_sha256(), "unidentified")))
+
+    def factory() -> Any:
+        with calling_user_code(f"environment factory {describe(env)} failed"):
+            made = env()
+        if not isinstance(made, gym.Env):
+            raise PacplanError(f"environment factory {describe(env)} returned a "
+                               f"{type(made).__name__}, not a gymnasium.Env")
+        return made
+
+    return f"python:{describe(env)}", factory, sha, source
+
+
+def _class_sha(cls: type) -> str:
+    return user_code_sha256(cls.__module__, f"{cls.__module__}:{cls.__qualname__}")

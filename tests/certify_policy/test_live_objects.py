@@ -1,0 +1,173 @@
+"""`pacplan.certify_policy` takes what a Python user has in hand (issue 51): functions, torch
+modules, SB3 models (with VecNormalize), onnxruntime sessions, cost functions, environment
+factories and instances. Each is certified as its path or 'module:callable' twin would be, is
+identified as far as it can be, and what cannot be identified is said and never resumed."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import pacplan
+import user_policies
+from pacplan.certify_policy import certify_policy
+from pacplan.errors import PacplanError
+
+FIRST = 1_000_000
+ARGS = {"n": 8, "cost": "terminated", "horizon": 60}
+
+
+def _costs(result: Any) -> np.ndarray:
+    return np.load(result.certificate.cert_matrix.path)
+
+
+def _record(result: Any) -> dict:
+    cert = json.loads(result.certificate_path.read_text())
+    return cert["provenance"]["certify_policy"]
+
+
+def _terminated(act: Any, seeds: range, horizon: int = 60) -> list[float]:
+    """The oracle: whether each raw episode terminated within the horizon."""
+    out = []
+    for seed in seeds:
+        env = gym.make("CartPole-v1", max_episode_steps=horizon)
+        obs, _ = env.reset(seed=seed)
+        done = False
+        for _ in range(horizon):
+            obs, _, terminated, truncated, _ = env.step(act(obs))
+            if terminated or truncated:
+                done = bool(terminated)
+                break
+        out.append(float(done))
+    return out
+
+
+def test_the_front_door_has_a_real_signature() -> None:
+    params = inspect.signature(pacplan.certify_policy).parameters
+    assert list(params)[:3] == ["env_id", "policies", "n"] and "env_kwargs" in params
+    assert "torch module" in (pacplan.certify_policy.__doc__ or "")
+
+
+def test_a_function_is_its_module_callable_twin(tmp_path: Path) -> None:
+    by_name = certify_policy("CartPole-v1", ["user_policies:lean"], out=tmp_path / "o", **ARGS)
+    resumed = certify_policy("CartPole-v1", [user_policies.lean], out=tmp_path / "o", **ARGS)
+    assert resumed.inputs == by_name.inputs  # the same identity: the folder resumes
+    assert np.array_equal(_costs(resumed), _costs(by_name))
+
+
+def test_what_cannot_be_identified_is_said_and_never_resumed(tmp_path: Path) -> None:
+    logged: list[str] = []
+    out = tmp_path / "o"
+    result = certify_policy("CartPole-v1", [lambda obs: int(obs[2] > 0)], out=out,
+                            log=logged.append, **ARGS)
+    assert _record(result)["policies"][0]["source"] == "unidentified"
+    assert np.array_equal(_costs(result)[:, 0],
+                          _terminated(user_policies.lean, range(FIRST, FIRST + 8)))
+    assert any("policy #0: Python objects whose state is in no file" in m for m in logged)
+    with pytest.raises(PacplanError, match="policy #0 cannot be identified across runs"):
+        certify_policy("CartPole-v1", [lambda obs: int(obs[2] > 0)], out=out, **ARGS)
+
+
+def test_a_torch_module_acts_as_its_onnx_convention_says(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2))
+
+    def act(obs: np.ndarray) -> int:
+        with torch.no_grad():
+            return int(torch.argmax(net(torch.as_tensor(obs, dtype=torch.float32)[None])))
+
+    out = tmp_path / "o"
+    result = certify_policy("CartPole-v1", [net], out=out, **ARGS)
+    assert _costs(result)[:, 0].tolist() == _terminated(act, range(FIRST, FIRST + 8))
+    assert _record(result)["policies"][0]["source"] == "object"
+    again = certify_policy("CartPole-v1", [net], out=out, **ARGS)  # stable identity: resumes
+    assert again.inputs == result.inputs
+    with torch.no_grad():
+        net[0].weight[0, 0] += 1.0
+    with pytest.raises(PacplanError, match="holds a certify-policy run of other inputs "
+                                           r"\(policies was"):
+        certify_policy("CartPole-v1", [net], out=out, **ARGS)
+
+
+def test_an_sb3_model_is_its_zip(ppo_cartpole: tuple[Path, Any], tmp_path: Path) -> None:
+    path, model = ppo_cartpole
+    from_zip = certify_policy("CartPole-v1", [str(path)], out=tmp_path / "zip", **ARGS)
+    from_model = certify_policy("CartPole-v1", [model], out=tmp_path / "model", **ARGS)
+    assert np.array_equal(_costs(from_model), _costs(from_zip))
+    assert _record(from_model)["policies"][0]["kind"] == "sb3 model"
+
+
+def test_an_sb3_model_with_vecnormalize_sees_normalized_observations(tmp_path: Path) -> None:
+    sb3 = pytest.importorskip("stable_baselines3")
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+
+    venv = VecNormalize(DummyVecEnv([lambda: gym.make("CartPole-v1")]), norm_reward=False)
+    model = sb3.PPO("MlpPolicy", venv, n_steps=64, batch_size=32, n_epochs=1, seed=0,
+                    device="cpu", policy_kwargs={"net_arch": [8]})
+    model.learn(128)
+    norm = model.get_vec_normalize_env()
+    assert norm is not None and not np.allclose(norm.obs_rms.var, 1.0)
+
+    def act(obs: np.ndarray) -> Any:
+        return model.predict(norm.normalize_obs(obs), deterministic=True)[0]
+
+    result = certify_policy("CartPole-v1", [model], out=tmp_path / "o", **ARGS)
+    assert _costs(result)[:, 0].tolist() == _terminated(act, range(FIRST, FIRST + 8))
+    assert _record(result)["policies"][0]["kind"] == "sb3 model with VecNormalize"
+
+
+def test_an_onnxruntime_session_is_its_file(tmp_path: Path) -> None:
+    ort = pytest.importorskip("onnxruntime")
+    from test_user_code_boundary import _linear_onnx
+
+    model = _linear_onnx(tmp_path / "m.onnx", 4, 2)
+    by_path = certify_policy("CartPole-v1", [str(model)], out=tmp_path / "a", **ARGS)
+    by_session = certify_policy("CartPole-v1", [ort.InferenceSession(str(model))],
+                                out=tmp_path / "a", **ARGS)
+    assert by_session.inputs == by_path.inputs
+    with pytest.raises(PacplanError, match="made from bytes has no file"):
+        certify_policy("CartPole-v1", [ort.InferenceSession(model.read_bytes())],
+                       out=tmp_path / "b", **ARGS)
+
+
+def test_a_cost_function_and_an_environment_factory(tmp_path: Path) -> None:
+    args = {"n": 8, "horizon": 60}
+    by_name = certify_policy("CartPole-v1", ["user_policies:lean"],
+                             cost="user_policies:short_episode", out=tmp_path / "a", **args)
+    by_object = certify_policy(user_policies.make_cartpole, ["user_policies:lean"],
+                               cost=user_policies.short_episode, out=tmp_path / "b", **args)
+    assert np.array_equal(_costs(by_object), _costs(by_name))
+    record = _record(by_object)
+    assert record["cost"]["cost"] == "python:user_policies.short_episode"
+    assert "source" not in record["cost"] and "source" not in record["env"]
+    instance = certify_policy(gym.make("CartPole-v1"), ["user_policies:lean"],
+                              cost=lambda e: float(e.terminated), out=tmp_path / "c", **args)
+    record = _record(instance)
+    assert record["env"]["source"] == "unidentified" and record["cost"]["source"] == \
+        "unidentified"
+
+
+@pytest.mark.parametrize(("kwargs", "words"), [
+    ({"policies": [42]}, "policy #0 is a int: give a path"),
+    ({"policies": [user_policies.lean], "cost": 3}, "cost must be one of return"),
+    ({"policies": [user_policies.lean], "env_id": lambda: 7},
+     "returned a int, not a gymnasium.Env"),
+    ({"policies": [lambda obs: np.array([0.5, 0.5])]}, "is not an integer"),
+    ({"policies": [user_policies.lean], "env_id": user_policies.make_cartpole,
+      "env_kwargs": {"a": 1}}, "an environment given as an object or factory makes its own"),
+])
+def test_objects_that_do_not_fit_are_one_line(tmp_path: Path, kwargs: dict,
+                                              words: str) -> None:
+    call = {"env_id": "CartPole-v1", "cost": "terminated", **kwargs}
+    with pytest.raises(PacplanError) as info:
+        certify_policy(call.pop("env_id"), call.pop("policies"), n=3, out=tmp_path / "o",
+                       **call)
+    assert words in str(info.value) and "\n" not in str(info.value)
+    assert not (tmp_path / "o").exists()
