@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -100,7 +100,8 @@ def certify_policy(env_id: Any, policies: Sequence[Any], *, n: int,
                    return_bounds: Sequence[float] | None = None,
                    reward_bounds: Sequence[float] | None = None, horizon: int | None = None,
                    delta: float = 0.01, train_seeds: Sequence[int] | None = None,
-                   clip_actions: bool = False, progress: bool = False,
+                   clip_actions: bool = False, workers: int = 1, executor: str = "serial",
+                   progress: bool = False,
                    log: Callable[[str], None] | None = None,
                    names: Names | None = None) -> PolicyCertification:
     """Roll `policies` out on environment `env_id` for n certification seeds (and test_n test
@@ -123,6 +124,9 @@ def certify_policy(env_id: Any, policies: Sequence[Any], *, n: int,
         env_kwargs: keyword arguments for `gymnasium.make` (JSON values: they are recorded).
         clip_actions: clip an action outside a Box action space into it (the certificate is
             then for the clipped policy) instead of refusing it.
+        workers, executor: roll out in `workers` processes ("processes", the default when
+            workers > 1) or on Ray ("ray"); the costs are those of one process, bit for bit.
+            Only inputs given by name or path travel to other processes.
         delta, first_seed, test_n, train_seeds, horizon: as on the command line.
 
     Python objects are identified by their code's files and weights where they can be; a
@@ -152,13 +156,20 @@ def certify_policy(env_id: Any, policies: Sequence[Any], *, n: int,
                         if isinstance(p, str | os.PathLike) and Path(p).exists()}, names.out)
     from pacplan.run.lock import hold
 
-    with removed_if_refused(out), hold(out, out / LOCK):
+    executor, spec = _parallel(executor, workers, policies, env_id, environment, loaded,
+                               {"cost": cost, "success_key": success_key,
+                                "success_needs_terminated": success_needs_terminated,
+                                "return_bounds": return_bounds, "reward_bounds": reward_bounds,
+                                "horizon": horizon, "clip_actions": clip_actions}, names)
+    rollouts = _Rollouts(world, env, loaded, bool(clip_actions), executor, spec)
+    with removed_if_refused(out), hold(out, out / LOCK), contextlib.ExitStack() as stack:
+        if executor is not None:
+            stack.callback(executor.close)
         stamp(out, inputs, names.out, {"policy_files": [p.label for p in loaded]})
         paths = {}
         for role, label in (("cert", "certification"), ("test", "test")):
             if seeds[role] is not None:
-                paths[role] = _matrix(out, role, label, seeds, world, env, loaded, inputs,
-                                      bool(clip_actions), progress, log)
+                paths[role] = _matrix(out, role, label, seeds, rollouts, inputs, progress, log)
         remove_chunks(out)
         cert = load_cost_matrix(paths["cert"], name=str(paths["cert"]))
         test = (load_cost_matrix(paths["test"], name=str(paths["test"]))
@@ -181,9 +192,67 @@ def _say_unidentified(inputs: dict[str, Any], log: Callable[[str], None] | None)
             "re-verified from files, and this folder cannot be resumed")
 
 
-def _matrix(out: Path, role: str, label: str, seeds: dict[str, list[int] | None], world: Any,
-            env: Any, loaded: list[ImportedPolicy], inputs: dict[str, Any], clip_actions: bool,
-            progress: bool, log: Callable[[str], None] | None) -> Path:
+@dataclass
+class _Rollouts:
+    """Where rows are rolled out: in this process (`world`, `env`, `loaded`), or by an
+    executor's workers on the `policy-rollouts` world (`spec`), with the same costs."""
+
+    world: Any
+    env: Any
+    loaded: list[ImportedPolicy]
+    clip_actions: bool
+    executor: Any = None
+    spec: Any = None
+    clipped: list[int] = field(default_factory=lambda: [0])
+
+    def rows(self, first: int, ranges: list[tuple[int, int]],
+             advance: Callable[[], None]) -> Iterator[tuple[int, np.ndarray]]:
+        """(index, costs of seeds first + a … first + b − 1) for each (a, b) in `ranges`."""
+        if self.spec is None:
+            for i, (a, b) in enumerate(ranges):
+                yield i, cost_rows(self.world, self.env, self.loaded, range(first + a, first + b),
+                                   advance, self.clip_actions, self.clipped)
+            return
+        thetas = np.arange(len(self.loaded), dtype=np.float32).reshape(-1, 1)
+        blocks = [(np.arange(first + a, first + b, dtype=np.int64), thetas) for a, b in ranges]
+        for i, block in self.executor.run_blocks(self.spec, blocks):
+            for _ in range(len(block)):
+                advance()
+            yield i, block
+
+
+def _parallel(kind: str, workers: int, policies: Sequence[Any], env_id: Any,
+              environment: Any, loaded: list[ImportedPolicy], options: dict[str, Any],
+              names: Names) -> tuple[Any, Any]:
+    """(executor, world spec) for `kind` with `workers`, or (None, None) for this process."""
+    from pacplan.choices import EXECUTORS
+    from pacplan.validation import check_choice, check_int
+
+    check_choice(names.spelling("executor"), kind, EXECUTORS)
+    check_int(workers, names.spelling("workers"), minimum=1)
+    if kind == "serial" and workers == 1:
+        return None, None
+    from pacplan.certify_policy.world import NAME, world_options
+    from pacplan.run.executors import make_executor
+    from pacplan.run.tasks import WorldSpec
+
+    specs = [str(Path(p).resolve()) if isinstance(p, str | os.PathLike) and Path(p).is_file()
+             else p for p in policies]
+    opts = world_options(specs, [p.sha256 for p in loaded],
+                         env_id if environment.factory is None else None, environment.kwargs,
+                         options)
+    if opts is None:
+        raise PacplanError(f"{names.spelling('workers')} > 1 and {names.spelling('executor')} "
+                           "processes or ray roll out in other processes, where Python objects "
+                           "cannot go: give the environment, policies and cost by name or "
+                           "path, or roll out in this process")
+    kind = "processes" if kind == "serial" else kind
+    return make_executor(kind, workers), WorldSpec(NAME, opts)
+
+
+def _matrix(out: Path, role: str, label: str, seeds: dict[str, list[int] | None],
+            rollouts: _Rollouts, inputs: dict[str, Any], progress: bool,
+            log: Callable[[str], None] | None) -> Path:
     """The cost matrix of `role`'s seeds (`pacplan.certify_policy.store.cost_matrix`), with a
     bar that counts the rows already done."""
     rng, first = seeds[role], seeds["cert"][0]  # type: ignore[index]
@@ -200,16 +269,14 @@ def _matrix(out: Path, role: str, label: str, seeds: dict[str, list[int] | None]
             bar.append(stack.enter_context(progress_bar(progress and done < rows,
                                                         f"{label} rollouts", rows, done)))
 
-        clipped = [0]
+        def compute(ranges: list[tuple[int, int]]) -> Iterator[tuple[int, np.ndarray]]:
+            return rollouts.rows(first, ranges, bar[0].advance)
 
-        def compute(start: int, stop: int) -> Any:
-            return cost_rows(world, env, loaded, range(first + start, first + stop),
-                             bar[0].advance, clip_actions, clipped)
-
+        rollouts.clipped[0] = 0
         name = matrix_name(role, n, test_n, set(listed_files(out)))
-        path = cost_matrix(out, role, name, offset, rows, len(loaded), inputs, compute,
-                           started)
-    if clipped[0] and log is not None:
-        log(f"{clipped[0]} {label} actions were outside the action space and were clipped "
-            "into it (clip_actions)")
+        path = cost_matrix(out, role, name, offset, rows, len(rollouts.loaded), inputs,
+                           compute, started)
+    if rollouts.clipped[0] and log is not None:
+        log(f"{rollouts.clipped[0]} {label} actions were outside the action space and were "
+            "clipped into it (clip_actions)")
     return path

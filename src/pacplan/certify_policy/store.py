@@ -161,14 +161,16 @@ def listed_matrix(out: Path, offset: int, rows: int, role: str) -> str | None:
 
 
 def cost_matrix(out: Path, role: str, name: str, offset: int, rows: int, m: int,
-                inputs: dict[str, Any], compute: Callable[[int, int], np.ndarray],
+                inputs: dict[str, Any],
+                compute: Callable[[list[tuple[int, int]]], Iterator[tuple[int, np.ndarray]]],
                 started: Callable[[int], None] | None = None) -> Path:
     """costs/<name>: the costs of seeds offset … offset + rows − 1 (offsets from the first
     seed). A listed matrix holding exactly these rows is used as it is; otherwise each row is
     taken from any finished matrix of the folder that holds it (a larger N reuses the smaller
     N's certification and test rows, byte for byte), then from finished chunks, and
-    `compute(start, stop)` rolls out the rest, ten rows to a chunk. `started(done_rows)` is
-    told how many rows were already there."""
+    `compute(ranges)` rolls out the rest, ten rows to a chunk, yielding (index into ranges,
+    rows start … stop − 1) as each finishes, in any order. `started(done_rows)` is told how
+    many rows were already there."""
     folder = out / COSTS
     folder.mkdir(parents=True, exist_ok=True)
     ledger = Ledger(folder, "file", _fits_matrix, "cost matrix")
@@ -196,9 +198,10 @@ def cost_matrix(out: Path, role: str, name: str, offset: int, rows: int, m: int,
     done = store.done(grid)
     if started is not None:
         started(int(have.sum()) + sum(s.stop - s.start for s, _ in grid if (s.start, 0) in done))
+    todo = [s for s, _ in grid if (s.start, 0) not in done]
+    for i, block in compute([(s.start, s.stop) for s in todo]):
+        store.save((todo[i].start, 0), block)
     for s, _ in grid:
-        if (s.start, 0) not in done:
-            store.save((s.start, 0), compute(s.start, s.stop))
         matrix[s.start - offset: s.stop - offset] = store.block(s, slice(0, m))
     ledger.write(name, npy_bytes(matrix), offset=offset, rows=rows)
     return folder / name

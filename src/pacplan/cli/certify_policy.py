@@ -22,7 +22,8 @@ _FLAGS = Names(n="--n", test_n="--test-n", first_seed="--first-seed",
                         ("success_needs_terminated", "--success-needs-terminated"),
                         ("success_key", "--success-key"), ("horizon", "--horizon"),
                         ("env_id", "ENV_ID"), ("cost", "--cost"),
-                        ("clip_actions", "--clip-actions"), ("env_kwargs", "--env-kwargs")),
+                        ("clip_actions", "--clip-actions"), ("env_kwargs", "--env-kwargs"),
+                        ("workers", "--workers"), ("executor", "--executor")),
                notation=(("[R_min, R_max]", "LO,HI"), ("[r_min, r_max]", "LO,HI")),
                delta="--delta")
 
@@ -117,6 +118,10 @@ def certify_policy_cmd(
                                            "overlapping ones are refused."),
     out: Path | None = typer.Option(None, "--out", metavar="DIR", help="Folder to write "
                                     "(default runs/certify-ENV_ID); an existing one resumes."),
+    workers: int = typer.Option(1, "--workers", metavar="K", help="Roll out in K processes "
+                                "(the costs are one process's, bit for bit)."),
+    executor: str = typer.Option("serial", "--executor", metavar="KIND", help="serial, "
+                                 "processes (the default with --workers K > 1) or ray."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
     as_json: bool = typer.Option(False, "--json", help="Print the certificate as one JSON "
                                  "object."),
@@ -135,6 +140,7 @@ def certify_policy_cmd(
             return_bounds=_pair(return_bounds, "--return-bounds"),
             reward_bounds=_pair(reward_bounds, "--reward-bounds"), horizon=horizon, delta=delta,
             train_seeds=_seed_range(train_seeds, "--train-seeds"), clip_actions=clip_actions,
+            workers=workers, executor=executor,
             progress=not (quiet or as_json),
             log=None if as_json else lambda msg: console.print(f"[dim]{escape(msg)}[/]"),
             names=_FLAGS)

@@ -148,6 +148,14 @@ class Executor:
             s, t = grid[idx]
             yield Chunk(seeds=s, thetas=t, block=result[0])
 
+    def run_blocks(self, spec: WorldSpec, blocks: Sequence[Block]
+                   ) -> Iterator[tuple[int, np.ndarray]]:
+        """(index, costs) of each (seeds, thetas) block, one task each, as each finishes: for a
+        caller that keeps its own grid (`pacplan certify-policy`'s seed-offset chunks)."""
+        checked = [_check_inputs(thetas, seeds)[::-1] for seeds, thetas in blocks]
+        for idx, result in self._run(spec, [[b] for b in checked]):
+            yield idx, result[0]
+
     def cost_matrix(self, spec: WorldSpec, thetas: np.ndarray, seeds: np.ndarray) -> np.ndarray:
         """Costs (n_seeds, k) of every theta on every seed."""
         thetas, seeds = _check_inputs(thetas, seeds)

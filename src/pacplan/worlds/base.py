@@ -57,6 +57,8 @@ class WorldEntry:
 _REGISTRY: dict[str, WorldEntry] = {
     "toy": WorldEntry("pacplan.worlds.toy:ToyWorld"),
     "gym": WorldEntry("pacplan.worlds.gym_world:GymWorld"),  # any registered Gymnasium env
+    # certify-policy's rollouts of imported policies (its --workers / --executor ray)
+    "policy-rollouts": WorldEntry("pacplan.certify_policy.world:PolicyRollouts"),
     "uav": WorldEntry("pacplan.worlds.uav:UAVWorld",
                       renderer="pacplan.worlds.uav.render:render_figure",
                       gym_id="pacplan/UAVObstacleField-v0",

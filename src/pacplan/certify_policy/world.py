@@ -1,0 +1,77 @@
+"""certify-policy's rollouts as a pacplan world (`policy-rollouts`), so its rows run on any
+executor (`--workers`, `--executor ray`) with the costs the serial path gives, bit for bit.
+
+A policy "weight vector" here is one number: the index of a policy among `policies`, each a
+path or 'module:callable' (Python objects cannot travel to another process and stay in the
+driver's serial path). Every worker loads the policies itself and checks each against the
+sha256 the driver recorded, so a policy file changed during the command is refused, never
+mixed into the matrix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from pacplan.certify_policy.inputs import load_policies, make_world_for
+from pacplan.certify_policy.rollout import cost_rows
+from pacplan.certify_policy.seeds import Names
+from pacplan.errors import PacplanError
+from pacplan.validation import check_policies, check_seeds
+
+NAME = "policy-rollouts"
+"""The world's name in pacplan's registry (`pacplan.worlds.base`)."""
+
+
+class PolicyRollouts:
+    """Rollouts of imported policies on a Gymnasium environment, costed by a declared rule."""
+
+    name = NAME
+
+    def __init__(self, env_id: str, policies: list[str], policy_sha256: list[str],
+                 env_kwargs: dict[str, Any] | None = None, cost: str = "return",
+                 success_key: str | None = None, success_needs_terminated: bool = False,
+                 return_bounds: list[float] | None = None,
+                 reward_bounds: list[float] | None = None, horizon: int | None = None,
+                 clip_actions: bool = False) -> None:
+        self._world, _, _ = make_world_for(env_id, env_kwargs, cost, success_key,
+                                           success_needs_terminated, return_bounds,
+                                           reward_bounds, horizon, Names())
+        self._env = self._world.make_env()
+        self._policies = load_policies(policies, self._env.observation_space,
+                                       self._env.action_space)
+        for p, want in zip(self._policies, policy_sha256, strict=True):
+            if p.sha256 != want:
+                raise PacplanError(f"policy {p.label} changed while it was being certified "
+                                   f"(sha256 {p.sha256[:12]}…, was {want[:12]}…)")
+        self._clip = clip_actions
+
+    def policy_dim(self) -> int:
+        return 1
+
+    def costs(self, thetas: np.ndarray, seeds: np.ndarray) -> np.ndarray:
+        """(n, k) costs of the policies whose indices are `thetas[:, 0]` on `seeds`."""
+        th = check_policies(thetas, 1, "policy-rollouts: policy indices")
+        index = th[:, 0].astype(np.int64)
+        if not (np.array_equal(index, th[:, 0]) and (index >= 0).all()
+                and (index < len(self._policies)).all()):
+            raise PacplanError(f"policy-rollouts: policy indices must be 0 … "
+                               f"{len(self._policies) - 1}, got {th[:, 0].tolist()}")
+        chosen = [self._policies[i] for i in index]
+        return cost_rows(self._world, self._env, chosen, check_seeds(seeds).tolist(),
+                         clip_actions=self._clip)
+
+
+def world_options(policies: Sequence[Any], sha256: Sequence[str], env_id: Any,
+                  env_kwargs: dict[str, Any], options: dict[str, Any]) -> dict[str, Any] | None:
+    """The `policy-rollouts` options for these inputs, or None when one of them is a Python
+    object (which only the driver's process holds)."""
+    if not isinstance(env_id, str) or not all(isinstance(p, str) for p in policies) \
+            or not isinstance(options.get("cost", "return"), str):
+        return None
+    given = {k: (list(v) if isinstance(v, tuple) else v) for k, v in options.items()
+             if v is not None and v is not False}
+    return {"env_id": env_id, "policies": list(policies), "policy_sha256": list(sha256),
+            **({"env_kwargs": env_kwargs} if env_kwargs else {}), **given}
