@@ -171,3 +171,46 @@ def test_objects_that_do_not_fit_are_one_line(tmp_path: Path, kwargs: dict,
                        **call)
     assert words in str(info.value) and "\n" not in str(info.value)
     assert not (tmp_path / "o").exists()
+
+
+def test_vecnormalize_statistics_from_an_npz_without_a_pickle(tmp_path: Path) -> None:
+    """A zip trained under VecNormalize, its statistics converted to an .npz as the docs say:
+    the command line's rollouts are SB3's on SB3's own normalized observations, in one
+    process or two."""
+    sb3 = pytest.importorskip("stable_baselines3")
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+
+    venv = VecNormalize(DummyVecEnv([lambda: gym.make("CartPole-v1")]), norm_reward=False)
+    model = sb3.PPO("MlpPolicy", venv, n_steps=64, batch_size=32, n_epochs=1, seed=1,
+                    device="cpu", policy_kwargs={"net_arch": [8]})
+    model.learn(128)
+    model.save(tmp_path / "ppo.zip")
+    venv.save(str(tmp_path / "vecnormalize.pkl"))
+    # the conversion, in the user's own trusted environment (docs/certify-policy.md)
+    vn = VecNormalize.load(str(tmp_path / "vecnormalize.pkl"),
+                           DummyVecEnv([lambda: gym.make("CartPole-v1")]))
+    np.savez(tmp_path / "vecnormalize.npz", mean=vn.obs_rms.mean, var=vn.obs_rms.var,
+             clip_obs=vn.clip_obs, epsilon=vn.epsilon)
+    assert not np.allclose(vn.obs_rms.var, 1.0)
+
+    def act(obs: np.ndarray) -> Any:
+        return model.predict(vn.normalize_obs(obs), deterministic=True)[0]
+
+    want = _terminated(act, range(FIRST, FIRST + 8))
+    for workers in (1, 2):
+        result = certify_policy("CartPole-v1", [str(tmp_path / "ppo.zip")],
+                                obs_normalization=tmp_path / "vecnormalize.npz",
+                                workers=workers, out=tmp_path / f"w{workers}", **ARGS)
+        assert _costs(result)[:, 0].tolist() == want
+        assert _record(result)["obs_normalization"]["file"] == "vecnormalize.npz"
+    bad = tmp_path / "bad.npz"
+    np.savez(bad, mean=np.zeros(3), var=np.ones(3), clip_obs=10.0, epsilon=1e-8)
+    with pytest.raises(PacplanError, match=r"mean \(3,\) and var \(3,\) must have the "
+                                           r"observations' shape \(4,\)"):
+        certify_policy("CartPole-v1", [str(tmp_path / "ppo.zip")], obs_normalization=bad,
+                       out=tmp_path / "bad", **ARGS)
+    pickled = tmp_path / "pickled.npz"
+    np.savez(pickled, mean=np.array([object()]), var=np.ones(4), clip_obs=10.0, epsilon=1e-8)
+    with pytest.raises(PacplanError, match="unreadable VecNormalize statistics"):
+        certify_policy("CartPole-v1", [str(tmp_path / "ppo.zip")], obs_normalization=pickled,
+                       out=tmp_path / "pickled", **ARGS)

@@ -100,7 +100,8 @@ def certify_policy(env_id: Any, policies: Sequence[Any], *, n: int,
                    return_bounds: Sequence[float] | None = None,
                    reward_bounds: Sequence[float] | None = None, horizon: int | None = None,
                    delta: float = 0.01, train_seeds: Sequence[int] | None = None,
-                   clip_actions: bool = False, workers: int = 1, executor: str = "serial",
+                   clip_actions: bool = False, obs_normalization: str | Path | None = None,
+                   workers: int = 1, executor: str = "serial",
                    progress: bool = False,
                    log: Callable[[str], None] | None = None,
                    names: Names | None = None) -> PolicyCertification:
@@ -124,6 +125,9 @@ def certify_policy(env_id: Any, policies: Sequence[Any], *, n: int,
         env_kwargs: keyword arguments for `gymnasium.make` (JSON values: they are recorded).
         clip_actions: clip an action outside a Box action space into it (the certificate is
             then for the clipped policy) instead of refusing it.
+        obs_normalization: an .npz of Stable-Baselines3 VecNormalize statistics (mean, var,
+            clip_obs, epsilon: docs/certify-policy.md shows the conversion), applied to every
+            observation before the policies see it.
         workers, executor: roll out in `workers` processes ("processes", the default when
             workers > 1) or on Ray ("ray"); the costs are those of one process, bit for bit.
             Only inputs given by name or path travel to other processes.
@@ -148,7 +152,16 @@ def certify_policy(env_id: Any, policies: Sequence[Any], *, n: int,
                                                  reward_bounds, horizon, names)
     env = world.make_env()
     loaded = load_policies(policies, env.observation_space, env.action_space)
+    norm = None
+    if obs_normalization is not None:
+        from pacplan.certify_policy.normalization import normalized, read_obs_normalization
+
+        norm = read_obs_normalization(obs_normalization, env.observation_space,
+                                      names.spelling("obs_normalization"))
+        loaded = normalized(loaded, norm)
     inputs = identify(world, environment, cost_id, loaded, seeds, bool(clip_actions))
+    if norm is not None:
+        inputs["obs_normalization"] = norm.record()
     out = Path(out) if out is not None else default_out(world.env_id)
     refuse_unidentified_resume(out, inputs, names.out)
     _say_unidentified(inputs, log)
@@ -160,7 +173,9 @@ def certify_policy(env_id: Any, policies: Sequence[Any], *, n: int,
                                {"cost": cost, "success_key": success_key,
                                 "success_needs_terminated": success_needs_terminated,
                                 "return_bounds": return_bounds, "reward_bounds": reward_bounds,
-                                "horizon": horizon, "clip_actions": clip_actions}, names)
+                                "horizon": horizon, "clip_actions": clip_actions,
+                                "obs_normalization": None if norm is None else
+                                [str(Path(norm.path).resolve()), norm.sha256]}, names)
     rollouts = _Rollouts(world, env, loaded, bool(clip_actions), executor, spec)
     with removed_if_refused(out), hold(out, out / LOCK), contextlib.ExitStack() as stack:
         if executor is not None:

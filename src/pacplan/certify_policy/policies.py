@@ -74,8 +74,8 @@ def _from_file(spec: str, observation_space: spaces.Space,
 
         sb3 = SB3Policy(spec, data, observation_space, action_space)
         return ImportedPolicy(spec, sb3.kind, digest, sb3.act)
-    hint = (" (VecNormalize statistics are a pickle, which pacplan never loads: a policy "
-            "trained on normalized observations cannot be certified from its files)"
+    hint = (" (VecNormalize statistics are a pickle, which pacplan never loads: convert them "
+            "to an .npz and pass it with --obs-normalization, docs/certify-policy.md)"
             if suffix in (".pkl", ".pickle") else "")
     raise PacplanError(f"policy {spec} is not a Stable-Baselines3 .zip, an .onnx file or a "
                        f"'module:callable'{hint}")

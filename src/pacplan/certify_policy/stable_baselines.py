@@ -29,7 +29,8 @@ probabilities for PPO/A2C, as SB3 takes them); for a Box the Gaussian's mean cli
 box (PPO/A2C), or tanh of it rescaled to the box (SAC, TD3). What cannot be read this way
 (CNN or custom feature extractors, Dict observations, recurrent or other algorithms' policies,
 gSDE) is refused in one line naming it. VecNormalize statistics live outside the zip (a
-separate pickle); a policy trained on normalized observations cannot be certified from its zip.
+separate pickle, never loaded): converted to an .npz they are applied by
+`pacplan.certify_policy.normalization`.
 """
 
 from __future__ import annotations

@@ -35,7 +35,8 @@ class PolicyRollouts:
                  success_key: str | None = None, success_needs_terminated: bool = False,
                  return_bounds: list[float] | None = None,
                  reward_bounds: list[float] | None = None, horizon: int | None = None,
-                 clip_actions: bool = False) -> None:
+                 clip_actions: bool = False, obs_normalization: list[str] | None = None
+                 ) -> None:
         self._world, _, _ = make_world_for(env_id, env_kwargs, cost, success_key,
                                            success_needs_terminated, return_bounds,
                                            reward_bounds, horizon, Names())
@@ -46,6 +47,14 @@ class PolicyRollouts:
             if p.sha256 != want:
                 raise PacplanError(f"policy {p.label} changed while it was being certified "
                                    f"(sha256 {p.sha256[:12]}…, was {want[:12]}…)")
+        if obs_normalization is not None:
+            from pacplan.certify_policy.normalization import normalized, read_obs_normalization
+
+            path, want = obs_normalization
+            norm = read_obs_normalization(path, self._env.observation_space)
+            if norm.sha256 != want:
+                raise PacplanError(f"{path} changed while it was being certified")
+            self._policies = normalized(self._policies, norm)
         self._clip = clip_actions
 
     def policy_dim(self) -> int:

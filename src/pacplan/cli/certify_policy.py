@@ -23,7 +23,8 @@ _FLAGS = Names(n="--n", test_n="--test-n", first_seed="--first-seed",
                         ("success_key", "--success-key"), ("horizon", "--horizon"),
                         ("env_id", "ENV_ID"), ("cost", "--cost"),
                         ("clip_actions", "--clip-actions"), ("env_kwargs", "--env-kwargs"),
-                        ("workers", "--workers"), ("executor", "--executor")),
+                        ("workers", "--workers"), ("executor", "--executor"),
+                        ("obs_normalization", "--obs-normalization")),
                notation=(("[R_min, R_max]", "LO,HI"), ("[r_min, r_max]", "LO,HI")),
                delta="--delta")
 
@@ -118,6 +119,9 @@ def certify_policy_cmd(
                                            "overlapping ones are refused."),
     out: Path | None = typer.Option(None, "--out", metavar="DIR", help="Folder to write "
                                     "(default runs/certify-ENV_ID); an existing one resumes."),
+    obs_normalization: Path | None = typer.Option(
+        None, "--obs-normalization", metavar="NPZ", help="VecNormalize statistics as an .npz "
+        "(mean, var, clip_obs, epsilon), applied to every observation."),
     workers: int = typer.Option(1, "--workers", metavar="K", help="Roll out in K processes "
                                 "(the costs are one process's, bit for bit)."),
     executor: str = typer.Option("serial", "--executor", metavar="KIND", help="serial, "
@@ -140,7 +144,7 @@ def certify_policy_cmd(
             return_bounds=_pair(return_bounds, "--return-bounds"),
             reward_bounds=_pair(reward_bounds, "--reward-bounds"), horizon=horizon, delta=delta,
             train_seeds=_seed_range(train_seeds, "--train-seeds"), clip_actions=clip_actions,
-            workers=workers, executor=executor,
+            obs_normalization=obs_normalization, workers=workers, executor=executor,
             progress=not (quiet or as_json),
             log=None if as_json else lambda msg: console.print(f"[dim]{escape(msg)}[/]"),
             names=_FLAGS)
