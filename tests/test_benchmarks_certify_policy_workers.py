@@ -25,6 +25,6 @@ def test_the_benchmark_measures_both_tasks_with_identical_matrices() -> None:
         rollouts = task["n"] * task["policies"]
         for w in ("1", "2"):
             assert task["rollouts_per_s"][w] == pytest.approx(rollouts / task["seconds"][w],
-                                                              rel=0.02)
+                                                              rel=0.02, abs=0.06)
         assert task["speedup_2_over_1"] == pytest.approx(
-            task["seconds"]["1"] / task["seconds"]["2"], rel=0.02)
+            task["seconds"]["1"] / task["seconds"]["2"], rel=0.02, abs=0.006)
