@@ -83,7 +83,7 @@ def user_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (["CartPole-v1", "user_faults:zero", "--cost", "user_faults:huge_cost"],
      ["user_faults:huge_cost returned inf on seed 1000000", "outside [0, 1]"]),
     (["FAULTY:exit-in-step", "user_faults:zero", "--cost", "terminated"],
-     ["refused action 0 of policy user_faults:zero on seed 1000000 at step 0",
+     ["(policy user_faults:zero) on seed 1000000 at step 0: refused action 0",
       "SystemExit(0)"]),
 ])
 def test_user_code_that_fails_or_exits_is_one_line_exit_2(

@@ -18,14 +18,7 @@ from pacplan.certify_policy.policies import ImportedPolicy
 from pacplan.errors import PacplanError
 from pacplan.io.user_code import calling_user_code
 from pacplan.worlds.gym_costs import Episode
-from pacplan.worlds.gym_steps import (
-    check_observation,
-    checked_action,
-    checked_flag,
-    checked_info,
-    checked_reward,
-    short,
-)
+from pacplan.worlds.gym_steps import check_observation, checked_action, checked_step
 from pacplan.worlds.gym_world import GymWorld
 
 NO_WEIGHTS = "pacplan.certify_policy.rollout:no_weights"
@@ -70,18 +63,8 @@ def rollout(world: GymWorld, env: Any, policy: ImportedPolicy, seed: int,
         with _named(f"policy {policy.label} {where}: "):
             action, was_clipped = checked_action(action, env.action_space, clip_actions)
         clipped += was_clipped
-        with calling_user_code(f"{world.env_id} refused action {short(action)} of policy "
-                               f"{policy.label} {where}"):
-            step = env.step(action)
-        with _named(f"{world.env_id} {where}: "):
-            if not isinstance(step, tuple) or len(step) != 5:
-                raise PacplanError(f"step returned {short(step)}, not (observation, reward, "
-                                   "terminated, truncated, info)")
-            obs, r, terminated, truncated, info = step
-            reward = checked_reward(r)
-            terminated = checked_flag(terminated, "terminated")
-            truncated = checked_flag(truncated, "truncated")
-            info = checked_info(info)
+        with _named(f"{world.env_id} (policy {policy.label}) {where}: "):
+            obs, reward, terminated, truncated, info = checked_step(env, action)
         length += 1
         total += reward
         if terminated or truncated:

@@ -91,6 +91,22 @@ def _box_action(action: Any, space: spaces.Box, clip: bool) -> tuple[Any, bool]:
     return np.clip(as_float, low, high).astype(space.dtype), True
 
 
+def checked_step(env: Any, action: Any) -> tuple[Any, float, bool, bool, Mapping[str, Any]]:
+    """`env.step(action)` with its outputs checked: any failure of the environment
+    (`SystemExit` included) or output that is not Gymnasium's API is a `PacplanError` saying
+    which (the caller adds whose environment, which seed and step)."""
+    from pacplan.io.user_code import calling_user_code
+
+    with calling_user_code(f"refused action {short(action)}"):
+        step = env.step(action)
+    if not isinstance(step, tuple) or len(step) != 5:
+        raise PacplanError(f"step returned {short(step)}, not (observation, reward, "
+                           "terminated, truncated, info)")
+    obs, reward, terminated, truncated, info = step
+    return (obs, checked_reward(reward), checked_flag(terminated, "terminated"),
+            checked_flag(truncated, "truncated"), checked_info(info))
+
+
 def checked_reward(reward: Any) -> float:
     """A step's reward as a float: a finite real number, never a string, None or complex."""
     value = _scalar(reward)

@@ -49,14 +49,7 @@ from pacplan.validation import (
 from pacplan.worlds.gym_bounds import declared_reward_range, return_bounds_from_rewards
 from pacplan.worlds.gym_costs import BUILTIN_COSTS, CostRule, Episode, cost_rule, episode_cost
 from pacplan.worlds.gym_policies import PolicyFamily, make_policy
-from pacplan.worlds.gym_steps import (
-    check_observation,
-    checked_action,
-    checked_flag,
-    checked_info,
-    checked_reward,
-    short,
-)
+from pacplan.worlds.gym_steps import check_observation, checked_action, checked_step
 
 COST_RULES: tuple[str, ...] = BUILTIN_COSTS
 """The built-in ways an episode becomes a cost in [0, 1] (besides 'module:function')."""
@@ -352,16 +345,8 @@ class GymWorld:
             action, _ = checked_action(action, env.action_space)
         except PacplanError as exc:
             raise PacplanError(f"gym world: policy {self.policy!r} {where}: {exc}") from None
-        with calling_user_code(f"gym world: {self.env_id} refused action {short(action)} "
-                               f"{where}"):
-            step = env.step(action)
         try:
-            if not isinstance(step, tuple) or len(step) != 5:
-                raise PacplanError(f"step returned {short(step)}, not (observation, reward, "
-                                   "terminated, truncated, info)")
-            o, r, terminated, truncated, info = step
-            return (o, checked_reward(r), checked_flag(terminated, "terminated"),
-                    checked_flag(truncated, "truncated"), checked_info(info))
+            return checked_step(env, action)
         except PacplanError as exc:
             raise PacplanError(f"gym world: {self.env_id} {where}: {exc}") from None
 
