@@ -128,10 +128,14 @@ def certify_policy(env_id: Any, policies: Sequence[Any], *, n: int,
         obs_normalization: an .npz of Stable-Baselines3 VecNormalize statistics (mean, var,
             clip_obs, epsilon: docs/certify-policy.md shows the conversion), applied to every
             observation before the policies see it.
-        workers, executor: roll out in `workers` processes ("processes", the default when
-            workers > 1) or on Ray ("ray"); the costs are those of one process, bit for bit.
-            Only inputs given by name or path travel to other processes.
-        delta, first_seed, test_n, train_seeds, horizon: as on the command line.
+        workers: roll out in this many processes; the costs are those of one process, bit
+            for bit. Only inputs given by name or path travel to other processes.
+        executor: "serial" (with workers > 1: "processes"), "processes" or "ray".
+        delta: the certificate holds with probability at least 1 − delta.
+        first_seed: the first certification seed.
+        test_n: test seeds after the certification seeds (a test estimate).
+        train_seeds: [start, stop) the policies were trained on; overlapping seeds are refused.
+        horizon: the most steps per episode (default: the environment's limit).
 
     Python objects are identified by their code's files and weights where they can be; a
     lambda, closure, callable object or environment instance cannot be (its state is in no
