@@ -173,17 +173,17 @@ def certify_policy(env_id: Any, policies: Sequence[Any], *, n: int,
                         if isinstance(p, str | os.PathLike) and Path(p).exists()}, names.out)
     from pacplan.run.lock import hold
 
-    executor, spec = _parallel(executor, workers, policies, env_id, environment, loaded,
+    pool, spec = _parallel(executor, workers, policies, environment, loaded,
                                {"cost": cost, "success_key": success_key,
                                 "success_needs_terminated": success_needs_terminated,
                                 "return_bounds": return_bounds, "reward_bounds": reward_bounds,
                                 "horizon": horizon, "clip_actions": clip_actions,
                                 "obs_normalization": None if norm is None else
                                 [str(Path(norm.path).resolve()), norm.sha256]}, names)
-    rollouts = _Rollouts(world, env, loaded, bool(clip_actions), executor, spec)
+    rollouts = _Rollouts(world, env, loaded, bool(clip_actions), pool, spec)
     with removed_if_refused(out), hold(out, out / LOCK), contextlib.ExitStack() as stack:
-        if executor is not None:
-            stack.callback(executor.close)
+        if pool is not None:
+            stack.callback(pool.close)
         stamp(out, inputs, names.out, {"policy_files": [p.label for p in loaded]})
         paths = {}
         for role, label in (("cert", "certification"), ("test", "test")):
@@ -240,8 +240,8 @@ class _Rollouts:
             yield i, block
 
 
-def _parallel(kind: str, workers: int, policies: Sequence[Any], env_id: Any,
-              environment: Any, loaded: list[ImportedPolicy], options: dict[str, Any],
+def _parallel(kind: str, workers: int, policies: Sequence[Any], environment: Any,
+              loaded: list[ImportedPolicy], options: dict[str, Any],
               names: Names) -> tuple[Any, Any]:
     """(executor, world spec) for `kind` with `workers`, or (None, None) for this process."""
     from pacplan.choices import EXECUTORS
@@ -258,7 +258,8 @@ def _parallel(kind: str, workers: int, policies: Sequence[Any], env_id: Any,
     specs = [str(Path(p).resolve()) if isinstance(p, str | os.PathLike) and Path(p).is_file()
              else p for p in policies]
     opts = world_options(specs, [p.sha256 for p in loaded],
-                         env_id if environment.factory is None else None, environment.kwargs,
+                         environment.env_id if environment.factory is None else None,
+                         environment.kwargs,
                          options)
     if opts is None:
         raise PacplanError(f"{names.spelling('workers')} > 1 and {names.spelling('executor')} "
