@@ -328,3 +328,13 @@ def test_a_failed_write_leaves_no_half_made_folder(tmp_path: Path,
     code, _, err = cli(argv, capsys)
     assert code == 0, err
     assert (out / "certificate.json").is_file()
+
+
+def test_a_folder_stopped_before_its_stamp_does_not_block_the_rerun(tmp_path: Path) -> None:
+    """Ctrl-C between taking the lock and writing the stamp leaves only the lock file."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "certify-policy.lock").write_text("")
+    result = certify_policy("CartPole-v1", ["user_faults:zero"], n=3, cost="terminated",
+                            out=out)
+    assert result.certificate_path.is_file()

@@ -61,7 +61,8 @@ def refuse_output(out: Path, inputs: dict[str, str | Path | None], option: str) 
     input, nor inside a planner or run directory (`pacplan.io.outputs`)."""
     if not is_policy_dir(out):
         refuse_overwriting(out, option, inputs)
-        if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        # only a lock: a command stopped before its stamp was written, nothing to keep
+        if out.exists() and (not out.is_dir() or any(e.name != LOCK for e in out.iterdir())):
             raise PacplanError(f"{option} {out} exists and is not a certify-policy directory "
                                f"(it has no {MARK}): choose a new folder")
         return
