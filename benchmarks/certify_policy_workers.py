@@ -72,6 +72,7 @@ def main() -> None:
         folder = Path(tmp)
         (folder / "bench_policies.py").write_text(POLICIES)
         sys.path.insert(0, str(folder))
+        os.chdir(folder)  # MuJoCo writes its MUJOCO_LOG.TXT where it runs
         result: dict = {"cpus": os.cpu_count(), "tasks": {}}
         for name, n in (("cartpole", args.cartpole_n), ("mujoco", args.mujoco_n)):
             task = TASKS[name]
