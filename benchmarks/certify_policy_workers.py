@@ -42,6 +42,8 @@ def still(obs):
     return np.zeros(6, dtype=np.float32)
 '''
 
+DATA = Path(__file__).resolve().parent / "data"  # before the run's chdir
+
 TASKS = {
     "cartpole": {"env": "CartPole-v1", "policies": ["bench_policies:balance",
                                                     "bench_policies:lean"],
@@ -91,7 +93,7 @@ def main() -> None:
     text = json.dumps(result, indent=1)
     print(text)
     if args.save:
-        path = Path(__file__).resolve().parent / "data" / "certify-policy-workers.json"
+        path = DATA / "certify-policy-workers.json"
         path.write_text(text + "\n", encoding="utf-8")
 
 
