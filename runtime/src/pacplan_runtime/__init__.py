@@ -3,7 +3,8 @@
     planner = Planner.load("planner/")          # every file's sha256 checked
     planner.start_episode(np.random.default_rng())   # draw ONE policy from p: the certified use
     decision = planner.act(observation)          # UAV: a primitive; quadruped: gait
-                                                 # parameters; gym: decision.action
+                                                 # parameters; gym and certify-policy's
+                                                 # policies: decision.action
     planner.end_episode(cost=c)                  # c in [0, 1] feeds planner.monitor, which
                                                  # alarms if the certificate stops holding
     ep = planner.episode(rng)                    # threads sharing one planner: a handle each,

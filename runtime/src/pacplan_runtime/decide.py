@@ -207,3 +207,33 @@ class GymDecider:
             return GymDecision(self.start + int(np.argmax(z)), z)
         a = self.low + (np.tanh(z) + 1.0) * 0.5 * (self.high - self.low)
         return GymDecision(a.reshape(self.shape).astype(self.dtype), z)
+
+
+class NetPolicies:
+    """A world planner's policies: one net, a weight set per policy of the support, and the
+    world's decider. Everything is fixed at load (the weights read-only), so threads decide at
+    once (onnxruntime's run is thread-safe)."""
+
+    def __init__(self, spec: dict[str, Any], weights: dict[str, np.ndarray],
+                 session: Any) -> None:
+        world = str(spec["world"]["name"])
+        self._decider = {"uav": UAVDecider, "quadruped": QuadrupedDecider,
+                         "gym": GymDecider}[world](spec["fixed"])
+        dtype = np.float64 if spec["net"]["dtype"] == "float64" else np.float32
+        self._weights = {name: _frozen(w.astype(dtype, copy=False))
+                         for name, w in weights.items()}
+        self._session = session
+
+    def decide(self, slot: int, observation: Any) -> PrimitiveDecision | GaitDecision \
+            | GymDecision:
+        """Policy `slot`'s decision on one observation."""
+        feeds, context = self._decider.inputs(observation)
+        for name, w in self._weights.items():
+            feeds[name] = w[slot]
+        return self._decider.decide(run_net(self._session, feeds), context)
+
+
+def _frozen(array: np.ndarray) -> np.ndarray:
+    """`array`, read-only: shared by every thread's decisions, so nothing may write it."""
+    array.flags.writeable = False
+    return array

@@ -24,18 +24,37 @@ from pacplan_runtime.bundle import (
     planner_root,
     read_checked,
 )
+from pacplan_runtime.decide import NetPolicies
+from pacplan_runtime.policies import (
+    POLICY_PLANNER_FORMAT,
+    OnnxPolicies,
+    check_policy_evidence,
+    check_policy_spec,
+)
 from pacplan_runtime.spec import check_net, check_spec, check_weights
 
 
-def open_planner(path: str | Path, threads: int
-                 ) -> tuple[Path, dict[str, Any], dict[str, np.ndarray], Any]:
-    """(root, planner.json, weights, onnxruntime session) of a checked planner directory."""
+def open_planner(path: str | Path, threads: int) -> tuple[Path, dict[str, Any], Any]:
+    """(root, planner.json, its policies) of a checked planner directory: a world's planner
+    (one net, per-policy weights) or certified policies' (`pacplan_runtime.policies`); the
+    policies act through `decide(slot, observation)`."""
     if not isinstance(threads, int) or isinstance(threads, bool) or not 1 <= threads <= 1024:
         raise PlannerError(f"threads must be an integer in [1, 1024], got {threads!r}")
     root = planner_root(path)
     files = checked_files(root)
-    spec = check_spec(parse_json(read_checked(root, PLANNER, files), root / PLANNER),
-                      root / PLANNER)
+    data = parse_json(read_checked(root, PLANNER, files), root / PLANNER)
+    if data.get("format") == POLICY_PLANNER_FORMAT:
+        spec = check_policy_spec(data, root / PLANNER)
+        check_policy_evidence(root, spec, files)
+        return root, spec, OnnxPolicies(root, spec, files, threads)
+    spec = check_spec(data, root / PLANNER)
+    weights, session = _open_net(root, spec, files, threads)
+    return root, spec, NetPolicies(spec, weights, session)
+
+
+def _open_net(root: Path, spec: dict[str, Any], files: dict[str, str], threads: int
+              ) -> tuple[dict[str, np.ndarray], Any]:
+    """A world planner's weights and net session, checked."""
     world, net = spec["world"]["name"], spec["net"]
     onnx_bytes = read_checked(root, net["onnx"], files)
     check_net(world, hashlib.sha256(onnx_bytes).hexdigest(), root / net["onnx"], spec["fixed"])
@@ -44,7 +63,7 @@ def open_planner(path: str | Path, threads: int
     check_weights(weights, session, world, len(spec["posterior"]["policy_index"]),
                   root / net["weights"], spec["fixed"])
     _check_evidence(root, spec, files, weights, session, world)
-    return root, spec, weights, session
+    return weights, session
 
 
 def _check_evidence(root: Path, spec: dict[str, Any], files: dict[str, str],

@@ -24,18 +24,9 @@ from typing import Any
 import numpy as np
 
 from pacplan_runtime.bundle import PlannerError, UncertifiedUseWarning
-from pacplan_runtime.decide import (
-    GaitDecision,
-    GymDecider,
-    GymDecision,
-    PrimitiveDecision,
-    QuadrupedDecider,
-    UAVDecider,
-    run_net,
-)
+from pacplan_runtime.decide import GaitDecision, GymDecision, PrimitiveDecision
 from pacplan_runtime.monitor import CertificateMonitor
 
-_DECIDERS = {"uav": UAVDecider, "quadruped": QuadrupedDecider, "gym": GymDecider}
 Decision = PrimitiveDecision | GaitDecision | GymDecision
 
 
@@ -79,20 +70,19 @@ class Episode:
 
 
 class Planner:
-    """An exported planner: the posterior's support, one ONNX net, per-policy weights."""
+    """An exported planner: the posterior's support and its policies (one ONNX net with
+    per-policy weights for a world's run; one ONNX model per policy for `certify-policy`)."""
 
-    def __init__(self, root: Path, spec: dict[str, Any], weights: dict[str, np.ndarray],
-                 session: Any) -> None:
+    def __init__(self, root: Path, spec: dict[str, Any], policies: Any) -> None:
         self.root = root
-        self.world = str(spec["world"]["name"])
+        self.world = str(spec["world"]["name"]) if "world" in spec else "policies"
+        """The world's name; "policies" for policies certified with `certify-policy`."""
+        self.environment = spec.get("environment")
+        """For certified policies: the Gymnasium environment they were certified on."""
         self.policy_index = np.asarray(spec["posterior"]["policy_index"], dtype=np.int64)
         self.probability = np.asarray(spec["posterior"]["probability"], dtype=np.float64)
         self.certified_cost = float(spec["certified_cost"])
-        self._decider = _DECIDERS[self.world](spec["fixed"])
-        self._dtype = np.float64 if spec["net"]["dtype"] == "float64" else np.float32
-        self._weights = {name: _frozen(w.astype(self._dtype, copy=False))
-                         for name, w in weights.items()}  # read by every thread, never written
-        self._session = session
+        self._policies = policies  # decide(slot, obs): fixed at load, read by every thread
         self._cumulative = np.cumsum(self.probability)
         self._lock = threading.Lock()  # the planner's own episode, and the monitor
         self._current: Episode | None = None
@@ -191,8 +181,9 @@ class Planner:
 
     def act(self, observation: Any) -> Decision:
         """The decision of the open episode's policy on one observation (UAV: depth (50, 50)
-        m; quadruped: {"depth": (50, 50) m, "proprio": (22,)}; gym: the flattened
-        observation (obs_dim,), whose `GymDecision.action` goes to env.step)."""
+        m; quadruped: {"depth": (50, 50) m, "proprio": (22,)}; gym, and policies certified
+        with certify-policy: the flattened observation (obs_dim,), whose
+        `GymDecision.action` goes to env.step)."""
         current = self._current
         if current is None:
             raise PlannerError("act() before start_episode(): no policy has been drawn for "
@@ -202,10 +193,7 @@ class Planner:
     def _decide(self, slot: int, observation: Any) -> Decision:
         """Policy `slot`'s decision: reads only what was fixed at load, so threads may call it
         at once (onnxruntime's run is thread-safe)."""
-        feeds, context = self._decider.inputs(observation)
-        for name, w in self._weights.items():
-            feeds[name] = w[slot]
-        return self._decider.decide(run_net(self._session, feeds), context)
+        return self._policies.decide(slot, observation)  # type: ignore[no-any-return]
 
     def _close(self, episode: Episode, cost: float | None) -> bool:
         with self._lock:
@@ -225,9 +213,3 @@ class Planner:
             self.monitor.update(cost)
         episode._open = False
         return self.monitor.alarm
-
-
-def _frozen(array: np.ndarray) -> np.ndarray:
-    """`array`, read-only: shared by every thread's decisions, so nothing may write it."""
-    array.flags.writeable = False
-    return array

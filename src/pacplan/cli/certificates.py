@@ -103,18 +103,22 @@ def verify_cmd(
 
 
 def export_cmd(
-    run_dir: Path = typer.Argument(..., help="Run directory whose certificate verifies."),
+    run_dir: Path = typer.Argument(..., help="Run directory or certify-policy folder whose "
+                                   "certificate verifies."),
     out: Path = typer.Option(..., "--out", help="New planner directory to write."),
     n: int | None = typer.Option(None, "--n", help="Export certificates/N<n>.json instead "
                                  "of the main certificate.json."),
 ) -> None:
     """Export the certified planner (posterior support, ONNX net, weights, fixed parts,
-    certificate) for `pacplan.runtime`; refuses a certificate that does not verify."""
+    certificate) for `pacplan.runtime`; refuses a certificate that does not verify. RUN_DIR
+    may be a certify-policy folder: its certified policies as ONNX (docs/certify-policy.md)."""
     from pacplan.export import export_planner, verify_planner
+    from pacplan.export.folder import whole_or_nothing
 
     refuse_overwriting(out, "--out", {"RUN_DIR": run_dir})  # not into a planner or run dir
-    export_planner(run_dir, out, n)
-    c = verify_planner(out)
+    with whole_or_nothing(out):  # a planner that does not verify is not left behind
+        export_planner(run_dir, out, n)
+        c = verify_planner(out)
     console.print(f"[green]Exported[/] {shown(out)}: certified cost ≤ {100 * c.certified:.2f} % "
                   f"(δ = {c.delta:g}, N = {c.n}); draw one policy per episode "
                   "(docs/deploy.md)")

@@ -29,7 +29,7 @@ import typer
 from pacplan.cli.output import console, fail, shown
 from pacplan.errors import PacplanError
 from pacplan.io.files import open_regular
-from pacplan.io.outputs import refuse_overwriting
+from pacplan.io.outputs import folder_kind, refuse_overwriting
 
 JSON_SUFFIXES = (".jsonl", ".ndjson", ".json")
 MAX_LINE = 1 << 20
@@ -242,6 +242,10 @@ def monitor_cmd(
     if plot is not None:  # a PNG over the log or into the planner would destroy it
         refuse_overwriting(plot, "--plot", {"COSTS": costs, "PLANNER": planner},
                            file=True)
+    if folder_kind(planner) in ("certify-policy directory", "run directory"):
+        raise PacplanError(f"{planner} is a {folder_kind(planner)}, not a planner directory: "
+                           f"export it first (pacplan export {planner} --out PLANNER), then "
+                           "monitor the planner")
     try:
         certified = Planner.load(planner).certified_cost
         monitor = CertificateMonitor(certified, alpha)

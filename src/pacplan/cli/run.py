@@ -58,13 +58,22 @@ def run_cmd(
 
 
 def report_cmd(
-    run_dir: Path = typer.Argument(..., help="A run directory made by `pacplan run`."),
+    run_dir: Path = typer.Argument(..., help="A run directory made by `pacplan run`, or a "
+                                   "certify-policy folder."),
 ) -> None:
     """Write report.md, report.html and figures/ for a run directory (Table 1 form, one row
-    per N)."""
+    per N); for a certify-policy folder, report.md and report.html."""
+    from pacplan.certify_policy.store import is_policy_dir
     from pacplan.report.document import write_report
     from pacplan.run.rundir import RunDir
 
+    if is_policy_dir(run_dir):
+        from pacplan.certify_policy.report import REPORT_HTML, write_policy_report
+
+        report = write_policy_report(run_dir)
+        console.print(f"wrote {shown(report)} and {shown(report.parent / REPORT_HTML)}",
+                      soft_wrap=True)
+        return
     report = write_report(run_dir)
     console.print(f"wrote {shown(report)}, {shown(report.parent / RunDir.REPORT_HTML)} (one "
                   f"page, figures embedded) and {shown(report.parent / RunDir.FIGURES)}/",

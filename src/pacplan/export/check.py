@@ -37,6 +37,7 @@ from pacplan_runtime.bundle import (
     read_checked,
     read_json,
 )
+from pacplan_runtime.policies import POLICY_PLANNER_FORMAT
 from pacplan_runtime.spec import check_spec
 
 
@@ -57,8 +58,12 @@ def verify_planner(path: str | Path) -> Certificate:
     try:
         root = planner_root(path)
         files = checked_files(root)
-        spec = check_spec(parse_json(read_checked(root, PLANNER, files), root / PLANNER),
-                          root / PLANNER, fixed=False)  # compared key by key below
+        data = parse_json(read_checked(root, PLANNER, files), root / PLANNER)
+        if data.get("format") == POLICY_PLANNER_FORMAT:  # certify-policy's policies
+            from pacplan.export.policies_check import verify_policy_planner
+
+            return verify_policy_planner(root, files, data)
+        spec = check_spec(data, root / PLANNER, fixed=False)  # compared key by key below
     except PlannerError as exc:
         raise PacplanError(str(exc)) from None
     cert_rel = str(spec.get("certificate"))

@@ -21,8 +21,10 @@ from typing import Any
 import numpy as np
 
 from pacplan import __version__
+from pacplan.certify_policy.store import MARK as POLICY_MARK
 from pacplan.errors import PacplanError
 from pacplan.export.fixed import fixed_parts
+from pacplan.export.folder import refuse_nonempty, whole_or_nothing, write_manifest
 from pacplan.export.onnx_nets import (
     GYM_WEIGHTS,
     QUADRUPED_WEIGHTS,
@@ -36,12 +38,11 @@ from pacplan.io.files import (
     atomic_write_json,
     load_npy,
     save_safetensors,
-    sha256_file,
 )
 from pacplan.pacbayes.record import Certificate
 from pacplan.run.provenance import verify_certificate
 from pacplan.run.rundir import Manifest, RunDir
-from pacplan_runtime.bundle import MANIFEST, MANIFEST_FORMAT, PLANNER, PLANNER_FORMAT
+from pacplan_runtime.bundle import PLANNER, PLANNER_FORMAT
 
 EVIDENCE = "run"
 NET_DTYPE = {"uav": "float32", "quadruped": "float64", "gym": "float64"}
@@ -126,10 +127,18 @@ def planner_spec(c: Certificate, cert_rel: str) -> dict[str, Any]:
 
 def export_planner(run_dir: str | Path, out: str | Path, n: int | None = None) -> Path:
     """Write the planner of `run_dir`'s certificate (N = `n`, default the main one) to `out`;
-    refuses a certificate that does not verify, and an `out` that is not empty."""
+    refuses a certificate that does not verify, and an `out` that is not empty. `run_dir` may
+    be a `certify-policy` folder (`pacplan.export.policies`): its certified policies' planner.
+    Nothing half-written is left in `out` when it fails."""
     run, out = Path(run_dir), Path(out)
+    if (run / POLICY_MARK).is_file():
+        from pacplan.export.policies import export_policy_folder
+
+        export_policy_folder(run, out, n)
+        return out
     if not (run / RunDir.MANIFEST).is_file():
-        raise PacplanError(f"{run}: not a run directory (no {RunDir.MANIFEST})")
+        raise PacplanError(f"{run}: not a run directory (no {RunDir.MANIFEST}) nor a "
+                           f"certify-policy folder (no {POLICY_MARK})")
     cert = certificate_path(run, n)
     try:
         c = verify_certificate(cert)
@@ -140,13 +149,19 @@ def export_planner(run_dir: str | Path, out: str | Path, n: int | None = None) -
         name = c.provenance.get("world", {}).get("name") if c.provenance else None
         raise PacplanError(f"refusing to export {run}: world {name!r} has no planner runtime "
                            "(uav, quadruped and gym do)")
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise PacplanError(f"{out} exists and is not an empty folder; choose a new --out")
+    refuse_nonempty(out)
     cert_rel = f"{EVIDENCE}/{cert.relative_to(run).as_posix()}"
     try:
         spec = planner_spec(c, cert_rel)
     except PacplanError as exc:  # a gym policy family the runtime cannot fly
         raise PacplanError(f"refusing to export {run}: {exc}") from None
+    with whole_or_nothing(out):
+        _write_run_planner(run, out, c, cert, spec)
+    return out
+
+
+def _write_run_planner(run: Path, out: Path, c: Certificate, cert: Path,
+                       spec: dict[str, Any]) -> None:
     policies = load_npy(run / RunDir.POLICIES, name=f"{run / RunDir.POLICIES}")
     world = spec["world"]["name"]
     weights = split_weights(world, policies[spec["posterior"]["policy_index"]], spec["fixed"])
@@ -162,7 +177,4 @@ def export_planner(run_dir: str | Path, out: str | Path, n: int | None = None) -
     atomic_write_bytes(out / "net.onnx", net_onnx(world, spec["fixed"]))
     save_safetensors(out / "weights.safetensors", weights)
     atomic_write_json(out / PLANNER, spec)
-    files = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
-    atomic_write_json(out / MANIFEST, {"format": MANIFEST_FORMAT,
-                                       "files": {f: sha256_file(out / f) for f in files}})
-    return out
+    write_manifest(out)

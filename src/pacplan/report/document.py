@@ -28,6 +28,7 @@ from pacplan.io.files import (
     atomic_save_npy,
     atomic_write_text,
 )
+from pacplan.io.outputs import folder_kind
 from pacplan.pacbayes.matrices import matrix_from_bytes
 from pacplan.pacbayes.record import Certificate
 from pacplan.report.crossval import crossval_section
@@ -264,6 +265,12 @@ def write_report(run_dir: str | Path) -> Path:
     rd = RunDir(run_dir)
     if not rd.path.is_dir():
         raise PacplanError(f"{rd.path} is not a run directory; run `pacplan run` first")
+    if folder_kind(rd.path) == "certify-policy directory":
+        raise PacplanError(f"{rd.path} is a certify-policy folder, not a run directory: its "
+                           "report is `pacplan report` "
+                           "(pacplan.certify_policy.report.write_policy_report)")
+    if not rd.certificates():  # before the lock: a refused report leaves no run.lock behind
+        raise PacplanError(f"{rd.path} has no certificates yet; run `pacplan run` first")
     with rd.locked():  # no run may change what the report is checking and printing
         return _write_report(rd)
 

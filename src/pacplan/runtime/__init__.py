@@ -23,10 +23,11 @@ from pacplan_runtime import (
     load,
     monitor,
     planner,
+    policies,
     spec,
 )
 
-for _module in (bundle, decide, load, monitor, planner, spec):
+for _module in (bundle, decide, load, monitor, planner, policies, spec):
     sys.modules[f"{__name__}.{_module.__name__.rsplit('.', 1)[1]}"] = _module
 
 __version__ = pacplan_runtime.__version__
