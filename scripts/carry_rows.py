@@ -60,12 +60,24 @@ def carry(source_dir: Path, dest_dir: Path) -> dict[str, int | list[str]]:
         return _carry(source, dest)
 
 
+def _which(a: object, b: object) -> str:
+    """For two worlds: the name or the options that differ (a variant or an engine, say), so
+    rows of the MuJoCo twin are never mistaken for PyBullet's."""
+    if not (isinstance(a, dict) and isinstance(b, dict) and "options" in a and "options" in b):
+        return ""
+    if a.get("name") != b.get("name"):
+        return f" (world {a.get('name')!r} and {b.get('name')!r})"
+    oa, ob = a["options"] or {}, b["options"] or {}
+    keys = sorted(k for k in set(oa) | set(ob) if oa.get(k) != ob.get(k))
+    return " (" + ", ".join(f"{k}: {oa.get(k)!r} and {ob.get(k)!r}" for k in keys) + ")"
+
+
 def _carry(source: RunDir, dest: RunDir) -> dict[str, int | list[str]]:
     cfg_s, cfg_d = (config_to_dict(load_config(r / RunDir.CONFIG)) for r in (source, dest))
     for key in SAME_IN_BOTH:
         if cfg_s[key] != cfg_d[key]:
-            raise PacplanError(f"the runs differ in `{key}`; nothing the source computed is "
-                               "what the destination computes")
+            raise PacplanError(f"the runs differ in `{key}`{_which(cfg_s[key], cfg_d[key])}; "
+                               "nothing the source computed is what the destination computes")
     if cfg_d["storage"]["cost_denominator"] is not None:
         raise PacplanError("runs with storage.cost_denominator store decoded rational costs, "
                            "not the chunks' own values: not supported")

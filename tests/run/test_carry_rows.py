@@ -90,7 +90,7 @@ def test_what_the_big_run_does_not_compute_is_refused(runs: dict[str, Path],
     other_world = _started({**BIG, "world": {"name": "toy", "options": {"dim": 4,
                                                                       "shift": 0.2}}},
                            tmp_path / "other-world")
-    with pytest.raises(PacplanError, match="differ in `world`"):
+    with pytest.raises(PacplanError, match=r"differ in `world` \(shift: 0.3 and 0.2\)"):
         carry(runs["stage"], other_world)
     with pytest.raises(PacplanError, match="no finished certification rows"):
         carry(_started(BIG, tmp_path / "one-chunk"), _started(STAGE, tmp_path / "stage"))

@@ -50,12 +50,14 @@ class CheckpointFiles:
 
 @dataclass(frozen=True)
 class Prior:
-    """A prior file's content, checked: N(mu, diag exp(logvar)) and the seeds it was trained
-    on (None when the file does not say)."""
+    """A prior file's content, checked: N(mu, diag exp(logvar)), the seeds it was trained
+    on and the world it was trained in, {name, options} (each None when the file does not
+    say)."""
 
     mu: np.ndarray
     logvar: np.ndarray
     seeds: SeedRange | None
+    world: dict[str, Any] | None = None
 
 
 def _scalars(state: ESState) -> dict[str, Any]:
@@ -82,9 +84,12 @@ def _digest(arrays: dict[str, np.ndarray], es_meta: str) -> str:
 
 def save_prior(path: str | Path, mu: np.ndarray, logvar: np.ndarray, iteration: int,
                seeds: SeedRange | list[int] | None = None,
-               distill: dict[str, Any] | None = None, sigma_scale: float = 1.0) -> None:
-    """A prior N(mu, diag exp(logvar)) as safetensors (float64), with its training seeds (and,
-    when its ES started from a taught net, how it was taught: metadata `distill`). With
+               distill: dict[str, Any] | None = None, sigma_scale: float = 1.0,
+               world: dict[str, Any] | None = None) -> None:
+    """A prior N(mu, diag exp(logvar)) as safetensors (float64), with its training seeds, the
+    world it was trained in (metadata `world`, {name, options}: a certificate in another world
+    or engine is then a transfer experiment and says so) and, when its ES started from a
+    taught net, how it was taught (metadata `distill`). With
     `sigma_scale` ≠ 1 the file's σ is ES's σ times it (logvar + 2 ln s), recorded as
     metadata `sigma_scale` so the file says it is narrower than what ES trained."""
     meta = {"iteration": str(iteration), "parametrization": "N(mu, diag exp(logvar))"}
@@ -97,6 +102,8 @@ def save_prior(path: str | Path, mu: np.ndarray, logvar: np.ndarray, iteration: 
         meta["prior_seeds"] = json.dumps([int(seeds[0]), int(seeds[1])])
     if distill is not None:
         meta["distill"] = json.dumps(distill, sort_keys=True)
+    if world is not None:
+        meta["world"] = json.dumps(_world_record(world, "world"), sort_keys=True)
     save_safetensors(path, {"mu": np.asarray(mu, np.float64),
                             "logvar": np.asarray(logvar, np.float64)}, meta)
 
@@ -109,7 +116,7 @@ def save_checkpoint(files: CheckpointFiles, state: ESState) -> None:
     save_safetensors(files.state, arrays, {"es": es_meta, "sha256": _digest(arrays, es_meta)})
     save_prior(files.prior, arrays["mu"], arrays["logvar"], state.iteration,
                state.extra.get("prior_seeds"), state.extra.get("distill"),
-               state.extra.get("prior_sigma_scale", 1.0))
+               state.extra.get("prior_sigma_scale", 1.0), state.extra.get("world"))
     info = _scalars(state) | {
         "rng": {"generator": "PCG64(SeedSequence([es.seed, iteration]))",
                 "next_iteration": state.iteration},
@@ -214,7 +221,23 @@ def read_prior(data: bytes, name: str) -> Prior:
     except Exception as exc:
         raise PacplanError(f"{name}: unreadable prior ({exc})".replace("\n", " ")) from None
     mu, logvar = _check_prior(tensors, name)
-    return Prior(mu=mu, logvar=logvar, seeds=_seed_range(meta.get("prior_seeds"), name))
+    world = None
+    if "world" in meta:
+        try:
+            world = _world_record(json.loads(meta["world"]), f"{name}: metadata world")
+        except (ValueError, RecursionError):
+            raise PacplanError(f"{name}: metadata world is not JSON") from None
+    return Prior(mu=mu, logvar=logvar, seeds=_seed_range(meta.get("prior_seeds"), name),
+                 world=world)
+
+
+def _world_record(value: Any, name: str) -> dict[str, Any]:
+    """{name, options}: a world name (a string) and its options (an object)."""
+    ok = (isinstance(value, dict) and set(value) == {"name", "options"}
+          and isinstance(value["name"], str) and isinstance(value["options"], dict))
+    if not ok:
+        raise PacplanError(f"{name} must be an object {{name, options}}, got {value!r:.80}")
+    return {"name": value["name"], "options": dict(value["options"])}
 
 
 def read_prior_file(path: str | Path) -> Prior:

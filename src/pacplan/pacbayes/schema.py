@@ -68,6 +68,9 @@ class ProvenanceRecord(_Record):
     seeds: SeedsRecord = Field(description="an object {prior, cert, test}")
     prior_sha256: _Sha256 | None = Field(description=f"{_SHA_RULE} or null")
     policies_sha256: _Sha256 | None = Field(description=f"{_SHA_RULE} or null")
+    prior_world: WorldRecord | None = Field(
+        default=None, description="an object {name, options}: the world the prior file says it "
+        "was trained in (absent when it does not say)")
 
 
 class CertificateRecord(_Record):

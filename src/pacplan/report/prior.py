@@ -189,8 +189,23 @@ def prior_section(rd: RunDir, manifest: Manifest, cfg: RunConfig) -> list[str]:
         plot_training_curve(records, curve)
     if records or copied or (source == "es" and curve.is_file()):
         lines += [f"![ES training curve of the prior]({RunDir.TRAINING_CURVE})", ""]
-    lines += _taught(meta, found, rd) + _narrowed(meta)
+    lines += _taught(meta, found, rd) + _narrowed(meta) + _trained_in(prior.world, cfg)
     return lines
+
+
+def _trained_in(world: dict[str, Any] | None, cfg: RunConfig) -> list[str]:
+    """Where the prior file says it was trained, and whether that makes this a transfer."""
+    if world is None:
+        return []
+    from pacplan.config import config_to_dict
+    from pacplan.run.prior_world import transfer_note
+
+    said = ", ".join(f"{k}: {v}" for k, v in sorted(world["options"].items()))
+    line = f"It was trained in world {code(world['name'])} ({said or 'default options'})"
+    note = transfer_note(world, config_to_dict(cfg)["world"])
+    if note is None:
+        return [line + ", the world certified here.", ""]
+    return [line + ": **a transfer experiment** — " + note.removeprefix("transfer: ") + ".", ""]
 
 
 def _narrowed(meta: dict[str, str]) -> list[str]:

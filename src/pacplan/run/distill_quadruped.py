@@ -95,7 +95,7 @@ def _round(cfg: RunConfig, r: int, theta: np.ndarray | None, seeds: np.ndarray,
     """Label round r's states (the teacher walks in round 0, the student after), refit on every
     round's states so far, and list the weights with the round's record."""
     from pacplan.worlds.quadruped.distill import Labelled, agreement, candidate_etas, fit
-    from pacplan.worlds.quadruped.teacher import TeacherConfig
+    from pacplan.worlds.quadruped.teacher import teacher_config
 
     d = cfg.distill
     assert d is not None
@@ -104,7 +104,7 @@ def _round(cfg: RunConfig, r: int, theta: np.ndarray | None, seeds: np.ndarray,
     t1 = time.perf_counter()
     parts = [walked] + [_load_labels(cfg, q, seeds, files) for q in range(r)]
     data = Labelled.concat([p[0] for p in parts])
-    etas = candidate_etas(TeacherConfig())
+    etas = candidate_etas(teacher_config(cfg.world.options.get("variant", "text")))
     start = start_theta() if theta is None else np.asarray(theta, dtype=np.float64)
     new, losses = fit(start, data, data.scores, etas, kernel=KERNEL, epochs=d.epochs, lr=d.lr,
                       batch=d.batch, seed=d.seed + r)

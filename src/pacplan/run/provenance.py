@@ -66,6 +66,7 @@ def _check_against_run(run: Path, loaded: Loaded) -> list[str]:
         problems.append(f"provenance.prior_sha256 is {_short(prov.prior_sha256)} but "
                         f"manifest.json records policies.npy drawn from prior "
                         f"{_short(drawn.get('prior'))}")
+    problems += _check_prior_world(run, manifest, prov)
     if drawn.get("m") != c.m:
         problems.append(f"m is {c.m} but manifest.json records {drawn.get('m')!r} policies")
     problems += _check_matrix_inputs(run, manifest, "cert", c.cert_matrix, prov)
@@ -73,6 +74,20 @@ def _check_against_run(run: Path, loaded: Loaded) -> list[str]:
         problems += _check_matrix_inputs(run, manifest, "test", c.test_matrix, prov)
     problems += _check_config(run, manifest, c, prov, old=loaded.record.content_sha256 is None)
     return problems
+
+
+def _check_prior_world(run: Path, manifest: Manifest, prov: ProvenanceRecord) -> list[str]:
+    """provenance.prior_world is what the run's prior file says it was trained in (a claim
+    the file does not make is refused)."""
+    if prov.prior_world is None or manifest.sha(RunDir.PRIOR) is None:
+        return []
+    from pacplan.es.checkpoint import read_prior_file
+
+    said = read_prior_file(run / RunDir.PRIOR).world
+    if said is None or identity(said) != identity(prov.prior_world.model_dump()):
+        return [f"provenance.prior_world is not the world {RunDir.PRIOR} says it was trained "
+                f"in ({'none' if said is None else said['name']})"]
+    return []
 
 
 def _check_artifact(manifest: Manifest, name: str, key: str, claimed: str | None) -> list[str]:

@@ -233,7 +233,7 @@ def train_prior(
 def _train_prior(cfg: RunConfig, rd: RunDir, spec: WorldSpec, dim: int,
                  executor: Executor | None, progress: bool, stop_after: int | None,
                  log: Callable[[str], None] | None = None) -> ESState:
-    notes: dict[str, Any] = {}
+    notes: dict[str, Any] = {"world": {"name": spec.name, "options": dict(spec.options)}}
     given = cfg
     if cfg.distill is not None:  # a taught net is where ES starts (`pacplan.run.distill`)
         from pacplan.run.distill import distill, distilled_summary

@@ -203,14 +203,18 @@ def test_planner_teacher_world_walks_the_teacher(short_world: QuadrupedWorld) ->
 @pytest.mark.parametrize("options, match", [
     ({"planner": "oracle"}, "planner must be one of policy, teacher, got 'oracle'"),
     ({"planner": "teacher"}, "physics 'bullet'"),
-    ({"planner": "teacher", "physics": "mujoco", "variant": "paper-code"},
-     "not variant 'paper-code'"),
+    ({"planner": "teacher", "physics": "bullet", "variant": "paper-code"}, "physics 'bullet'"),
     ({"planner": "teacher", "physics": "mujoco", "robot": "minitaur"}, "not 'minitaur'"),
 ])
 def test_planner_teacher_refused_where_it_cannot_see(options: dict, match: str) -> None:
     with pytest.raises(PacplanError, match=match) as e:
         QuadrupedWorld(**options)
     assert "\n" not in str(e.value)
+
+
+def test_teacher_refuses_a_variant_it_was_not_made_for() -> None:
+    with pytest.raises(PacplanError, match="variants text, paper-code, not variant 'upside'"):
+        check_teacher_world("quadruped", {"variant": "upside", "physics": "mujoco"})
 
 
 def test_teacher_refuses_the_uav() -> None:

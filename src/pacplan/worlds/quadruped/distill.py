@@ -40,7 +40,6 @@ from pacplan.worlds.quadruped.policy import (
     POLICY_DIM,
     policy_action,
 )
-from pacplan.worlds.quadruped.rollout import rollout
 from pacplan.worlds.quadruped.teacher import QuadrupedTeacher, TeacherConfig
 
 OFF_GRID_M = 10.0  # metres per kernel width² beyond the candidates' box: a fall's price
@@ -99,7 +98,7 @@ def label_episode(world: Any, teacher: QuadrupedTeacher, seed: int,
             return gait
         return GaitParams.from_policy_output(policy_action(student, depth, proprio))
 
-    result = rollout(sim, world.terrain(int(seed)), control, world.rollout_config)
+    result = world.run(control, int(seed))  # the variant's own episode and cost rule
     k = len(decisions)
     data = Labelled(
         seed=np.full(k, int(seed), dtype=np.int64),

@@ -1,0 +1,35 @@
+"""Where a prior was trained against where it is certified: a transfer says so.
+
+A PAC-Bayes prior may come from anywhere that saw none of the certification data, so a prior
+trained in one world (the quadruped's MuJoCo twin, or the text variant) may be certified in
+another (PyBullet, the paper-code variant). The certificate then holds for the world it was
+computed in; the run's log, its report and the certificate's `provenance.prior_world` say where
+the prior came from, so nobody reads the figure as one of a prior trained there.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def transfer_note(trained_in: dict[str, Any] | None, world: dict[str, Any]) -> str | None:
+    """One sentence when the prior file says it was trained in another world than the one it
+    is certified in (another variant or engine: a transfer experiment), else None.
+
+    Compared: the world's name and each option both name with different values. Options set
+    on one side only are not (a default on one side is not known here, and the quadruped's
+    depends on its variant); options that only change how fast rollouts run (threads, the
+    UAV's device) do not count. `provenance.prior_world` keeps the whole record either way."""
+    if trained_in is None:
+        return None
+    fast = {"threads", "device", "compile", "chunk"}
+    a, b = trained_in["options"], world["options"]
+    diff = sorted(k for k in set(a) & set(b) - fast if a[k] != b[k])
+    if trained_in["name"] == world["name"] and not diff:
+        return None
+    said = ", ".join(f"{k}: {a.get(k)!r} there, {b.get(k)!r} here" for k in diff)
+    if trained_in["name"] != world["name"]:
+        said = f"world {trained_in['name']!r} there, {world['name']!r} here"
+    return (f"transfer: the prior was trained in another world than the one certified ({said}); "
+            "the certificate still holds for this world, and its provenance.prior_world says "
+            "where the prior came from")
