@@ -1,8 +1,9 @@
-"""The quadruped's teacher on the Bullet engine (PyBullet, the quadruped's default physics): it
-looks ahead by restoring MuJoCo's state, which PyBullet cannot, so every way a config asks for
-it (a distill section, `planner: teacher` for the run's world or a baseline's) is refused in
-one line by `run` and `train-prior` before any work, leaving no run folder. A baseline asking
-for it was refused only when it was flown, after both cost matrices."""
+"""The quadruped's teacher where it cannot look ahead: another robot than the Derpy (its
+candidates and scores were made on it). Every way a config asks for it (a distill section,
+`planner: teacher` for the run's world or a baseline's) is refused in one line by `run` and
+`train-prior` before any work, leaving no run folder; a baseline asking for it was once refused
+only when it was flown, after both cost matrices. (The teacher itself runs in both engines:
+tests/worlds/quadruped/test_quadruped_teacher_paper_code.py replays it bit for bit in PyBullet.)"""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import yaml
 
 from helpers import cli
 
-BULLET = {"robot": "derpy", "horizon_s": 1.0}  # physics left out: "bullet", the default
+BULLET = {"robot": "minitaur", "horizon_s": 1.0}  # physics left out: "bullet", the default
 BASE = {
     "name": "bullet-teacher",
     "world": {"name": "quadruped", "options": BULLET},
@@ -24,8 +25,7 @@ BASE = {
     "policies": {"m": 1},
     "report": {"trajectories": 0},
 }
-REFUSED = "the quadruped teacher looks ahead by saving and restoring MuJoCo's state; physics " \
-          "'bullet' cannot (use physics: mujoco)"
+REFUSED = "the quadruped teacher's gaits and scores are made for robot 'derpy', not 'minitaur'"
 
 
 @pytest.mark.parametrize(("changes", "prefix"), [
@@ -36,7 +36,7 @@ REFUSED = "the quadruped teacher looks ahead by saving and restoring MuJoCo's st
     ({"baselines": [{"name": "teacher", "world_options": {"planner": "teacher"}}]},
      "baseline 'teacher': "),
 ], ids=["distill", "distill-explicit-bullet", "world-planner", "baseline-planner"])
-def test_the_teacher_on_bullet_is_refused_before_any_work(
+def test_the_teacher_for_another_robot_is_refused_before_any_work(
         tmp_path: Path, changes: dict, prefix: str, capsys: pytest.CaptureFixture[str]) -> None:
     config = tmp_path / "bullet.yaml"
     config.write_text(yaml.safe_dump(BASE | changes))

@@ -8,6 +8,7 @@ import pytest
 
 pytest.importorskip("mujoco")
 
+from pacplan.errors import PacplanError
 from pacplan.worlds.quadruped import QuadrupedWorld
 from pacplan.worlds.quadruped.distill import candidate_etas, label_episode
 from pacplan.worlds.quadruped.gait import GaitParams
@@ -46,12 +47,13 @@ def test_every_candidate_is_a_gait_the_student_can_output() -> None:
         assert abs(back.omega - gait.omega) < 0.1
 
 
-def test_episode_is_the_variants_and_replays_bit_for_bit() -> None:
+@pytest.mark.parametrize("physics", ["mujoco", "bullet"])
+def test_episode_is_the_variants_and_replays_bit_for_bit(physics: str) -> None:
     """Four 0.25 s primitives: one decision per primitive, the goal at x = 6 m in the world
     frame (a look-ahead scores min(x, 6) − x_now), the paper code's cost of the episode it
     drives, and its gaits replayed blind give that cost and end point to the bit (the
-    look-ahead leaves no trace in the simulator)."""
-    world = QuadrupedWorld(**PAPER, horizon_s=1.0)
+    look-ahead leaves no trace in the simulator), in MuJoCo and in PyBullet alike."""
+    world = QuadrupedWorld(**{**PAPER, "physics": physics}, horizon_s=1.0)
     teacher = QuadrupedTeacher(world, SMALL)
     walked = teacher.rollout(9_700_003)
     res = walked.result
@@ -66,6 +68,36 @@ def test_episode_is_the_variants_and_replays_bit_for_bit() -> None:
     data, cost = label_episode(world, teacher, 9_700_003)
     assert cost == res.cost and len(data) == 4
     assert np.array_equal(data.scores, np.stack([d.scores for d in walked.decisions]))
+    world.close()
+
+
+def test_bullet_snapshot_restores_bit_for_bit_in_the_text_world() -> None:
+    """The text world's gait phase carries over between primitives: the snapshot keeps it, so
+    A, restore, B, restore, A repeats A to the bit; a snapshot from before a reset is
+    refused."""
+    world = QuadrupedWorld(physics="bullet", robot="derpy")
+    sim = world.sim
+    sim.reset(world.terrain(9_470_003))
+    a, b = GaitParams(1.0, 0.6, 0.0, 30.0), BEST_CONSTANT_GAIT
+    sim.run_primitive(b, 0.5)
+    snap = sim.snapshot()
+
+    def after(gait: GaitParams) -> tuple[np.ndarray, ...]:
+        sim.run_primitive(gait, 0.5)
+        sim.run_primitive(b, 0.5)
+        q, qd = sim.motor_state()
+        return (*sim.torso_pose(), q, qd, np.array([sim.step_count, sim._phase]))
+
+    first = after(a)
+    sim.restore(snap)
+    other = after(b)
+    sim.restore(snap)
+    again = after(a)
+    assert all(np.array_equal(x, y) for x, y in zip(first, again, strict=True))
+    assert not np.array_equal(first[0], other[0])
+    sim.reset(world.terrain(9_470_004))
+    with pytest.raises(PacplanError, match="another model or terrain"):
+        sim.restore(snap)
     world.close()
 
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pacplan.errors import PacplanError
 from pacplan.extras import require
 from pacplan.worlds.quadruped.camera import CameraConfig, camera_pose, render_depth
 from pacplan.worlds.quadruped.gait import NEUTRAL_MOTOR_ANGLES, GaitParams, gait_motor_angles
@@ -79,6 +80,17 @@ class PrimitiveOutcome:
     finished: bool
     steps: int
     path: list[tuple[float, float, float, float]] = field(default_factory=list)  # (t, x, y, z)
+
+
+@dataclass(frozen=True)
+class BulletSnapshot:
+    """A saved PyBullet simulator (`MinitaurSim.snapshot`): Bullet's own in-memory state (bodies,
+    velocities, contacts), the clock and the gait phase, valid until the next `reset`."""
+
+    state_id: int
+    generation: int
+    step_count: int
+    phase: float
 
 
 class TorsoReadouts:
@@ -133,6 +145,8 @@ class MinitaurSim(TorsoReadouts):
         self.motor_ids: list[int] = []
         self.step_count = 0  # physics steps since the rollout clock started
         self._phase = 0.0
+        self._generation = 0  # counts resets: a snapshot restores only in its own
+        self._states: list[int] = []  # Bullet states saved since the last reset
 
     # ------------------------------------------------------------------ setup
     @property
@@ -146,6 +160,7 @@ class MinitaurSim(TorsoReadouts):
     def close(self) -> None:
         """Disconnect from PyBullet (a later call reconnects)."""
         if self._cid is not None:
+            self._states = []  # freed with the client
             with contextlib.suppress(Exception):
                 pybullet.disconnect(physicsClientId=self._cid)
             self._cid = None
@@ -157,6 +172,8 @@ class MinitaurSim(TorsoReadouts):
         """Rebuild the world on `terrain`, place the robot and let it settle; clock at 0."""
         cid = self.cid
         cfg = self.physics
+        self._forget_states()
+        self._generation += 1
         pybullet.resetSimulation(physicsClientId=cid)
         pybullet.setPhysicsEngineParameter(
             fixedTimeStep=cfg.time_step,
@@ -196,6 +213,34 @@ class MinitaurSim(TorsoReadouts):
     def time(self) -> float:
         """Simulated seconds since the rollout clock started (physics steps × time step)."""
         return self.step_count * self.physics.time_step
+
+    def snapshot(self) -> BulletSnapshot:
+        """Everything the next primitive depends on, for a look-ahead to come back to: Bullet's
+        `saveState` (it keeps the contact points and the solver's cached impulses, so a
+        restored run repeats bit for bit, tested) with the step count and the gait phase."""
+        sid = pybullet.saveState(physicsClientId=self.cid)
+        self._states.append(sid)
+        return BulletSnapshot(state_id=sid, generation=self._generation,
+                              step_count=self.step_count, phase=self._phase)
+
+    def restore(self, snap: BulletSnapshot) -> None:
+        """Put the simulator back where `snapshot` found it (its own snapshots of the current
+        terrain only: a reset rebuilds the world and frees them)."""
+        if (not isinstance(snap, BulletSnapshot) or snap.generation != self._generation
+                or snap.state_id not in self._states):
+            raise PacplanError("this snapshot was taken on another model or terrain: a "
+                               "simulator restores only its own snapshots of its current terrain")
+        pybullet.restoreState(stateId=snap.state_id, physicsClientId=self.cid)
+        self.step_count = snap.step_count
+        self._phase = snap.phase
+
+    def _forget_states(self) -> None:
+        """Free the states saved on this terrain (each holds a copy of the world)."""
+        if self._cid is not None:
+            for sid in self._states:
+                with contextlib.suppress(Exception):
+                    pybullet.removeState(sid, physicsClientId=self._cid)
+        self._states = []
 
     def engine_time_step(self) -> float:
         """The time step the physics engine actually uses (read back from PyBullet)."""

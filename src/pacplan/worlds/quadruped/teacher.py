@@ -1,12 +1,13 @@
 """A privileged quadruped teacher: it picks each gait by trying the candidates in the simulator.
 
 The student (the 944-weight net) sees a depth image and 22 proprioceptive values; the teacher
-sees everything: the terrain and the full MuJoCo state. Walking over ridges is chaotic near a
+sees everything: the terrain and the full simulator state. Walking over ridges is chaotic near a
 tip-over, so no model of the terrain predicts a gait's outcome as well as the simulator itself.
 At every decision the teacher therefore
 
-1. saves the simulator (`MujocoMinitaurSim.snapshot`: the whole MjData with the solver's warm
-   start, the step count and the gait phase; restoring it is bit for bit),
+1. saves the simulator (`snapshot`: in MuJoCo the whole MjData with the solver's warm start, in
+   PyBullet Bullet's `saveState`, each with the step count and the gait phase; restoring it is
+   bit for bit),
 2. for each candidate gait runs a *look-ahead*: the candidate for one primitive, then
    `lookahead − 1` (default 2) primitives of the best constant gait (a1 0.8, a2 1.0, ω 40),
    the finish line in place, and restores the state after each,
@@ -36,10 +37,12 @@ three primitives of simulation, so a decision costs about 36 primitives.
 
 The teacher reads the episode's clock from the simulator: a call at step 0 starts an episode
 (the finish line is `finish_dx` ahead of the torso there), and the primitives already run are
-`step_count` // steps per primitive (only a final primitive stops early). It needs MuJoCo
-(PyBullet's state cannot be saved and restored bit for bit) and the Derpy (the candidates and
-scores were chosen and measured on it); anything else is refused in one line, as are teacher
-seeds that overlap certification or test seeds.
+`step_count` // steps per primitive (only a final primitive stops early). It runs in either
+engine: MuJoCo's snapshot copies the whole MjData, PyBullet's is Bullet's own `saveState` with
+the clock and gait phase (`MinitaurSim.snapshot`), and both restore bit for bit (tested: the
+teacher's gaits replayed blind give its cost to the bit). It needs the Derpy (the candidates
+and scores were chosen and measured on it); anything else is refused in one line, as are
+teacher seeds that overlap certification or test seeds.
 
 In `variant: paper-code` (0.25 s primitives, the gait clock at twice simulated time, the goal at
 x = 6 m in the world frame) the teacher runs the same search with that variant's episode
@@ -70,7 +73,7 @@ from pacplan.worlds.quadruped.scene import DEFAULT_ROBOT
 BEST_CONSTANT_GAIT = GaitParams(a1=0.8, a2=1.0, a_st=0.0, omega=40.0)
 DEFAULT_CANDIDATES = tuple(GaitParams(a1=a1, a2=a2, a_st=0.0, omega=w)
                            for a1 in (0.6, 0.8, 1.0) for a2 in (0.6, 1.0) for w in (30.0, 40.0))
-SUPPORTED_ENGINE = "mujoco"
+SUPPORTED_ENGINES = ("mujoco", "bullet")
 SUPPORTED_ROBOT = "derpy"
 SUPPORTED_VARIANTS = ("text", "paper-code")
 
@@ -125,8 +128,9 @@ class TeacherRollout:
 
 
 def check_teacher_world(world: str, options: Mapping[str, Any] | None = None) -> None:
-    """Refuse, in one line, a world the teacher cannot look ahead in: not the quadruped,
-    PyBullet physics (its state does not restore bit for bit) or a robot other than the Derpy."""
+    """Refuse, in one line, a world the teacher cannot look ahead in: not the quadruped, an
+    engine without a snapshot, a variant it has no settings for or a robot other than the
+    Derpy."""
     opts = dict(options or {})
     if world != "quadruped":
         raise PacplanError(f"the quadruped teacher plans only in the quadruped world, not "
@@ -136,9 +140,9 @@ def check_teacher_world(world: str, options: Mapping[str, Any] | None = None) ->
         raise PacplanError(f"the quadruped teacher looks ahead in variants "
                            f"{', '.join(SUPPORTED_VARIANTS)}, not variant {variant!r}")
     engine = opts.get("physics", "bullet")
-    if engine != SUPPORTED_ENGINE:
-        raise PacplanError(f"the quadruped teacher looks ahead by saving and restoring MuJoCo's "
-                           f"state; physics {engine!r} cannot (use physics: mujoco)")
+    if engine not in SUPPORTED_ENGINES:
+        raise PacplanError(f"the quadruped teacher looks ahead by saving and restoring the "
+                           f"simulator ({', '.join(SUPPORTED_ENGINES)}), not physics {engine!r}")
     robot = opts.get("robot", DEFAULT_ROBOT)
     if robot != SUPPORTED_ROBOT:
         raise PacplanError(f"the quadruped teacher's gaits and scores are made for robot "
@@ -161,11 +165,11 @@ def forbidden_seeds(config: Any) -> dict[str, Sequence[int]]:
 
 
 class QuadrupedTeacher:
-    """The look-ahead teacher of a `QuadrupedWorld` (MuJoCo, Derpy); one simulator, one thread.
+    """The look-ahead teacher of a `QuadrupedWorld` (the Derpy, either engine); one thread.
 
     `rollout(seed)` drives the world's own simulator through pacplan's `rollout`, so its cost
     is what the world charges; `controller(sim)` is the same teacher as a `Controller` for any
-    rollout on a MuJoCo simulator of this world.
+    rollout on a simulator of this world.
     """
 
     def __init__(self, world: Any, config: TeacherConfig | None = None) -> None:
