@@ -203,3 +203,12 @@ def test_stage_resumes_to_the_bit(tmp_path: Path) -> None:
     (out / "theta.safetensors").unlink()
     with pytest.raises(PacplanError, match="has changed or is corrupted"):
         stage.distill(cfg, tmp_path / "run")
+
+
+def test_the_record_names_the_engine_the_teacher_looked_ahead_in() -> None:
+    from pacplan.run.distill_quadruped import TEACHER, teacher_name
+
+    assert teacher_name({"physics": "mujoco"}) == TEACHER  # the name shipped priors carry
+    assert teacher_name({"variant": "paper-code"}) == TEACHER  # that variant's default engine
+    assert "in PyBullet" in teacher_name({})  # the text world's default engine
+    assert "in PyBullet" in teacher_name({"variant": "paper-code", "physics": "bullet"})

@@ -121,7 +121,8 @@ def distill(cfg: RunConfig, run_dir: str | Path, log: Any = None) -> Path:
 
         theta, records, chosen = distill_quadruped.rounds(cfg, seeds, _eval_seeds(cfg), files,
                                                           say)
-        record: dict[str, Any] = {"teacher": distill_quadruped.TEACHER, "chosen_round": chosen}
+        record: dict[str, Any] = {"teacher": distill_quadruped.teacher_name(cfg.world.options),
+                                  "chosen_round": chosen}
     else:
         theta, records, t_lattice = _uav_rounds(cfg, seeds, files, out, say)
         record = {"teacher": "uav lattice dynamic program (pacplan.worlds.uav.teacher)"}

@@ -31,6 +31,15 @@ from pacplan.run.distill_store import read_round, write_round
 from pacplan.run.parallel import spawned_pool
 
 TEACHER = "quadruped look-ahead in MuJoCo (pacplan.worlds.quadruped.teacher)"
+
+
+def teacher_name(options: dict[str, Any]) -> str:
+    """What taught the prior, as its record and metadata say: the engine the teacher looked
+    ahead in (MuJoCo keeps the name priors taught before PyBullet could carry)."""
+    default = "mujoco" if options.get("variant") == "paper-code" else "bullet"
+    if options.get("physics", default) == "bullet":
+        return TEACHER.replace("in MuJoCo", "in PyBullet")
+    return TEACHER
 FILES = r"labels-\d+/\d+\.npz"
 CHUNK = 4  # terrains per labels file (one worker task)
 UAV_ONLY = ("free_states", "clear_cap", "temperature", "target_temperature")
