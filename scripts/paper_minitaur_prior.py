@@ -9,7 +9,9 @@ them, pinned by sha256), so a preset cannot name them; this writes μ and log σ
 layout (`paper_prior.from_paper_layout`: the last layer's outputs relabelled, an exact map) as
 `save_prior` writes a trained prior. A run then draws its m policies from it as `pacplan run`
 draws any prior's (seed `policies.seed`), not as the paper's code drew its own
-(`paper_prior.paper_draws`, which benchmarks/quadruped_paper_code.py uses).
+(`paper_prior.paper_draws`, which benchmarks/quadruped_paper_code.py uses). The file records
+the world its prior was trained in as the world pacplan rebuilds that code's experiment in
+(`quadruped`, `variant: paper-code`, PyBullet), so a certificate anywhere else says "transfer".
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from pacplan.es.checkpoint import save_prior
 from pacplan.io.paperdata import paper_data_dir
 from pacplan.worlds.quadruped.paper_prior import load_paper_prior
 
+TRAINED_IN = {"name": "quadruped", "options": {"variant": "paper-code", "physics": "bullet"}}
+
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -30,7 +34,7 @@ def main(argv: list[str] | None = None) -> None:
     if folder is None:
         raise SystemExit("error: the paper's Minitaur prior is not here: run `pacplan data paper`")
     mu, logvar = load_paper_prior(folder)
-    save_prior(args.out, mu, logvar, iteration=0)
+    save_prior(args.out, mu, logvar, iteration=0, world=TRAINED_IN)
     print(args.out)
 
 
