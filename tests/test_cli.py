@@ -340,7 +340,8 @@ def test_presets_lists_every_preset_with_its_description(capsys):
     flat = " ".join(out.split())
     for p in list_presets():
         assert p.name in out and " ".join(p.description.split()[:4]) in flat, p.name
-    assert "quadruped, quadruped-es, uav, uav-es" in flat  # the shipped priors, for --prior NAME
+    # the shipped priors, for --prior NAME
+    assert "quadruped, quadruped-es, quadruped-paper-code, uav, uav-es" in flat
 
 
 def test_presets_name_prints_its_file(capsys):
@@ -358,7 +359,8 @@ def test_presets_name_prints_its_file(capsys):
         (["run", "nosuch"], "no config file or preset named 'nosuch'; presets: "),
         (["train-prior", "nosuch", "--out", "x"], "no config file or preset named 'nosuch'"),
         (["run", "configs/toy.yaml"], "the shipped preset of that name runs with `pacplan run"),
-        (["run", "toy", "--prior", "nope"], "shipped priors: quadruped, quadruped-es, uav"),
+        (["run", "toy", "--prior", "nope"],
+         "shipped priors: quadruped, quadruped-es, quadruped-paper-code, uav"),
         (["run", "toy", "--prior", "nope.safetensors"], "prior file not found: nope.safetensors"),
     ],
 )
@@ -401,10 +403,13 @@ def test_help_shows_choices_as_choices_and_flags_as_flags():
         ("pacplan train-prior quadruped-p", {"quadruped-paper", "quadruped-paper-bullet",
                                              "quadruped-paper-code", "quadruped-paper-n1000",
                                              "quadruped-paper-n2000", "quadruped-prior",
-                                             "quadruped-paper-code-prior"}),
+                                             "quadruped-paper-code-prior",
+                                             "quadruped-paper-code-n1000",
+                                             "quadruped-paper-code-n2000"}),
         ("pacplan train-prior quadruped-e", {"quadruped-es-prior"}),
         ("pacplan run toy --executor p", {"processes"}),
-        ("pacplan run toy --prior ", {"uav", "uav-es", "quadruped", "quadruped-es"}),
+        ("pacplan run toy --prior ", {"uav", "uav-es", "quadruped", "quadruped-es",
+                                      "quadruped-paper-code"}),
         ("pacplan certify-matrix c.npy --bound q", {"quadratic"}),
     ],
 )

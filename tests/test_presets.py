@@ -11,7 +11,7 @@ import pytest
 import pacplan
 from pacplan.config import load_config
 from pacplan.errors import PacplanError
-from pacplan.es.checkpoint import load_prior
+from pacplan.es.checkpoint import load_prior, read_prior_file
 from pacplan.io.files import safetensors_metadata
 from pacplan.presets import (
     PRIORS,
@@ -31,7 +31,8 @@ RUN_PRESETS = {"toy", "gym-cartpole", "gym-inverted-pendulum", "uav-quick", "uav
                "uav-tight",
                "quadruped-quick", "quadruped-hard", "quadruped-hour", "quadruped-paper",
                "quadruped-paper-n1000", "quadruped-paper-n2000",
-               "quadruped-paper-bullet", "quadruped-paper-code", "quadruped-mujoco-quick"}
+               "quadruped-paper-bullet", "quadruped-paper-code", "quadruped-paper-code-n1000",
+               "quadruped-paper-code-n2000", "quadruped-mujoco-quick"}
 
 
 def test_presets_live_inside_the_package() -> None:
@@ -73,7 +74,7 @@ def test_relative_paths_of_a_preset_resolve_inside_the_package() -> None:
 
 def test_shipped_priors_and_how_they_were_made() -> None:
     priors = shipped_priors()
-    assert set(priors) == {"uav", "uav-es", "quadruped", "quadruped-es"}
+    assert set(priors) == {"uav", "uav-es", "quadruped", "quadruped-es", "quadruped-paper-code"}
     scales: dict[str, float] = {}
     for name, path in priors.items():
         mu, logvar = load_prior(path)
@@ -88,6 +89,10 @@ def test_shipped_priors_and_how_they_were_made() -> None:
         scales[name] = recipe.es.prior_sigma_scale
         assert recorded == (None if scales[name] == 1.0 else repr(scales[name])), name
     assert scales["quadruped"] == 0.5 and scales["quadruped-es"] == 1.0
+    # a prior trained by train-prior says where (the paper-code one: on the MuJoCo twin)
+    assert read_prior_file(priors["quadruped-paper-code"]).world == {
+        "name": "quadruped", "options": {"variant": "paper-code", "physics": "mujoco",
+                                         "robot": "derpy"}}
 
 
 def test_package_data_globs_ship_every_preset_file() -> None:
@@ -158,7 +163,8 @@ def test_priors_by_file_or_shipped_name(tmp_path: Path, monkeypatch: pytest.Monk
     Path("uav").write_bytes(b"mine")
     assert resolve_prior("uav") == Path("uav")  # a file wins
     with pytest.raises(PacplanError, match=r"no prior file or shipped prior named 'nope'; "
-                                           r"shipped priors: quadruped, quadruped-es, uav, uav-es"):
+                                           r"shipped priors: quadruped, quadruped-es, "
+                                           r"quadruped-paper-code, uav, uav-es"):
         resolve_prior("nope")
     with pytest.raises(PacplanError, match=r"prior file not found: nope\.safetensors"):
         resolve_prior("nope.safetensors")
