@@ -121,14 +121,14 @@ def _load_rows(path: Path, stamp: dict[str, Any]) -> dict[tuple[str, int], dict[
     return rows
 
 
-def _mean_ci(c: np.ndarray) -> dict[str, Any]:
+def mean_ci(c: np.ndarray) -> dict[str, Any]:
     half = 1.96 * float(c.std(ddof=1)) / math.sqrt(c.size) if c.size > 1 else float("nan")
     return {"mean_cost": round(float(c.mean()), 4),
             "cost_95ci": [round(max(0.0, float(c.mean()) - half), 4),
                           round(min(1.0, float(c.mean()) + half), 4)]}
 
 
-def _paired(a: np.ndarray, b: np.ndarray) -> dict[str, Any]:
+def paired(a: np.ndarray, b: np.ndarray) -> dict[str, Any]:
     """Mean of a − b per terrain with a normal 95 % interval."""
     d = a - b
     half = 1.96 * float(d.std(ddof=1)) / math.sqrt(d.size)
@@ -149,11 +149,11 @@ def summarise(rows: list[dict[str, Any]], names: list[str], draws: int) -> dict[
 
     def one(name: str) -> dict[str, Any]:
         j = col[name]
-        return {**_mean_ci(cost[:, j]), "falls": int(fell[:, j].sum()),
+        return {**mean_ci(cost[:, j]), "falls": int(fell[:, j].sum()),
                 "finishes": int(fin[:, j].sum())}
 
     return {
-        "paper_prior_draws": {**_mean_ci(draws_cost), "falls": int(fell[:, :draws].sum()),
+        "paper_prior_draws": {**mean_ci(draws_cost), "falls": int(fell[:, :draws].sum()),
                               "finishes": int(fin[:, :draws].sum()),
                               "per_draw": [round(float(v), 4)
                                            for v in cost[:, :draws].mean(axis=0)]},
@@ -161,12 +161,12 @@ def summarise(rows: list[dict[str, Any]], names: list[str], draws: int) -> dict[
         "pacplan_prior_mean": one("pacplan_mean"),
         "best_constant_gait": one("best_constant_gait"),
         "paired": {
-            "paper_draws_minus_gait": _paired(draws_cost, cost[:, col["best_constant_gait"]]),
-            "paper_mean_minus_gait": _paired(cost[:, col["paper_mean"]],
+            "paper_draws_minus_gait": paired(draws_cost, cost[:, col["best_constant_gait"]]),
+            "paper_mean_minus_gait": paired(cost[:, col["paper_mean"]],
                                              cost[:, col["best_constant_gait"]]),
-            "pacplan_mean_minus_gait": _paired(cost[:, col["pacplan_mean"]],
+            "pacplan_mean_minus_gait": paired(cost[:, col["pacplan_mean"]],
                                                cost[:, col["best_constant_gait"]]),
-            "paper_draws_minus_pacplan_mean": _paired(draws_cost, cost[:, col["pacplan_mean"]]),
+            "paper_draws_minus_pacplan_mean": paired(draws_cost, cost[:, col["pacplan_mean"]]),
         },
         "clip_binds": {"cells": int((raw > 1.0).sum()), "of": int(raw.size),
                        "paper_draw_cells": int((raw[:, :draws] > 1.0).sum()),

@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import math
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
@@ -47,6 +46,7 @@ from pacplan.io.paperdata import paper_data_dir
 from pacplan.presets import seed_ranges
 from pacplan.worlds.quadruped import QuadrupedWorld
 from pacplan.worlds.quadruped.paper_prior import load_paper_prior
+from quadruped_paper_code import mean_ci, paired
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN = ROOT / "runs" / "quadruped-paper-code-prior"
@@ -132,22 +132,6 @@ def load_rows(path: Path, options: dict[str, Any]) -> dict[tuple[str, str, int],
     return rows
 
 
-def mean_ci(c: np.ndarray) -> dict[str, Any]:
-    half = 1.96 * float(c.std(ddof=1)) / math.sqrt(c.size) if c.size > 1 else float("nan")
-    return {"mean_cost": round(float(c.mean()), 4),
-            "cost_95ci": [round(max(0.0, float(c.mean()) - half), 4),
-                          round(min(1.0, float(c.mean()) + half), 4)]}
-
-
-def paired(a: np.ndarray, b: np.ndarray) -> dict[str, Any]:
-    """Mean of a − b per terrain with a normal 95 % interval."""
-    d = a - b
-    half = 1.96 * float(d.std(ddof=1)) / math.sqrt(d.size)
-    return {"difference": round(float(d.mean()), 4),
-            "difference_95ci": [round(float(d.mean()) - half, 4),
-                                round(float(d.mean()) + half, 4)]}
-
-
 def summarise(cells: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     """Each policy's figures and the paired comparisons, on the terrains all of them walked."""
     cost = {n: np.array([c["cost"] for c in rows]) for n, rows in cells.items()}
@@ -163,6 +147,8 @@ def summarise(cells: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     pairs += [(n, "best_constant_gait") for n in cells if n != "best_constant_gait"]
     out["paired"] = {f"{a}_minus_{b}": paired(cost[a], cost[b])
                      for a, b in pairs if a in cost and b in cost}
+    out["ratios"] = {f"{a}_over_{b}": round(float(cost[a].mean() / cost[b].mean()), 4)
+                     for a, b in pairs if a in cost and b in cost and cost[b].mean() > 0}
     if "prior_draws" in cost:
         got = float(cost["prior_draws"].mean())
         out["goal"] = {"prior_draws_at_most": GOAL_DRAWS, "measured": round(got, 4),

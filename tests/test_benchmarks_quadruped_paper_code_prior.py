@@ -1,0 +1,45 @@
+"""benchmarks/quadruped_paper_code_prior.py on two terrains in MuJoCo: one JSON object with the
+paired comparison against the paper's prior, and a rerun that computes nothing again."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mujoco")
+
+from helpers import load_script
+from pacplan.io.paperdata import paper_data_dir
+from pacplan.presets import resolve_prior
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "quadruped_paper_code_prior.py"
+
+
+def test_the_benchmark_pairs_a_prior_with_the_papers_and_resumes(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    if paper_data_dir() is None:
+        pytest.skip("the paper's files are not here (`pacplan data paper`)")
+    monkeypatch.syspath_prepend(str(SCRIPT.parent))  # as when run: it imports its sibling
+    bench = load_script(SCRIPT)
+    rows = tmp_path / "rows.jsonl"
+    args = ["--prior", str(resolve_prior("quadruped-paper-code")), "--terrains", "2",
+            "--physics", "mujoco", "--workers", "1", "--rows", str(rows)]
+    bench.main(args)
+    first = json.loads(capsys.readouterr().out)
+    cells = rows.read_text().splitlines()
+    assert len(cells) == 1 + 2 * 5  # the stamp, then 5 policies × 2 terrains
+    assert set(first["policies"]) == {"prior_draws", "prior_mean", "paper_draws", "paper_mean",
+                                      "best_constant_gait"}
+    assert "prior_draws_minus_paper_draws" in first["paired"]
+    assert first["goal"]["prior_draws_at_most"] == 0.13
+    for row in first["policies"].values():
+        assert 0.0 <= row["mean_cost"] <= 1.0
+    bench.main(args)  # resumed: nothing walked again, the same figures
+    again = json.loads(capsys.readouterr().out)
+    assert rows.read_text().splitlines() == cells
+    assert again["policies"] == first["policies"]
+    with pytest.raises(SystemExit, match="another world"):
+        bench.main([*args[:-4], "--physics", "bullet", "--rows", str(rows)])
