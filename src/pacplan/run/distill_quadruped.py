@@ -31,6 +31,13 @@ from pacplan.run.distill_store import read_round, write_round
 from pacplan.run.parallel import spawned_pool
 
 TEACHER = "quadruped look-ahead in MuJoCo (pacplan.worlds.quadruped.teacher)"
+FILES = r"labels-\d+/\d+\.npz"
+CHUNK = 4  # terrains per labels file (one worker task)
+UAV_ONLY = ("free_states", "clear_cap", "temperature", "target_temperature")
+KERNEL = 0.02
+"""Width (in η², adjacent candidates are ≥ 0.0625 apart) of the softmax that weights each
+candidate's score by its nearness to the net's η in the fit (`worlds.quadruped.distill.fit`)."""
+_KEYS = ("seed", "primitive", "depth", "proprio", "scores", "cost")
 
 
 def teacher_name(options: dict[str, Any]) -> str:
@@ -40,13 +47,6 @@ def teacher_name(options: dict[str, Any]) -> str:
     if options.get("physics", default) == "bullet":
         return TEACHER.replace("in MuJoCo", "in PyBullet")
     return TEACHER
-FILES = r"labels-\d+/\d+\.npz"
-CHUNK = 4  # terrains per labels file (one worker task)
-UAV_ONLY = ("free_states", "clear_cap", "temperature", "target_temperature")
-KERNEL = 0.02
-"""Width (in η², adjacent candidates are ≥ 0.0625 apart) of the softmax that weights each
-candidate's score by its nearness to the net's η in the fit (`worlds.quadruped.distill.fit`)."""
-_KEYS = ("seed", "primitive", "depth", "proprio", "scores", "cost")
 
 
 def check_request(cfg: RunConfig, seeds: tuple[int, int]) -> None:

@@ -9,7 +9,22 @@ the prior came from, so nobody reads the figure as one of a prior trained there.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+from pacplan.errors import PacplanError
+from pacplan.es.checkpoint import read_prior
+from pacplan.io.files import sha256_bytes
+
+
+def recorded_prior_world(path: Path, sha256: str | None) -> dict[str, Any] | None:
+    """The world a run's prior file says it was trained in, read once and only if the bytes
+    still have the hash the run recorded (what is stated is what was checked)."""
+    data = path.read_bytes()
+    if sha256 is None or sha256_bytes(data) != sha256:
+        raise PacplanError(f"{path} is not the prior the run recorded (sha256 "
+                           f"{sha256_bytes(data)[:12]}…); restore it or use a new --out")
+    return read_prior(data, str(path)).world
 
 
 def transfer_note(trained_in: dict[str, Any] | None, world: dict[str, Any]) -> str | None:

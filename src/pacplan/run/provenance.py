@@ -81,9 +81,9 @@ def _check_prior_world(run: Path, manifest: Manifest, prov: ProvenanceRecord) ->
     the file does not make is refused)."""
     if prov.prior_world is None or manifest.sha(RunDir.PRIOR) is None:
         return []
-    from pacplan.es.checkpoint import read_prior_file
+    from pacplan.run.prior_world import recorded_prior_world
 
-    said = read_prior_file(run / RunDir.PRIOR).world
+    said = recorded_prior_world(run / RunDir.PRIOR, manifest.sha(RunDir.PRIOR))
     if said is None or identity(said) != identity(prov.prior_world.model_dump()):
         return [f"provenance.prior_world is not the world {RunDir.PRIOR} says it was trained "
                 f"in ({'none' if said is None else said['name']})"]

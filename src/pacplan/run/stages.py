@@ -20,7 +20,7 @@ import numpy as np
 from pacplan import portable
 from pacplan.config import RunConfig, config_to_dict
 from pacplan.errors import PacplanError
-from pacplan.es.checkpoint import load_prior, load_prior_seeds, read_prior, read_prior_file
+from pacplan.es.checkpoint import load_prior, load_prior_seeds, read_prior
 from pacplan.io.files import (
     atomic_save_npy,
     atomic_write_bytes,
@@ -31,7 +31,7 @@ from pacplan.pacbayes.matrices import CostMatrix, matrix_from_bytes, rational_by
 from pacplan.pacbayes.record import Certificate, relative_path
 from pacplan.run.chunks import ChunkStore
 from pacplan.run.executors import Executor, WorldSpec, chunk_grid
-from pacplan.run.prior_world import transfer_note
+from pacplan.run.prior_world import recorded_prior_world, transfer_note
 from pacplan.run.progress import progress_bar
 from pacplan.run.rundir import Manifest, RunDir
 from pacplan.run.training import train_prior
@@ -67,12 +67,11 @@ def ensure_prior(cfg: RunConfig, rd: RunDir, manifest: Manifest, executor: Execu
         check_prior_seeds(cfg, seeds, str(rd / RunDir.PRIOR))
         held = manifest.record(RunDir.PRIOR, source="es", seeds=_listed(seeds))
     _say_prior_seeds(cfg, seeds, source or rd / RunDir.PRIOR, log)
-    note = transfer_note(read_prior_file(rd / RunDir.PRIOR).world,
+    note = transfer_note(recorded_prior_world(rd / RunDir.PRIOR, held),
                          config_to_dict(cfg)["world"])
     if note and log:
         log(note)
     return held
-
 
 
 def _copy_prior(cfg: RunConfig, rd: RunDir, manifest: Manifest, source: Path
@@ -194,7 +193,7 @@ def certify(cfg: RunConfig, rd: RunDir, manifest: Manifest, cert: np.ndarray,
     recorded = prior_seeds(rd, manifest)  # the prior's own seeds, else the config's claim
     trained_on = list(recorded) if recorded is not None else list(cfg.seeds.prior)
     world = config_to_dict(cfg)["world"]
-    trained_in = read_prior_file(rd / RunDir.PRIOR).world
+    trained_in = recorded_prior_world(rd / RunDir.PRIOR, manifest.sha(RunDir.PRIOR))
     out: dict[int, Certificate] = {}
     for n in sorted(cfg.certificate.n or []):
         cert_ref = _matrix(rd, manifest, RunDir.costs("cert", rational), cert[:n])
