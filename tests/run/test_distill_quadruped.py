@@ -160,7 +160,7 @@ def test_labelled_episode_is_the_teachers_own_and_a_student_walks_its_gait() -> 
 
 
 @pytest.mark.parametrize(("options", "distill", "message"), [
-    ({"physics": "bullet", "robot": "derpy"}, {}, "physics 'bullet' cannot"),
+    ({**WORLD, "physics": "ode"}, {}, "not physics 'ode'"),
     ({**WORLD, "robot": "minitaur"}, {}, "made for robot 'derpy'"),
     (WORLD, {"clear_cap": 0.5}, "distill.clear_cap is a setting of the UAV's teacher"),
 ])

@@ -32,6 +32,12 @@ After 0.2.0 the shipped `uav` prior was retrained on purpose (issue 38, item 3: 
 2000 environments and 5 DAgger rounds instead of 480 and 3), so uav-quick's prior, policies,
 matrices and reference certificates were re-pinned once more; the matrices are again the first
 1000 rows of results/uav's, and the Depth-Filter baseline kept its hash.
+
+Issue 49: a prior file trained by `train-prior` records the world it was trained in (metadata
+`world`), and certificates carry it (`provenance.prior_world`). So the toy prior's file hash and
+its reference certificates were re-pinned once more, on purpose; its tensors, policies and
+matrices kept every byte. uav-quick certifies a shipped prior file, which records no world, and
+kept all its pins.
 """
 
 from __future__ import annotations
@@ -51,7 +57,7 @@ from pacplan.run.provenance import verify_certificate as verify
 REPO = Path(__file__).resolve().parents[2]
 
 TOY = {
-    "prior.safetensors": "867e0009baa3db53e32fdde1e9ae319f8860bf8fc063e0e7cab83295aff6d2b7",
+    "prior.safetensors": "a88a205d97fbae837ed1ab5bd1deef7c5041117217c7c1e7b63551d6200336fc",
     "policies.npy": "c44671b0f011899941641c15ad16cb993210427c7fa2cc8645e7841d02776373",
     "costs/cert.npy": "c02dd9748fd67a2f89571532519c816b841888a20a7f74ec89f0ff5178023b2e",
     "costs/test.npy": "beb918859277e888ae0dd292779502e585fd5aee2ae0757ef82f2a0e9be92338",
