@@ -156,13 +156,23 @@ def test_a_call_past_the_limit_is_stopped(tmp_path: Path, limit: float) -> None:
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_ctrl_c_and_sigterm_stop_a_call_in_flight(tmp_path: Path, signum: int) -> None:
     """The CLI turns SIGTERM into KeyboardInterrupt (`sigterm_as_ctrl_c`); Python runs that
-    handler, and SIGINT's, only between bytecodes, never inside onnxruntime."""
+    handler, and SIGINT's, only between bytecodes, never inside onnxruntime. (A shell starts a
+    background job with SIGINT ignored, so `pytest &` would not see Ctrl-C at all: Python's
+    own handler is put back for the test.)"""
     from pacplan.cli.output import sigterm_as_ctrl_c
 
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        _ctrl_c_stops_a_call(tmp_path, signum, sigterm_as_ctrl_c)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _ctrl_c_stops_a_call(tmp_path: Path, signum: int, sigterm_as_ctrl_c: object) -> None:
     policy = _load(_slow(tmp_path))
     timer = threading.Timer(0.3, os.kill, (os.getpid(), signum))
     start = time.monotonic()
-    with sigterm_as_ctrl_c(), pytest.raises(KeyboardInterrupt):
+    with sigterm_as_ctrl_c(), pytest.raises(KeyboardInterrupt):  # type: ignore[operator]
         timer.start()
         try:
             policy.act(np.array([1.0, 0, 0, 0], np.float32))

@@ -159,9 +159,12 @@ def test_a_signal_to_the_whole_process_group_stops_a_parallel_run(tmp_path: Path
     config = tmp_path / "long.yaml"
     config.write_text(yaml.safe_dump(data))
     out = tmp_path / "run"
+    # A shell starts a background job (`pytest &`) with SIGINT ignored, which the run would
+    # inherit; a user's `pacplan run` in a terminal has Python's own handler, so this one does.
     proc = subprocess.Popen([sys.executable, "-c", "from pacplan.cli import main; main()", "run",
                              str(config), "--out", str(out), "--quiet"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     chunks = out / "costs" / "cert.chunks"
     deadline = time.monotonic() + 120
     while len(list(chunks.glob("*.npy"))) < 3 and time.monotonic() < deadline:
