@@ -2,7 +2,8 @@
 with a roofline of where a rollout's time goes; one JSON line.
 
     python benchmarks/uav_scale_throughput.py [--seeds 1600] [--workers 2] [--quick]
-        [--prior uav] [--baseline-ref b8b946c | none] [--no-roofline]
+        [--prior uav] [--baseline-ref b8b946c | none] [--no-roofline] [--conv-width 8]
+        [--chunk-seeds 200]
 
 What a large certification run (uav-tight: 7.5 million rollouts) spends its time on: the
 prior's 50 policies (`--prior`, a shipped prior's name or a file; default the shipped `uav`)
@@ -23,9 +24,10 @@ that true for 2 workers. Reported: both rates, their ratio (the figure to trust 
 machine), and whether every cost matrix is identical (today against the baseline, one
 process against K).
 
-Roofline (`roofline`): the machine's peak on one torch thread (the simulator's setting), a
-float32 matrix product's GFLOP/s and a large copy's GB/s, and for one chunk of each code the
-seconds per rollout, share of the total and achieved fraction of the roofline of each part:
+Roofline (`roofline`, computed by the sibling module uav_throughput_roofline.py): the
+machine's peak on one torch thread (the simulator's setting), a float32 matrix product's
+GFLOP/s and a large copy's GB/s, and for one chunk of each code the seconds per rollout, share
+of the total and achieved fraction of the roofline of each part:
 - ray_casting: `BatchedSimulator._render` (culling, the cylinder kernel, planes, clamp, net input)
 - policy_net: `_net` (conv layers and the linear head) and the Depth Filter's cell means
 - collision_sweep: `_sweep_states` (dedup, culling, sphere-cylinder distances)
@@ -36,6 +38,16 @@ pixel pairs, (frame, policy) pairs, sphere × cylinder checks) times the per-ite
 memory counts below; the fraction of peak is the achieved rate over min(peak FLOP/s, intensity ×
 peak bandwidth). Divisions and square roots count as one FLOP, though they cost several.
 A world other than uav is refused (one line, exit 2): this benchmark profiles only the UAV.
+
+The conv policy family (`--conv-width W`, issue 52): today's code with world options
+`policy: conv, policy_width: W` runs as a third code in the same ABBA order, on 50 policies
+drawn N(0, 0.05²) per weight (no conv prior is shipped yet; at that scale the net's scores stay
+small, so these policies fly close to the Depth Filter and end earlier than the prior's: the
+decisions flown per second, counted from the costs, are reported beside rollouts/s for that
+reason). Reported: its rates, `conv_over_paper` (its rollouts/s and decisions/s over today's
+paper net's, per executor; issue 52's goal is ≥ 0.5), whether its matrices are identical
+between one process and K, and its roofline (policy_net: `conv_policy.conv_scores`, FLOPs of
+its conv and linear layers per (frame, policy) pair).
 """
 
 from __future__ import annotations
@@ -59,13 +71,11 @@ CHUNK_SEEDS = 200  # uav-tight's chunk_seeds
 FIRST_SEED = 9_100_000
 DEFAULT_BASELINE = "b8b946c"
 
-# Estimated work per item: (FLOPs, bytes moved), float32 unless noted.
-RAY_PAIR = (30, 8)  # one cylinder × one pixel: side quadratic + two caps; reads da, a2
-RAY_PIXEL = (10, 16)  # one frame pixel: two planes, clamp, net input; nearest hit in, 2 out
-NET_PAIR = (2 * 24 * 24 * 16 * 2 + 23 * 23 * 8 * 2, 4 * (2500 + 2 * 2 * 576 + 529))
-HEAD_CELL = (529 * 25 * 2 + 25 * 25 * 2, 4 * (529 + 25))  # one (row, policy) of the fc layers
-FILTER_FRAME = (625, 4 * 625)  # 25 cells × 25 pixels
-SWEEP_PAIR = (23, 8 * 7)  # one check × one cylinder, float64: distance, compare
+def decisions(costs: np.ndarray) -> int:
+    """Primitives flown in all the rollouts of a cost matrix: 12 without a collision, else up
+    to and including the one whose check collided (cost = 1 − checks · 0.05 / 12)."""
+    checks = np.rint((1.0 - costs) * 240).astype(np.int64)
+    return int(np.where(costs == 0, 12, (checks - 1) // 20 + 1).sum())
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -80,6 +90,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--baseline-ref", default=DEFAULT_BASELINE,
                     help="git ref of the code to compare against ('none': today's code only)")
     ap.add_argument("--no-roofline", action="store_true", help="skip the time split")
+    ap.add_argument("--chunk-seeds", type=int, default=CHUNK_SEEDS,
+                    help="seeds per chunk (uav-tight's 200); each worker warms up on one chunk, "
+                         "so a smaller one makes a short smoke run")
+    ap.add_argument("--conv-width", type=int, default=None,
+                    help="also time the conv policy family of this policy_width beside the "
+                         "paper's net")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
@@ -101,8 +117,18 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     if args.world != "uav":
         raise _BenchError(f"uav_scale_throughput profiles the uav world only, not "
                           f"{args.world!r}")
-    if args.seeds < 2 or args.workers < 1:
-        raise _BenchError("--seeds must be at least 2 (two halves) and --workers at least 1")
+    if args.seeds < 2 or args.workers < 1 or args.chunk_seeds < 1:
+        raise _BenchError("--seeds must be at least 2 (two halves), --workers and "
+                          "--chunk-seeds at least 1")
+    conv = None
+    if args.conv_width is not None:
+        from pacplan.errors import PacplanError as _Refused
+        from pacplan.worlds.uav.families import policy_family
+
+        try:
+            conv = policy_family("conv", args.conv_width)
+        except _Refused as exc:
+            raise _BenchError(f"--conv-width: {exc}") from None
     from pacplan.errors import PacplanError
     from pacplan.es.checkpoint import load_prior
     from pacplan.portable import exp
@@ -119,6 +145,9 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="uav-throughput-") as tmp:
         work = Path(tmp)
         np.save(work / "thetas.npy", thetas)
+        if conv is not None:
+            np.save(work / "thetas_conv.npy", np.random.default_rng(1).normal(
+                0.0, 0.05, (50, conv.dim)).astype(np.float32))
         seeds = np.arange(FIRST_SEED, FIRST_SEED + n_seeds, dtype=np.int64)
         for half, part in enumerate(np.array_split(seeds, 2)):
             np.save(work / f"seeds_{half}.npy", part)
@@ -126,35 +155,46 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
         ref = None
         if args.baseline_ref.lower() != "none":
             ref = _git_commit(today[0].parent, args.baseline_ref)
-            codes["baseline"] = _materialise(today[0].parent, ref, work / "baseline")
+            codes = {"baseline": _materialise(today[0].parent, ref, work / "baseline"),
+                     "today": today}
+        if conv is not None:
+            codes["conv"] = today
+        options = {name: {} for name in codes}
+        if conv is not None:
+            options["conv"] = conv.options()
         out: dict[str, Any] = {
             "benchmark": "uav_scale_throughput", "world": "uav", "prior": args.prior,
             "seeds": n_seeds, "policies": 50, "rollouts": n_seeds * 50,
+            "chunk_seeds": args.chunk_seeds,
             "baseline_ref": ref, "cpus": os.cpu_count(),
+            **({"conv_width": conv.width, "conv_weights": conv.dim} if conv else {}),
             "load_avg_1min": round(os.getloadavg()[0], 2),
         }
         many = f"{args.workers}_processes"
         plan = [("serial", None, "one_process"), ("processes", args.workers, many)]
         # per executor: baseline, today on the first half of the seeds, today, baseline on the
         # second (ABBA), so a load that drifts during the run favours neither code
-        order = [("baseline", 0), ("today", 0), ("today", 1), ("baseline", 1)]
+        # (and the conv family after today's paper net, before it on the second half)
+        order = [(n, 0) for n in codes] + [(n, 1) for n in reversed(codes)]
         rates: dict[str, dict[str, Any]] = {name: {} for name in codes}
         costs: dict[str, np.ndarray] = {}
         for kind, workers, label in plan:
             runs: dict[str, list[dict[str, Any]]] = {name: [] for name in codes}
             for name, half in order:
-                if name in codes:
-                    job = {"task": "rate", "kind": kind, "workers": workers, "half": half,
-                           "label": f"{name}-{label}-{half}"}
-                    runs[name].append(_spawn(codes[name], work, job))
+                job = {"task": "rate", "kind": kind, "workers": workers, "half": half,
+                       "chunk_seeds": args.chunk_seeds,
+                       "label": f"{name}-{label}-{half}", "options": options[name],
+                       "thetas": "thetas_conv.npy" if name == "conv" else "thetas.npy"}
+                runs[name].append(_spawn(codes[name], work, job))
             for name, done in runs.items():
                 seconds = sum(r["seconds"] for r in done)
-                rates[name][label] = {
-                    "rollouts_per_s": round(n_seeds * 50 / seconds, 1),
-                    "seconds": round(seconds, 2),
-                    "warmup_s": round(sum(r["warmup_s"] for r in done), 2)}
                 costs[f"{name}-{label}"] = np.concatenate(
                     [np.load(work / f"{name}-{label}-{h}.npy") for h in (0, 1)])
+                rates[name][label] = {
+                    "rollouts_per_s": round(n_seeds * 50 / seconds, 1),
+                    "decisions_per_s": round(decisions(costs[f"{name}-{label}"]) / seconds, 1),
+                    "seconds": round(seconds, 2),
+                    "warmup_s": round(sum(r["warmup_s"] for r in done), 2)}
         for name in codes:
             out[name] = rates[name]
         if "baseline" in codes:
@@ -163,20 +203,36 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
                              / rates["baseline"][label]["rollouts_per_s"], 3)
                 for label in rates["today"]}
             out["goal_1_5x_met"] = bool(out["speedup_vs_baseline"][many] >= 1.5)
+        if conv is not None:
+            out["conv_over_paper"] = {
+                label: {unit: round(rates["conv"][label][unit] / rates["today"][label][unit], 3)
+                        for unit in ("rollouts_per_s", "decisions_per_s")}
+                for label in rates["today"]}
+            out["conv_goal_0_5x_met"] = bool(
+                out["conv_over_paper"][many]["rollouts_per_s"] >= 0.5)
         first = costs["today-one_process"]
+        paper = [c for key, c in costs.items() if not key.startswith("conv-")]
         out["identical_costs"] = {
             "one_vs_k_processes": bool(np.array_equal(first, costs[f"today-{many}"])),
-            **({"today_vs_baseline": all(np.array_equal(first, c) for c in costs.values())}
+            **({"today_vs_baseline": all(np.array_equal(first, c) for c in paper)}
                if "baseline" in codes else {}),
+            **({"conv_one_vs_k_processes": bool(np.array_equal(costs["conv-one_process"],
+                                                               costs[f"conv-{many}"]))}
+               if conv is not None else {}),
         }
         out["mean_cost"] = round(float(np.mean(first)), 5)
+        if conv is not None:
+            out["conv_mean_cost"] = round(float(np.mean(costs["conv-one_process"])), 5)
         if not args.no_roofline:
             roof: dict[str, Any] = {}
-            for name in ("today", "baseline"):
-                if name in codes:
-                    roof.update(_spawn(codes[name], work, {"task": "roofline", "label": name,
-                                                           "peak": name == "today"}))
-            _fractions(roof)
+            for name in codes:
+                roof.update(_spawn(codes[name], work, {
+                    "task": "roofline", "label": name, "peak": name == "today",
+                    "options": options[name],
+                    "thetas": "thetas_conv.npy" if name == "conv" else "thetas.npy"}))
+            from uav_throughput_roofline import fractions  # the sibling module, as run
+
+            fractions(roof)
             out["roofline"] = roof
     return out
 
@@ -228,12 +284,14 @@ def _child(work: Path) -> None:
     import pacplan
 
     job = json.loads((work / "job.json").read_text())
-    thetas = np.load(work / "thetas.npy", allow_pickle=False)
+    thetas = np.load(work / job.get("thetas", "thetas.npy"), allow_pickle=False)
     seeds = np.load(work / f"seeds_{job.get('half', 0)}.npy", allow_pickle=False)
     if job["task"] == "rate":
         result = _rate(thetas, seeds, job, work)
     else:
-        result = _roofline(thetas, seeds[:200], job)
+        from uav_throughput_roofline import roofline  # the sibling module, as run
+
+        result = roofline(thetas, seeds[:200], job)
     print(json.dumps({**result, "pacplan_file": pacplan.__file__}))
 
 
@@ -243,12 +301,13 @@ def _rate(thetas: np.ndarray, seeds: np.ndarray, job: dict[str, Any], work: Path
     parent's comparison."""
     from pacplan.run.executors import WorldSpec, make_executor
 
-    spec = WorldSpec("uav", {"simulator": "batched", "compile": True})
+    spec = WorldSpec("uav", {"simulator": "batched", "compile": True, **job.get("options", {})})
     # a chunk per worker: each process compiles (torch.compile) before the timed part
-    warm = np.arange(WARM_SEEDS[0], WARM_SEEDS[0] + CHUNK_SEEDS * (job["workers"] or 1),
+    chunk = int(job.get("chunk_seeds", CHUNK_SEEDS))
+    warm = np.arange(WARM_SEEDS[0], WARM_SEEDS[0] + chunk * (job["workers"] or 1),
                      dtype=np.int64)
     with make_executor(job["kind"], job["workers"], chunk_policies=50,
-                       chunk_seeds=CHUNK_SEEDS) as ex:
+                       chunk_seeds=chunk) as ex:
         t0 = time.perf_counter()
         ex.cost_matrix(spec, thetas, warm)
         warm_s = time.perf_counter() - t0
@@ -258,126 +317,6 @@ def _rate(thetas: np.ndarray, seeds: np.ndarray, job: dict[str, Any], work: Path
     np.save(work / f"{job['label']}.npy", costs)
     return {"rollouts_per_s": round(costs.size / seconds, 1), "seconds": round(seconds, 2),
             "warmup_s": round(warm_s, 2)}
-
-
-def _roofline(thetas: np.ndarray, seeds: np.ndarray, job: dict[str, Any]) -> dict[str, Any]:
-    """Where one chunk's time goes in this code, and (job["peak"]) the machine's peak."""
-    from pacplan.worlds.uav import UAVWorld, raycast
-    from pacplan.worlds.uav import policy as pol
-
-    world = UAVWorld(simulator="batched", compile=True)
-    sim = world.sim
-    world.costs(thetas, np.arange(*WARM_SEEDS, dtype=np.int64))  # compile / load the cache
-    spent = {"ray_casting": 0.0, "policy_net": 0.0, "collision_sweep": 0.0}
-    work = {"ray_pairs": 0, "pixels": 0, "net_pairs": 0, "head_cells": 0, "frames": 0,
-            "sweep_pairs": 0}
-    restore: list[tuple[Any, str, Any]] = []
-
-    def wrap(owner: Any, attr: str, key: str | None, count: Any = None) -> None:
-        fn = getattr(owner, attr)
-        restore.append((owner, attr, fn))
-
-        def timed(*a: Any, **kw: Any) -> Any:
-            t0 = time.perf_counter()
-            result = fn(*a, **kw)
-            if key is not None:
-                spent[key] += time.perf_counter() - t0
-            if count is not None:
-                count(a)
-            return result
-
-        setattr(owner, attr, timed)
-
-    def count_ray(a: tuple) -> None:  # slot kernel (cylinders (S, G) at 7) or render kernel
-        pairs = a[7] if len(a) == 9 else a[4]  # ... or w (F, K, 3) at 4
-        work["ray_pairs"] += pairs.shape[0] * pairs.shape[1] * a[1].shape[-1]
-
-    def count_sweep(a: tuple) -> None:
-        pairs = a[4] if len(a) > 4 and a[4] is not None else None
-        checks = a[3].shape[1]
-        work["sweep_pairs"] += checks * (pairs[0].shape[0] if pairs is not None
-                                         else a[1].shape[0] * a[0].centres.shape[1])
-
-    wrap(sim, "_render", "ray_casting")
-    wrap(sim, "_net", "policy_net")
-    wrap(sim.cells, "scores", "policy_net",
-         lambda a: work.__setitem__("frames", work["frames"] + a[0].shape[0]))
-    wrap(sim, "_sweep_states", "collision_sweep")
-    wrap(sim, "compiled", None, count_ray)
-    if hasattr(sim, "conv2"):  # conv2(hidden, ...) or conv_at(xp, rows, ...)
-        wrap(sim, "conv2", None, lambda a: work.__setitem__("net_pairs",
-                                                            work["net_pairs"] + a[0].shape[0]))
-    else:
-        wrap(sim, "conv", None, lambda a: work.__setitem__("net_pairs",
-                                                           work["net_pairs"] + a[1].shape[0]))
-    wrap(pol, "head", None, lambda a: work.__setitem__("head_cells", work["head_cells"]
-                                                       + a[0].shape[0] * a[0].shape[1]))
-    wrap(raycast, "sweep_kernel", None, count_sweep)
-    try:
-        t0 = time.perf_counter()
-        world.costs(thetas, seeds)
-        total = time.perf_counter() - t0
-    finally:
-        for owner, attr, fn in reversed(restore):
-            setattr(owner, attr, fn)
-    work["pixels"] = work["frames"] * 2500
-    rollouts = thetas.shape[0] * len(seeds)
-    seconds = {**spent, "python_dispatch": total - sum(spent.values())}
-    items = {
-        "ray_casting": [(work["ray_pairs"], RAY_PAIR), (work["pixels"], RAY_PIXEL)],
-        "policy_net": [(work["net_pairs"], NET_PAIR), (work["head_cells"], HEAD_CELL),
-                       (work["frames"], FILTER_FRAME)],
-        "collision_sweep": [(work["sweep_pairs"], SWEEP_PAIR)],
-    }
-    parts: dict[str, Any] = {}
-    for key, s in seconds.items():
-        row: dict[str, Any] = {"s_per_rollout": float(f"{s / rollouts:.3e}"),
-                               "share": round(s / total, 3)}
-        if key in items:
-            flops = sum(n * per[0] for n, per in items[key])
-            moved = sum(n * per[1] for n, per in items[key])
-            row.update(gflop_per_s=round(flops / s / 1e9, 3), gb_per_s=round(moved / s / 1e9, 3),
-                       flop_per_byte=round(flops / moved, 2))
-        parts[key] = row
-    result: dict[str, Any] = {job["label"]: {"rollouts_per_s": round(rollouts / total, 1),
-                                             "parts": parts, "work": work}}
-    if job["peak"]:
-        result["peak_one_thread"] = _peak()
-    return result
-
-
-def _fractions(roof: dict[str, Any]) -> None:
-    """Each part's achieved FLOP/s over its roofline, min(peak FLOP/s, intensity × peak GB/s)."""
-    peak = roof.get("peak_one_thread")
-    if peak is None:
-        return
-    for code in roof.values():
-        for row in code.get("parts", {}).values():
-            if "flop_per_byte" in row:
-                ceiling = min(peak["gflop_per_s"], row["flop_per_byte"] * peak["gb_per_s"])
-                row["fraction_of_roofline"] = round(row["gflop_per_s"] / ceiling, 3)
-
-
-def _peak() -> dict[str, float]:
-    """One torch thread's float32 matmul GFLOP/s and copy GB/s (best of a few; read + write)."""
-    import torch
-
-    torch.set_num_threads(1)
-    a, b = torch.randn(1024, 1024), torch.randn(1024, 1024)
-    best = float("inf")
-    for _ in range(5):
-        t0 = time.perf_counter()
-        a @ b
-        best = min(best, time.perf_counter() - t0)
-    gflops = 2 * 1024**3 / best / 1e9
-    x, y = torch.randn(32 * 2**20), torch.empty(32 * 2**20)  # 128 MiB each
-    best = float("inf")
-    for _ in range(5):
-        t0 = time.perf_counter()
-        y.copy_(x)
-        best = min(best, time.perf_counter() - t0)
-    return {"gflop_per_s": round(gflops, 1), "gb_per_s": round(2 * x.numel() * 4 / best / 1e9, 1),
-            "threads": 1}
 
 
 if __name__ == "__main__":

@@ -4,9 +4,10 @@ safe to fly even when someone re-hashed manifest.json.
 A re-hashed manifest proves nothing, so load holds planner.json, the net and the weights to
 what pacplan writes, as far as that is cheap and needs no run evidence: the probabilities are a
 distribution over a support of distinct policies, the net is one of the networks pacplan
-exports (its sha256 is known here; a gym world's is its built-in policy family's), the weights
-are finite float32 tensors of exactly the net's shapes, one set per policy, and the fixed parts
-have the types, shapes and ranges the decision code indexes with. Only `pacplan verify` ties
+exports (its sha256 is known here; a gym world's is its built-in policy family's, a UAV's its
+policy family's: the paper's net or conv of a known width), the weights are finite float32
+tensors of exactly the net's shapes, one set per policy, and the fixed parts have the types,
+shapes and ranges the decision code indexes with. Only `pacplan verify` ties
 them to the certificate (that these are the certified probabilities, policies and fixed parts);
 docs/verify.md says which is which.
 """
@@ -29,8 +30,16 @@ GYM_NET_SHA256 = {
 }
 """sha256 of each built-in gym policy family's net.onnx (sizes symbolic, so one per family);
 a family not listed here (a user's `module:factory`) has no runtime and is refused."""
+UAV_NET_SHA256 = {
+    "paper": {"446b9abe799934ec0dc983aed54f9a85dc5a2779754567da8adf01ed58d7eb73"},
+    "conv": {"5618c9696069b3b101c370d4ebb2231c73e8d716ae5ef6a931d9c694a2bbd585"},
+}
+"""sha256 of each UAV policy family's net.onnx (the conv family's sizes are symbolic, so one
+per family); fixed.policy names the family (absent: the paper's net). Any other is refused."""
+UAV_CONV_WIDTHS = (1, 2, 4, 8, 16)  # the conv family's policy_width values
+UAV_CONV_DEFAULT_WIDTH = 8  # UAVWorld's default policy_width of the conv family
 NET_SHA256 = {
-    "uav": {"446b9abe799934ec0dc983aed54f9a85dc5a2779754567da8adf01ed58d7eb73"},
+    "uav": set().union(*UAV_NET_SHA256.values()),
     "quadruped": {"62133773094a8696fe4db36917269194193a25c762a8e91ec69cc0c184e728b2"},
     "gym": set().union(*GYM_NET_SHA256.values()),
 }
@@ -39,10 +48,10 @@ these against `pacplan.export.onnx_nets`; a new onnx serialization adds a hash h
 FIXED_SHA256 = {
     "uav": {"f3e144156f471a14f44ee8ec9b65ebae25cbd8348c762fa8a1d9e1d63de5c8bd"},
 }
-"""sha256 of the UAV's fixed parts but net_scale (canonical JSON): the Depth Filter cells, the
-primitive library, the camera, far_m and the tie-break order are constants of the UAV world,
-so a re-hashed planner.json that moves a primitive is refused by load (tests check these
-against `pacplan.export.fixed`)."""
+"""sha256 of the UAV's fixed parts but net_scale, policy and policy_width (canonical JSON): the
+Depth Filter cells, the primitive library, the camera, far_m and the tie-break order are
+constants of the UAV world, so a re-hashed planner.json that moves a primitive is refused by
+load (tests check these against `pacplan.export.fixed`)."""
 UAV_NET_SCALE = 5.0  # UAVWorld's default; a run may set world.options.net_scale
 GYM_HIDDEN = 16  # GymWorld's default hidden units of the mlp family
 GAIT_MAP = {"amplitude": [0.8, 0.2], "omega": [20.0, 20.0]}  # the runtime's gait formula
@@ -173,6 +182,39 @@ def _check_uav(spec: _Spec) -> None:
     times = spec.array("fixed.primitives.check_times_s", (None,), "a list of finite times")
     spec.array("fixed.primitives.check_displacements_m", (n_prim, times.size, None),
                f"{n_prim} lists of finite positions, one per check time")
+    _check_uav_policy(spec)
+
+
+def _check_uav_policy(spec: _Spec) -> None:
+    """A UAV policy family the runtime flies (fixed.policy; absent: the paper's net) and, for
+    the conv family, one of its sizes (fixed.policy_width)."""
+    fixed = spec.data["fixed"]
+    families = ", ".join(UAV_NET_SHA256)
+    if "policy" not in fixed:
+        if "policy_width" in fixed:
+            raise spec.fail("fixed.policy_width", "absent without fixed.policy (the paper's "
+                            "net has one size)")
+        return
+    policy = spec.get("fixed.policy", str, f"one of {families}")
+    if policy not in UAV_NET_SHA256:
+        raise spec.fail("fixed.policy", f"one of {families} (the runtime flies only these UAV "
+                        f"policy families, not {policy!r})")
+    widths = ", ".join(str(w) for w in UAV_CONV_WIDTHS)
+    if policy == "conv":
+        width = spec.get("fixed.policy_width", int, f"one of {widths}")
+        if width not in UAV_CONV_WIDTHS:
+            raise spec.fail("fixed.policy_width", f"one of {widths} (the conv family's sizes), "
+                            f"not {width!r}")
+    elif "policy_width" in fixed:
+        raise spec.fail("fixed.policy_width", f"absent for policy {policy}")
+
+
+def uav_net_sizes(fixed: dict[str, Any]) -> dict[str, int]:
+    """The named sizes of the UAV conv family's net inputs (none for the paper's net)."""
+    if fixed.get("policy", "paper") != "conv":
+        return {}
+    width = int(fixed["policy_width"])
+    return {"width": width, "width2": 2 * width, "features": 2 * width * 11 * 11}
 
 
 def _check_quadruped(spec: _Spec) -> None:
@@ -236,7 +278,8 @@ def check_fixed(spec: dict[str, Any], where: Path) -> None:
     world's family and hidden size as its options set them."""
     world, fixed = spec["world"]["name"], spec["fixed"]
     if world == "uav":
-        rest = {k: v for k, v in fixed.items() if k != "net_scale"}
+        rest = {k: v for k, v in fixed.items() if k not in ("net_scale", "policy",
+                                                             "policy_width")}
         digest = hashlib.sha256(json.dumps(rest, sort_keys=True, separators=(",", ":"))
                                 .encode()).hexdigest()
         if digest not in FIXED_SHA256["uav"]:
@@ -247,6 +290,7 @@ def check_fixed(spec: dict[str, Any], where: Path) -> None:
         if fixed["net_scale"] != scale:
             raise PlannerError(f"{where}: field fixed.net_scale is {fixed['net_scale']!r} but "
                                f"the world's options give {scale!r}")
+        _check_uav_family(spec["world"]["options"], fixed, where)
     elif world == "quadruped" and {k: fixed["gait_map"].get(k) for k in GAIT_MAP} != GAIT_MAP:
         raise PlannerError(f"{where}: field fixed.gait_map is not the gait map pacplan "
                            f"certifies ({GAIT_MAP})")
@@ -261,14 +305,29 @@ def check_fixed(spec: dict[str, Any], where: Path) -> None:
                                f"world's options give {options.get('hidden', GYM_HIDDEN)!r}")
 
 
+def _check_uav_family(options: dict[str, Any], fixed: dict[str, Any], where: Path) -> None:
+    """The UAV policy family of the fixed parts is the one the world's options select."""
+    policy = options.get("policy", "paper")
+    width = options.get("policy_width")
+    if policy == "conv" and width is None:
+        width = UAV_CONV_DEFAULT_WIDTH
+    have = (fixed.get("policy", "paper"), fixed.get("policy_width"))
+    if have != (policy, width):
+        raise PlannerError(f"{where}: fields fixed.policy, fixed.policy_width are {have[0]!r}, "
+                           f"{have[1]!r} but the world's options give {policy!r}, {width!r}")
+
+
 def check_net(world: str, digest: str, where: Path, fixed: dict[str, Any] | None = None
               ) -> None:
     """net.onnx must be the network pacplan exports for this world (a known sha256); a gym
-    world's must be its policy family's (`fixed.family`)."""
+    world's must be its policy family's (`fixed.family`), a UAV's its (`fixed.policy`)."""
     known = NET_SHA256[world]
     name = world
     if world == "gym" and fixed is not None:
         known, name = GYM_NET_SHA256[fixed["family"]], f"gym {fixed['family']}"
+    elif world == "uav" and fixed is not None:
+        policy = fixed.get("policy", "paper")
+        known, name = UAV_NET_SHA256[policy], "uav" if policy == "paper" else f"uav {policy}"
     if digest not in known:
         raise PlannerError(f"{where}: not the {name} network pacplan exports (sha256 "
                            f"{digest[:12]}… is not a known one)")
@@ -279,6 +338,8 @@ def check_weights(weights: dict[str, np.ndarray], session: Any, world: str, k: i
     """One finite float32 weight set per policy of the support, of exactly the net's shapes
     (a gym net's sizes are named, and given by `fixed`: obs_dim, hidden, actions)."""
     sizes = {key: (fixed or {}).get(key) for key in ("obs_dim", "hidden", "actions")}
+    if world == "uav":
+        sizes = uav_net_sizes(fixed or {})
     expected = {i.name: tuple(sizes.get(d) if isinstance(d, str) else d for d in i.shape)
                 for i in session.get_inputs() if i.name not in OBSERVATION_INPUTS[world]}
     if set(weights) != set(expected):

@@ -1,11 +1,11 @@
 """The fixed parts of each world's policy, as the planner directory records them.
 
 What θ does not hold but the policy needs to act: for the UAV the Depth Filter cells, the
-primitive library, the camera, the observation normalisation, net_scale and the tie-break
-order; for the quadruped the observation layout and the gait map; for a `gym` world the policy
-family's sizes and its action rule (discrete argmax or the bounded box's squash). Generated from
-the worlds' own constants, so `pacplan verify` regenerates them and any edit to planner.json is
-named.
+primitive library, the camera, the observation normalisation, net_scale, the tie-break order
+and, for a policy family other than the paper's net, `policy` and `policy_width`; for the
+quadruped the observation layout and the gait map; for a `gym` world the policy family's sizes
+and its action rule (discrete argmax or the bounded box's squash). Generated from the worlds'
+own constants, so `pacplan verify` regenerates them and any edit to planner.json is named.
 """
 
 from __future__ import annotations
@@ -64,6 +64,8 @@ def _uav(options: dict[str, Any]) -> dict[str, Any]:
             "check_displacements_m": primitives.check_displacements().tolist(),
         },
         "horizon_primitives": spec.N_STEPS,
+        # the paper's net writes nothing here, so its planners keep their bytes
+        **({} if world.family.is_paper else world.family.options()),
     }
 
 

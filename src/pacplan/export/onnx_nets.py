@@ -9,7 +9,11 @@ swaps policies without rebuilding a session.
 
 UAV: normalised depth (B, 1, 50, 50) float32 → Conv(1→2, k4, s2) → ELU → Conv(2→1, k2) → ELU →
 fc 529→25 → ELU → fc 25→25 → tanh (`pacplan.worlds.uav.policy.ResidualNet`), in float32 like
-the batched simulator that certified it.
+the batched simulator that certified it. The UAV's `conv` policy family
+(`pacplan.worlds.uav.families`): Conv(1→width, k4, s2) → ELU → Conv(width→width2, k4, s2) →
+ELU → fc features→128 → ELU → fc 128→25 → tanh (`conv_policy.ConvNet`), float32, its sizes
+symbolic (width, width2 = 2·width, features = width2·11·11), so one graph serves every
+policy_width and its sha256 is a constant the runtime knows.
 Quadruped: depth (B, 50, 50) metres and proprio (B, 22), float64 like the numpy policy →
 Conv(1→2, k5, s5) as a patch matmul → tanh → concat proprio → linear 222→4 → sigmoid written
 as ½(1 + tanh(z/2)) (`pacplan.worlds.quadruped.policy.policy_output`).
@@ -30,6 +34,11 @@ UAV_WEIGHTS = (("conv1.weight", (2, 1, 4, 4)), ("conv1.bias", (2,)),
                ("conv2.weight", (1, 2, 2, 2)), ("conv2.bias", (1,)),
                ("fc1.weight", (25, 529)), ("fc1.bias", (25,)),
                ("fc2.weight", (25, 25)), ("fc2.bias", (25,)))
+UAV_CONV_WEIGHTS = (("conv1.weight", ("width", 1, 4, 4)), ("conv1.bias", ("width",)),
+                    ("conv2.weight", ("width2", "width", 4, 4)), ("conv2.bias", ("width2",)),
+                    ("fc1.weight", (128, "features")), ("fc1.bias", (128,)),
+                    ("fc2.weight", (25, 128)), ("fc2.bias", (25,)))
+"""The conv family's weight inputs in flat-θ order, width-dependent sizes by name."""
 QUADRUPED_WEIGHTS = (("conv_w", (2, 1, 5, 5)), ("conv_b", (2,)),
                      ("lin_w", (4, 222)), ("lin_b", (4,)))
 GYM_WEIGHTS = {"linear": (("w", ("actions", "obs_dim")), ("b", ("actions",))),
@@ -75,6 +84,29 @@ def uav_net_onnx() -> bytes:
     ]
     graph = helper.make_graph(nodes, "pacplan_uav_residual_net", [x, *_inputs(UAV_WEIGHTS, f)],
                               [y])
+    return _model(graph)
+
+
+def uav_conv_net_onnx() -> bytes:
+    """The UAV conv family's net (weights as inputs, sizes symbolic)."""
+    f = TensorProto.FLOAT
+    x = helper.make_tensor_value_info("x", f, ["batch", 1, 50, 50])
+    y = helper.make_tensor_value_info("net", f, ["batch", 25])
+    nodes = [
+        helper.make_node("Conv", ["x", "conv1.weight", "conv1.bias"], ["c1"], strides=[2, 2],
+                         kernel_shape=[4, 4]),
+        helper.make_node("Elu", ["c1"], ["h1"], alpha=1.0),
+        helper.make_node("Conv", ["h1", "conv2.weight", "conv2.bias"], ["c2"], strides=[2, 2],
+                         kernel_shape=[4, 4]),
+        helper.make_node("Elu", ["c2"], ["h2"], alpha=1.0),
+        helper.make_node("Flatten", ["h2"], ["flat"], axis=1),
+        helper.make_node("Gemm", ["flat", "fc1.weight", "fc1.bias"], ["l1"], transB=1),
+        helper.make_node("Elu", ["l1"], ["h3"], alpha=1.0),
+        helper.make_node("Gemm", ["h3", "fc2.weight", "fc2.bias"], ["l2"], transB=1),
+        helper.make_node("Tanh", ["l2"], ["net"]),
+    ]
+    graph = helper.make_graph(nodes, "pacplan_uav_conv_net",
+                              [x, *_inputs(UAV_CONV_WEIGHTS, f)], [y])
     return _model(graph)
 
 

@@ -31,6 +31,7 @@ from pacplan.export.onnx_nets import (
     UAV_WEIGHTS,
     gym_net_onnx,
     quadruped_net_onnx,
+    uav_conv_net_onnx,
     uav_net_onnx,
 )
 from pacplan.io.files import (
@@ -51,14 +52,25 @@ Layout = tuple[tuple[str, tuple[int, ...]], ...]
 
 
 def net_onnx(world: str, fixed: dict[str, Any]) -> bytes:
-    """net.onnx of `world` (a gym world's depends on its policy family only)."""
+    """net.onnx of `world` (a gym world's, and a UAV's, depends on its policy family only)."""
     if world == "gym":
         return gym_net_onnx(fixed["family"])
-    return uav_net_onnx() if world == "uav" else quadruped_net_onnx()
+    if world == "uav":
+        return uav_net_onnx() if _uav_paper(fixed) else uav_conv_net_onnx()
+    return quadruped_net_onnx()
+
+
+def _uav_paper(fixed: dict[str, Any]) -> bool:
+    """A UAV planner of the paper's net: its fixed parts name no other policy family."""
+    return fixed.get("policy", "paper") == "paper"
 
 
 def net_layout(world: str, fixed: dict[str, Any]) -> Layout:
     """The network's weight tensors, (name, shape), in the order of the flat policy θ."""
+    if world == "uav" and not _uav_paper(fixed):
+        from pacplan.worlds.uav.families import policy_family
+
+        return policy_family(fixed["policy"], fixed.get("policy_width")).shapes
     if world != "gym":
         return UAV_WEIGHTS if world == "uav" else QUADRUPED_WEIGHTS
     sizes = {key: fixed.get(key) for key in ("obs_dim", "hidden", "actions")}
@@ -84,15 +96,18 @@ def split_weights(world: str, policies: np.ndarray, fixed: dict[str, Any]
                   ) -> dict[str, np.ndarray]:
     """(K, d) flat policies -> {name: (K, *shape)} in the network's weight layout."""
     layout = net_layout(world, fixed)
+    total = sum(int(np.prod(shape)) for _, shape in layout)
+    if policies.ndim != 2 or total != policies.shape[1]:
+        family = "" if world != "uav" or _uav_paper(fixed) else \
+            f" (policy {fixed['policy']}, policy_width {fixed.get('policy_width')})"
+        raise PacplanError(f"policies.npy has {policies.shape[-1]} weights per policy but the "
+                           f"{world}{family} network has {total}")
     out, i = {}, 0
     for name, shape in layout:
         size = int(np.prod(shape))
         out[name] = np.ascontiguousarray(
             policies[:, i : i + size].reshape(len(policies), *shape).astype(np.float32))
         i += size
-    if i != policies.shape[1]:
-        raise PacplanError(f"policies.npy has {policies.shape[1]} weights per policy but the "
-                           f"{world} network has {i}")
     return out
 
 

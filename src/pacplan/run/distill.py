@@ -94,7 +94,10 @@ def check_request(cfg: RunConfig) -> None:
     if cfg.world.options.get("simulator", "batched") != "batched":
         raise PacplanError("distillation needs the batched UAV simulator (world option "
                            "simulator: batched)")
-    extra = set(cfg.world.options) - {"simulator", "compile", "net_scale", "device"}
+    if cfg.world.options.get("policy", "paper") != "paper":
+        raise PacplanError(f"distillation teaches the paper's net only (world option policy: "
+                           f"paper), not policy {cfg.world.options['policy']!r}")
+    extra = set(cfg.world.options) - {"simulator", "compile", "net_scale", "device", "policy"}
     if extra:
         raise PacplanError(f"the teacher plans only in the certified UAV world; options "
                            f"{sorted(extra)} change it")

@@ -27,7 +27,13 @@ from pacplan.run.rundir import Manifest, RunDir, identity
 from pacplan.run.stages import certify, ensure_costs, ensure_policies, ensure_prior, world_spec
 from pacplan.run.training import read_start_files
 from pacplan.validation import count
-from pacplan.worlds.base import check_world_options, make_world, warmup_note
+from pacplan.worlds.base import (
+    check_world_options,
+    make_world,
+    noted,
+    policy_note,
+    warmup_note,
+)
 
 
 @dataclass
@@ -158,14 +164,15 @@ def check_files(cfg: RunConfig) -> None:
     bases = [b for b in cfg.baselines if b.weights is not None]
     if not bases and not any(isinstance(v, str) for v in (cfg.es.init_mean, cfg.es.init_var)):
         return
-    dim = int(make_world(cfg.world.name, **cfg.world.options).policy_dim())
-    read_start_files(cfg.es, dim)
+    world = make_world(cfg.world.name, **cfg.world.options)
+    dim, note = int(world.policy_dim()), policy_note(world)
+    read_start_files(cfg.es, dim, note)
     for base in bases:
         assert base.weights is not None
         try:
             load_theta(base.weights, dim, cfg.world.name)
         except PacplanError as exc:
-            raise PacplanError(f"baseline {base.name!r} weights: {exc}") from None
+            raise noted(PacplanError(f"baseline {base.name!r} weights: {exc}"), note) from None
 
 
 def run(cfg: RunConfig, run_dir: str | Path, prior_file: str | Path | None = None,

@@ -81,12 +81,13 @@ def _copy_prior(cfg: RunConfig, rd: RunDir, manifest: Manifest, source: Path
         raise PacplanError(f"prior file not found: {source}")
     data = source.read_bytes()
     prior = read_prior(data, str(source))
-    from pacplan.worlds.base import make_world
+    from pacplan.worlds.base import make_world, policy_note
 
-    dim = int(make_world(cfg.world.name, **cfg.world.options).policy_dim())
+    world = make_world(cfg.world.name, **cfg.world.options)
+    dim, note = int(world.policy_dim()), policy_note(world)
     if prior.mu.size != dim:
         raise PacplanError(f"{source}: mu has {prior.mu.size} weights but world "
-                           f"{cfg.world.name!r} needs {dim}")
+                           f"{cfg.world.name!r}{f' ({note})' if note else ''} needs {dim}")
     check_prior_seeds(cfg, prior.seeds, str(source))
     atomic_write_bytes(rd / RunDir.PRIOR, data)
     held = manifest.record(RunDir.PRIOR, source=relative_path(source, rd.path),

@@ -67,17 +67,23 @@ def es_fingerprint(cfg: RunConfig) -> str:
                      "es": es})
 
 
-def read_start_files(cfg: ESConfig, dim: int) -> dict[str, np.ndarray]:
+def read_start_files(cfg: ESConfig, dim: int, note: str = "") -> dict[str, np.ndarray]:
     """The files es.init_mean and es.init_var name, read and checked as ES starts from them
     (found, .npy or .safetensors, `dim` finite values, every variance > 0), so that the run's
-    boundary can refuse a bad one before any stage (distillation) runs."""
+    boundary can refuse a bad one before any stage (distillation) runs. `note`: the world's
+    policy family (`policy_note`), named when a file has the wrong size."""
     files = {}
     for field in _WEIGHT_FILES:
         value = getattr(cfg, field)
         if isinstance(value, str):
             if not Path(value).is_file():
                 raise PacplanError(f"es.{field} file not found: {value}")
-            files[field] = load_theta(value, dim, world=f"es.{field}")
+            try:
+                files[field] = load_theta(value, dim, world=f"es.{field}")
+            except PacplanError as exc:
+                from pacplan.worlds.base import noted
+
+                raise noted(exc, note) from None
     init_state(cfg, dim, files.get("init_mean"), files.get("init_var"))  # refuses as ES would
     return files
 
@@ -220,11 +226,13 @@ def train_prior(
     The result does not depend on the executor kind or worker count. The run directory is
     locked meanwhile: another process training or running there is refused.
     """
-    from pacplan.worlds.base import make_world
+    from pacplan.worlds.base import make_world, policy_note
 
     spec = WorldSpec(cfg.world.name, dict(cfg.world.options))
-    dim = int(make_world(spec.name, **spec.options).policy_dim())  # options checked first
-    read_start_files(cfg.es, dim)  # before the run directory is made or distillation runs
+    world = make_world(spec.name, **spec.options)  # options checked first
+    dim = int(world.policy_dim())
+    # before the run directory is made or distillation runs
+    read_start_files(cfg.es, dim, policy_note(world))
     rd = RunDir(run_dir)
     with rd.locked():
         return _train_prior(cfg, rd, spec, dim, executor, progress, stop_after, log)

@@ -117,6 +117,19 @@ def warmup_note(name: str, options: dict[str, Any]) -> str | None:
     return note(**options) if callable(note) else None
 
 
+def policy_note(world: Any) -> str:
+    """The policy family of a world whose options choose among several (its `policy_label()`,
+    e.g. "policy conv, policy_width 8"), "" otherwise: what a refusal of wrong-sized weights
+    names beside both sizes."""
+    label = getattr(world, "policy_label", None)
+    return str(label()) if callable(label) else ""
+
+
+def noted(exc: Exception, note: str) -> PacplanError:
+    """`exc`'s one line with the world's policy family (`policy_note`) appended, if any."""
+    return PacplanError(f"{exc} ({note})" if note else str(exc))
+
+
 def make_world(name: str, **options: Any) -> World:
     """Build the world called `name` with keyword options from a config.
 

@@ -22,10 +22,11 @@ import numpy as np
 import torch
 
 from pacplan.worlds.uav import compiled as fast
-from pacplan.worlds.uav import cull, raycast, spec
+from pacplan.worlds.uav import conv_policy, cull, raycast, spec
 from pacplan.worlds.uav import dynamics as dyn
 from pacplan.worlds.uav import policy as pol
 from pacplan.worlds.uav.device import resolve_device
+from pacplan.worlds.uav.families import PAPER_FAMILY, PolicyFamily
 from pacplan.worlds.uav.raycast import SceneTensors
 from pacplan.worlds.uav.results import RolloutResult, cost_from_checks
 from pacplan.worlds.uav.scene import Scene, sample_scene
@@ -213,22 +214,26 @@ class BatchedSimulator:
         use_net: bool = True,
         net_scale: float = pol.DEFAULT_NET_SCALE,
         forced: np.ndarray | None = None,
+        family: PolicyFamily = PAPER_FAMILY,
     ) -> RolloutResult:
         """Closed-loop rollouts of k policies on n environments (chunked over environments).
 
         forced (n, k, 12): replay these primitive sequences instead of choosing (thetas is then
-        only used for its k).
+        only used for its k). family: the net θ parametrises (`families`; default the paper's).
         """
         with torch_threads_scope(self.threads if self.device.type == "cpu" else 0):
-            return self._rollout(thetas, seeds, use_net, net_scale, forced)
+            return self._rollout(thetas, seeds, use_net, net_scale, forced, family)
 
     def _rollout(self, thetas: np.ndarray, seeds: np.ndarray, use_net: bool, net_scale: float,
-                 forced: np.ndarray | None) -> RolloutResult:
+                 forced: np.ndarray | None, family: PolicyFamily) -> RolloutResult:
         thetas = np.asarray(thetas, dtype=np.float32)
         seeds = np.asarray(seeds, dtype=np.int64).reshape(-1)
         k = thetas.shape[0]
         th = torch.as_tensor(thetas, device=self.device).to(self.dtype)
-        parts = pol.split_theta(th) if use_net and forced is None else None
+        parts = None
+        if use_net and forced is None:
+            parts = (pol.split_theta(th) if family.is_paper
+                     else conv_policy.split_thetas(th, family))
         chk = np.zeros((len(seeds), k), np.int64)
         pr = np.full((len(seeds), k, spec.N_STEPS), -1, np.int64)
         ec, pc = self.env_chunk, self.policy_chunk
@@ -239,14 +244,15 @@ class BatchedSimulator:
             kj = min(pc, k - j)
             for i in range(0, len(seeds), ec):
                 f = None if forced is None else forced[i : i + ec, j : j + pc]
-                c, p = self._rollout_chunk(seeds[i : i + ec], kj, sub_parts, net_scale, f)
+                c, p = self._rollout_chunk(seeds[i : i + ec], kj, sub_parts, net_scale, f,
+                                           family)
                 chk[i : i + ec, j : j + pc] = c
                 pr[i : i + ec, j : j + pc] = p
         return RolloutResult(cost_from_checks(chk), chk, pr)
 
     def _rollout_chunk(self, seeds: np.ndarray, k: int, parts: dict[str, torch.Tensor] | None,
-                       net_scale: float, forced: np.ndarray | None
-                       ) -> tuple[np.ndarray, np.ndarray]:
+                       net_scale: float, forced: np.ndarray | None,
+                       family: PolicyFamily = PAPER_FAMILY) -> tuple[np.ndarray, np.ndarray]:
         """One chunk stepped through `dynamics`: (first colliding checks, primitives flown)."""
         dev, n = self.device, len(seeds)
         st = self._chunk_scenes(seeds)
@@ -260,7 +266,7 @@ class BatchedSimulator:
             if forced_t is not None:
                 prim = forced_t[..., step][alive]
             else:
-                prim = self._choose(st, step, live, alive, parts, net_scale)
+                prim = self._choose(st, step, live, alive, parts, net_scale, family)
             chosen[..., step][alive] = prim
             first = torch.zeros_like(state.checks)
             first[alive] = self._sweep_states(st, step, live, prim)
@@ -279,14 +285,17 @@ class BatchedSimulator:
         return st
 
     def _choose(self, st: SceneTensors, step: int, live: _Live, alive: torch.Tensor,
-                parts: dict[str, torch.Tensor] | None, net_scale: float) -> torch.Tensor:
+                parts: dict[str, torch.Tensor] | None, net_scale: float,
+                family: PolicyFamily = PAPER_FAMILY) -> torch.Tensor:
         """The primitive each living rollout flies, rendering each distinct state once."""
         ukey, inv = torch.unique(_state_key(*live), return_inverse=True)
         ue, ux, uz = _key_state(ukey)
         images, xp = self._render(st, ue, self.positions(step, ux, uz))
         scores = self.cells.scores(images)[inv]
         if parts is not None:
-            scores = scores + net_scale * self._net(images, xp, inv, alive, parts)
+            net = (self._net(images, xp, inv, alive, parts) if family.is_paper
+                   else conv_policy.conv_scores(images, inv, alive.nonzero()[:, 1], parts))
+            scores = scores + net_scale * net
         return pol.choose(scores)
 
     def _sweep_states(self, st: SceneTensors, step: int, live: _Live, prim: torch.Tensor

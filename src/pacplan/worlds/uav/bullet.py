@@ -19,6 +19,7 @@ import numpy as np
 from pacplan.extras import require
 from pacplan.worlds.uav import dynamics, policy_np, spec
 from pacplan.worlds.uav import primitives as prims
+from pacplan.worlds.uav.families import PAPER_FAMILY, PolicyFamily
 from pacplan.worlds.uav.results import RolloutResult, cost_from_checks
 from pacplan.worlds.uav.scene import Scene, sample_scene
 
@@ -193,14 +194,17 @@ class BulletSimulator:
         use_net: bool = True,
         net_scale: float = spec.DEFAULT_NET_SCALE,
         forced: np.ndarray | None = None,
+        family: PolicyFamily = PAPER_FAMILY,
     ) -> RolloutResult:
-        """k policies on n environments, one environment and one policy at a time."""
+        """k policies on n environments, one environment and one policy at a time; `family`:
+        the net θ parametrises (`families`)."""
         thetas = np.asarray(thetas, dtype=np.float32)
         seeds = np.asarray(seeds, dtype=np.int64).reshape(-1)
         k = thetas.shape[0]
         checks = np.zeros((len(seeds), k), dtype=np.int64)
         chosen = np.full((len(seeds), k, spec.N_STEPS), -1, dtype=np.int64)
-        policies = [policy_np.NumpyPolicy(t if use_net else None, net_scale) for t in thetas]
+        policies = [policy_np.NumpyPolicy(t if use_net else None, net_scale, family)
+                    for t in thetas]
         for i, seed in enumerate(seeds):
             self.load(sample_scene(int(seed)))
             for j in range(k):

@@ -1,7 +1,8 @@
 """One policy on one image in plain numpy, for the PyBullet reference simulator and the figures.
 
-Same scores as the torch path (policy.py), computed independently: a check on the batched
-net, and no torch thread pool in the loop of the one-image-at-a-time simulator.
+Same scores as the torch path (policy.py, conv_policy.py), computed independently in float64: a
+check on the batched net, and no torch thread pool in the loop of the one-image-at-a-time
+simulator. Either policy family (`families`): the paper's net or the conv family.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ import numpy as np
 
 from pacplan.validation import check_policies
 from pacplan.worlds.uav import spec
-from pacplan.worlds.uav.spec import DEFAULT_NET_SCALE, NET_SHAPES, POLICY_DIM
+from pacplan.worlds.uav.families import CONV_STRIDE, PAPER_FAMILY, PolicyFamily
+from pacplan.worlds.uav.spec import DEFAULT_NET_SCALE
 
 
 class NumpyPolicy:
@@ -21,20 +23,18 @@ class NumpyPolicy:
     the reference simulator independent of the batched code path.
     """
 
-    def __init__(self, theta: np.ndarray | None, net_scale: float = DEFAULT_NET_SCALE) -> None:
+    def __init__(self, theta: np.ndarray | None, net_scale: float = DEFAULT_NET_SCALE,
+                 family: PolicyFamily = PAPER_FAMILY) -> None:
         tl = spec.filter_cells()
         self.cells = [(int(r), int(c)) for r, c in tl]
         self.order = spec.tie_break_order()
         self.net_scale = float(net_scale)
+        self.family = family
         self.w: dict[str, np.ndarray] | None = None
         if theta is not None:
             one = np.asarray(theta).reshape(1, -1)
-            flat = check_policies(one, POLICY_DIM, "UAV policy weights")[0].astype(np.float64)
-            self.w, i = {}, 0
-            for name, shape in NET_SHAPES:
-                n = int(np.prod(shape))
-                self.w[name] = flat[i : i + n].reshape(shape)
-                i += n
+            flat = check_policies(one, family.dim, "UAV policy weights").astype(np.float64)
+            self.w = {name: v[0] for name, v in family.split(flat).items()}
 
     def filter_scores(self, image: np.ndarray) -> np.ndarray:
         """(25,) mean depth of each primitive's 5x5 cell."""
@@ -45,6 +45,8 @@ class NumpyPolicy:
         """(25,) residual-net output in [-1, 1] (zeros without a net)."""
         if self.w is None:
             return np.zeros(spec.N_PRIMS)
+        if not self.family.is_paper:
+            return conv_net_scores(self.w, image)
         w = self.w
         x = np.asarray(image, dtype=np.float64) / spec.FAR
         win = np.lib.stride_tricks.sliding_window_view(x, (4, 4))[::2, ::2]  # (24, 24, 4, 4)
@@ -63,6 +65,25 @@ class NumpyPolicy:
         """Best primitive, ties toward the straighter one (same rule as `choose`)."""
         s = self.scores(image)
         return int(self.order[int(np.argmax(s[self.order]))])
+
+
+def conv_net_scores(w: dict[str, np.ndarray], image: np.ndarray) -> np.ndarray:
+    """(25,) conv family net output (`conv_policy.ConvNet`) on one image, float64."""
+    x = np.asarray(image, dtype=np.float64) / spec.FAR
+    h = _conv(x[None], w["conv1.weight"], w["conv1.bias"])
+    h = _conv(_elu(h), w["conv2.weight"], w["conv2.bias"])
+    h = _elu(w["fc1.weight"] @ _elu(h).reshape(-1) + w["fc1.bias"])
+    return np.tanh(w["fc2.weight"] @ h + w["fc2.bias"])
+
+
+def _conv(x: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    """Valid stride-2 cross-correlation (torch's Conv2d): x (C, H, W), weight (O, C, k, k) ->
+    (O, H', W')."""
+    k = weight.shape[-1]
+    win = np.lib.stride_tricks.sliding_window_view(x, (k, k), axis=(1, 2))
+    win = win[:, ::CONV_STRIDE, ::CONV_STRIDE]  # (C, H', W', k, k)
+    out = np.tensordot(weight, win, axes=([1, 2, 3], [0, 3, 4]))  # (O, H', W')
+    return out + bias[:, None, None]
 
 
 def _elu(x: np.ndarray) -> np.ndarray:

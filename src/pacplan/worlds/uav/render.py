@@ -28,9 +28,10 @@ if TYPE_CHECKING:
     from pacplan.worlds.uav.world import Trajectory
 
 
-def load_theta(path: str | Path) -> np.ndarray:
-    """This world's θ from .npy or .safetensors (see `pacplan.io.weights.load_theta`)."""
-    return load_policy_weights(path, spec.POLICY_DIM, "UAV")
+def load_theta(path: str | Path, dim: int = spec.POLICY_DIM, what: str = "UAV") -> np.ndarray:
+    """This world's θ (`dim` weights: the policy family's) from .npy or .safetensors (see
+    `pacplan.io.weights.load_theta`)."""
+    return load_policy_weights(path, dim, what)
 
 
 def _clipped_axis(scene: Scene, i: int) -> tuple[np.ndarray, np.ndarray] | None:
@@ -74,9 +75,10 @@ def render_figure(seed: int, out: str | Path, theta_path: str | None = None,
 
     from pacplan.worlds.uav.world import UAVWorld
 
-    theta = None if theta_path is None else load_theta(theta_path)
-    # the run's options (net_scale, use_net); eager rendering is faster for one flight
+    # the run's options (net_scale, use_net, policy); eager rendering is faster for one flight
     world = UAVWorld(**{**(world_options or {}), "compile": False})
+    what = "UAV" if world.family.is_paper else f"UAV {world.family.label()}"
+    theta = None if theta_path is None else load_theta(theta_path, world.policy_dim(), what)
     tr = world.trajectory(theta, int(seed))
 
     # Panels sized to their content (top view 10 x 17 m, side view 17 x 4 m, square depth
@@ -89,7 +91,7 @@ def render_figure(seed: int, out: str | Path, theta_path: str | None = None,
     images = right[1].subgridspec(1, 2)
     ax_img = [fig.add_subplot(images[0]), fig.add_subplot(images[1])]
     _draw_views(ax_top, ax_side, tr)
-    _draw_decisions(fig, ax_img, tr, NumpyPolicy(theta, world.net_scale))
+    _draw_decisions(fig, ax_img, tr, NumpyPolicy(theta, world.net_scale, world.family))
 
     who = "Depth Filter only (no θ)" if theta is None else f"θ from {Path(theta_path).name}"
     outcome = (

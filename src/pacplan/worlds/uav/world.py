@@ -15,6 +15,7 @@ from pacplan.errors import PacplanError
 from pacplan.validation import check_choice, check_policies, check_seeds
 from pacplan.worlds.uav import dynamics as dyn
 from pacplan.worlds.uav import spec
+from pacplan.worlds.uav.families import PAPER, PolicyFamily, policy_family
 from pacplan.worlds.uav.results import RolloutResult
 from pacplan.worlds.uav.scene import Scene, sample_scene
 from pacplan.worlds.uav.scene_sim import SIMULATORS
@@ -71,6 +72,10 @@ class UAVWorld:
       planner: "policy" (default) flies θ; "teacher" flies the privileged planner's optimal
         plan (`teacher.plans`: it sees the obstacles, θ is ignored), a baseline row: the
         world's floor.
+      policy, policy_width: the policy family θ parametrises (`families`): "paper" (default,
+        the paper's 13,943-weight net, which takes no width) or "conv", a convnet of the same
+        residual-to-Depth-Filter form whose size is policy_width, one of 1, 2, 4, 8 (default)
+        or 16 (34,380 … 507,465 weights). `policy_dim()` is the family's size.
     """
 
     name = "uav"
@@ -105,7 +110,10 @@ class UAVWorld:
         obstacles: int = spec.N_OBSTACLES,
         radius_scale: float = 1.0,
         planner: str = "policy",
+        policy: str = PAPER,
+        policy_width: int | None = None,
     ) -> None:
+        self.family: PolicyFamily = policy_family(policy, policy_width)
         check_choice("UAV simulator", simulator, SIMULATORS)
         check_choice("UAV planner", planner, PLANNERS)
         if planner == "teacher" and (obstacles, radius_scale) != (spec.N_OBSTACLES, 1.0):
@@ -151,6 +159,7 @@ class UAVWorld:
             "obstacles": self.obstacles,
             "radius_scale": self.radius_scale,
             "planner": self.planner,
+            **self.family.options(),
         }
 
     def __getstate__(self) -> dict[str, Any]:
@@ -164,7 +173,11 @@ class UAVWorld:
         return f"UAVWorld({opts})"
 
     def policy_dim(self) -> int:
-        return spec.POLICY_DIM
+        return self.family.dim
+
+    def policy_label(self) -> str:
+        """The policy family, as refusals of a wrong-sized prior name it."""
+        return self.family.label()
 
     @property
     def sim(self) -> Any:
@@ -191,14 +204,17 @@ class UAVWorld:
 
     def rollouts(self, thetas: np.ndarray, seeds: np.ndarray) -> RolloutResult:
         """Costs, first colliding checks and primitive sequences of every (seed, policy)."""
-        thetas = check_policies(thetas, spec.POLICY_DIM, "UAV policy weights")
+        what = "UAV policy weights" + ("" if self.family.is_paper
+                                       else f" ({self.family.label()})")
+        thetas = check_policies(thetas, self.family.dim, what)
         seeds = check_seeds(seeds)
         if self.planner == "teacher":  # the privileged planner's optimal plans, flown
             from pacplan.worlds.uav.teacher import plans
 
             seq = np.repeat(plans(seeds)[:, None], thetas.shape[0], 1)
             return self.sim.rollout(thetas, seeds, use_net=False, forced=seq)
-        return self.sim.rollout(thetas, seeds, use_net=self.use_net, net_scale=self.net_scale)
+        return self.sim.rollout(thetas, seeds, use_net=self.use_net, net_scale=self.net_scale,
+                                family=self.family)
 
     def costs(self, thetas: np.ndarray, seeds: np.ndarray) -> np.ndarray:
         """(n, k) costs 1 − t_c / 12 s in [0, 1]; deterministic."""
@@ -207,12 +223,12 @@ class UAVWorld:
     def replay(self, seeds: np.ndarray, sequences: np.ndarray) -> RolloutResult:
         """Fly given primitive sequences (n, k, 12) open loop; for cross-validation."""
         sequences = np.asarray(sequences, dtype=np.int64)
-        dummy = np.zeros((sequences.shape[1], spec.POLICY_DIM), np.float32)
+        dummy = np.zeros((sequences.shape[1], self.family.dim), np.float32)
         return self.sim.rollout(dummy, check_seeds(seeds), use_net=False, forced=sequences)
 
     def trajectory(self, theta: np.ndarray | None, seed: int) -> Trajectory:
         """The flight of one policy (None: Depth Filter only) in environment `seed`."""
-        th = np.zeros((1, spec.POLICY_DIM), np.float32) if theta is None else theta
+        th = np.zeros((1, self.family.dim), np.float32) if theta is None else theta
         world = self if theta is not None else UAVWorld(**{**self.options(), "use_net": False})
         res = world.rollouts(th, np.array([seed]))
         seq = res.prims[0, 0]
