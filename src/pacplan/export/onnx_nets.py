@@ -64,8 +64,9 @@ def _model(graph: onnx.GraphProto) -> bytes:
     return model.SerializeToString(deterministic=True)
 
 
-def uav_net_onnx() -> bytes:
-    """The UAV residual net (weights as inputs, named as in the torch state_dict)."""
+def _uav_graph(name: str, weights: tuple, conv2_stride: int, conv2_kernel: int) -> bytes:
+    """Both UAV families' nets: Conv(k4, s2) → ELU → Conv → ELU → flatten → Gemm → ELU → Gemm →
+    tanh; they differ only in the second convolution and the weight sizes."""
     f = TensorProto.FLOAT
     x = helper.make_tensor_value_info("x", f, ["batch", 1, 50, 50])
     y = helper.make_tensor_value_info("net", f, ["batch", 25])
@@ -73,8 +74,8 @@ def uav_net_onnx() -> bytes:
         helper.make_node("Conv", ["x", "conv1.weight", "conv1.bias"], ["c1"], strides=[2, 2],
                          kernel_shape=[4, 4]),
         helper.make_node("Elu", ["c1"], ["h1"], alpha=1.0),
-        helper.make_node("Conv", ["h1", "conv2.weight", "conv2.bias"], ["c2"], strides=[1, 1],
-                         kernel_shape=[2, 2]),
+        helper.make_node("Conv", ["h1", "conv2.weight", "conv2.bias"], ["c2"],
+                         strides=[conv2_stride] * 2, kernel_shape=[conv2_kernel] * 2),
         helper.make_node("Elu", ["c2"], ["h2"], alpha=1.0),
         helper.make_node("Flatten", ["h2"], ["flat"], axis=1),
         helper.make_node("Gemm", ["flat", "fc1.weight", "fc1.bias"], ["l1"], transB=1),
@@ -82,32 +83,17 @@ def uav_net_onnx() -> bytes:
         helper.make_node("Gemm", ["h3", "fc2.weight", "fc2.bias"], ["l2"], transB=1),
         helper.make_node("Tanh", ["l2"], ["net"]),
     ]
-    graph = helper.make_graph(nodes, "pacplan_uav_residual_net", [x, *_inputs(UAV_WEIGHTS, f)],
-                              [y])
-    return _model(graph)
+    return _model(helper.make_graph(nodes, name, [x, *_inputs(weights, f)], [y]))
+
+
+def uav_net_onnx() -> bytes:
+    """The UAV residual net (weights as inputs, named as in the torch state_dict)."""
+    return _uav_graph("pacplan_uav_residual_net", UAV_WEIGHTS, conv2_stride=1, conv2_kernel=2)
 
 
 def uav_conv_net_onnx() -> bytes:
     """The UAV conv family's net (weights as inputs, sizes symbolic)."""
-    f = TensorProto.FLOAT
-    x = helper.make_tensor_value_info("x", f, ["batch", 1, 50, 50])
-    y = helper.make_tensor_value_info("net", f, ["batch", 25])
-    nodes = [
-        helper.make_node("Conv", ["x", "conv1.weight", "conv1.bias"], ["c1"], strides=[2, 2],
-                         kernel_shape=[4, 4]),
-        helper.make_node("Elu", ["c1"], ["h1"], alpha=1.0),
-        helper.make_node("Conv", ["h1", "conv2.weight", "conv2.bias"], ["c2"], strides=[2, 2],
-                         kernel_shape=[4, 4]),
-        helper.make_node("Elu", ["c2"], ["h2"], alpha=1.0),
-        helper.make_node("Flatten", ["h2"], ["flat"], axis=1),
-        helper.make_node("Gemm", ["flat", "fc1.weight", "fc1.bias"], ["l1"], transB=1),
-        helper.make_node("Elu", ["l1"], ["h3"], alpha=1.0),
-        helper.make_node("Gemm", ["h3", "fc2.weight", "fc2.bias"], ["l2"], transB=1),
-        helper.make_node("Tanh", ["l2"], ["net"]),
-    ]
-    graph = helper.make_graph(nodes, "pacplan_uav_conv_net",
-                              [x, *_inputs(UAV_CONV_WEIGHTS, f)], [y])
-    return _model(graph)
+    return _uav_graph("pacplan_uav_conv_net", UAV_CONV_WEIGHTS, conv2_stride=2, conv2_kernel=4)
 
 
 def quadruped_net_onnx() -> bytes:
