@@ -94,10 +94,9 @@ def check_request(cfg: RunConfig) -> None:
     if cfg.world.options.get("simulator", "batched") != "batched":
         raise PacplanError("distillation needs the batched UAV simulator (world option "
                            "simulator: batched)")
-    if cfg.world.options.get("policy", "paper") != "paper":
-        raise PacplanError(f"distillation teaches the paper's net only (world option policy: "
-                           f"paper), not policy {cfg.world.options['policy']!r}")
-    extra = set(cfg.world.options) - {"simulator", "compile", "net_scale", "device", "policy"}
+    _family(cfg)  # an unknown policy family or width, in one line
+    extra = set(cfg.world.options) - {"simulator", "compile", "net_scale", "device", "policy",
+                                      "policy_width"}
     if extra:
         raise PacplanError(f"the teacher plans only in the certified UAV world; options "
                            f"{sorted(extra)} change it")
@@ -127,7 +126,7 @@ def distill(cfg: RunConfig, run_dir: str | Path, log: Any = None) -> Path:
         record: dict[str, Any] = {"teacher": distill_quadruped.teacher_name(cfg.world.options),
                                   "chosen_round": chosen}
     else:
-        theta, records, t_lattice = _uav_rounds(cfg, seeds, files, out, say)
+        theta, records, t_lattice = _uav_rounds(cfg, seeds, files, say)
         record = {"teacher": "uav lattice dynamic program (pacplan.worlds.uav.teacher)"}
     record.update({"seeds": [lo, hi], "rounds": d.rounds, "config": d.model_dump(mode="json"),
                    "seconds_this_call": round(time.perf_counter() - t0, 1)})
@@ -140,7 +139,7 @@ def distill(cfg: RunConfig, run_dir: str | Path, log: Any = None) -> Path:
     return final
 
 
-def _uav_rounds(cfg: RunConfig, seeds: np.ndarray, files: Ledger, out: Path, say: Any
+def _uav_rounds(cfg: RunConfig, seeds: np.ndarray, files: Ledger, say: Any
                 ) -> tuple[np.ndarray, list[dict[str, Any]], float]:
     """The UAV's lattices and rounds (resumed from the first unfinished one): the last θ, every
     round's record and the seconds spent solving lattices in this call."""
@@ -149,25 +148,36 @@ def _uav_rounds(cfg: RunConfig, seeds: np.ndarray, files: Ledger, out: Path, say
     lattice = _lattices(seeds, d, files, say)
     t_lattice = time.perf_counter() - t0
     net_scale = float(cfg.world.options.get("net_scale", 5.0))
+    family = _family(cfg)
     sim = _sim()
     eval_seeds = _eval_seeds(cfg)
-    done = [_finished_round(files, r) for r in range(d.rounds + 1)]  # checks every listed one
+    done = [_finished_round(files, r, family.dim)  # checks every listed one
+            for r in range(d.rounds + 1)]
     first = next((r for r, f in enumerate(done) if f is None), d.rounds + 1)
     kept = [f for f in done[:first] if f is not None]
     records = [f[2] for f in kept]
     theta, states = (kept[-1][0], kept[-1][1]) if kept else (None, None)
     cache: dict[tuple[int, ...], np.ndarray] = {}
     for r in range(first, d.rounds + 1):
-        theta, states, rec = _round(r, theta, states, lattice, seeds, d, net_scale, sim, out,
-                                    files, eval_seeds, say, cache)
+        theta, states, rec = _round(r, theta, states, lattice, seeds, d, net_scale, family,
+                                    sim, files, eval_seeds, say, cache)
         records.append(rec)
     assert theta is not None
     return theta, records, t_lattice
 
 
+def _family(cfg: RunConfig) -> Any:
+    """The UAV policy family the student is (world options policy, policy_width)."""
+    from pacplan.worlds.uav.families import policy_family
+
+    opts = cfg.world.options
+    return policy_family(opts.get("policy", "paper"), opts.get("policy_width"))
+
+
 def _inputs(cfg: RunConfig) -> dict[str, Any]:
     """What the distilled θ depends on (the settings, the teacher's and held-out seeds, the
-    UAV net's scale or the quadruped's world), not where it runs (workers, threads)."""
+    UAV net's scale and policy family, or the quadruped's world), not where it runs (workers,
+    threads). The paper's net adds no entry, so its stamps are those made before families."""
     settings = _cfg(cfg).model_dump(mode="json")
     settings.pop("workers")
     ev = _eval_seeds(cfg)
@@ -177,6 +187,8 @@ def _inputs(cfg: RunConfig) -> dict[str, Any]:
     if cfg.world.name == "quadruped":  # its world options shape every label
         del inputs["net_scale"]
         inputs["world"] = {k: v for k, v in cfg.world.options.items() if k != "threads"}
+    elif not _family(cfg).is_paper:
+        inputs["policy"] = _family(cfg).options()
     return inputs
 
 
@@ -219,12 +231,6 @@ def distilled_summary(path: str | Path) -> dict[str, Any]:
     """The summary a distilled θ file carries in its metadata (`summary`)."""
     meta = safetensors_metadata(Path(path).read_bytes())
     return json.loads(meta.get("distill", "{}"))
-
-
-def _dim() -> int:
-    from pacplan.worlds.uav.spec import POLICY_DIM
-
-    return POLICY_DIM
 
 
 def _sim() -> Any:
@@ -308,18 +314,19 @@ def _solve_all(jobs: list[tuple[list[int], float, str]], workers: int) -> Iterat
         yield from pool.map(_solve_chunk, jobs)
 
 
-def _finished_round(files: Ledger, r: int) -> tuple[np.ndarray, np.ndarray, dict[str, Any]] | None:
-    """Round r's θ, states and log record when both its files are listed and whole (each
-    checked, so an edited one is refused); None when it is to be (re)computed."""
+def _finished_round(files: Ledger, r: int, dim: int
+                    ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]] | None:
+    """Round r's θ (`dim` weights), states and log record when both its files are listed and
+    whole (each checked, so an edited one is refused); None when it is to be (re)computed."""
     states = files.read(f"states-{r}.npy")
-    done = read_round(files, r, _dim()) if states is not None else None
+    done = read_round(files, r, dim) if states is not None else None
     if states is None or done is None:
         return None
     return done[0], npy_from_bytes(states, str(files.folder / f"states-{r}.npy")), done[1]
 
 
 def _round(r: int, theta: np.ndarray | None, before: np.ndarray | None, lattice: Any,
-           seeds: np.ndarray, d: DistillConfig, net_scale: float, sim: Any, out: Path,
+           seeds: np.ndarray, d: DistillConfig, net_scale: float, family: Any, sim: Any,
            files: Ledger, eval_seeds: np.ndarray | None, say: Any,
            cache: dict[tuple[int, ...], np.ndarray]
            ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
@@ -329,7 +336,6 @@ def _round(r: int, theta: np.ndarray | None, before: np.ndarray | None, lattice:
     import torch
 
     from pacplan.worlds.uav import distill as dl
-    from pacplan.worlds.uav import policy as pol
 
     torch.set_num_threads(1)
     t0 = time.perf_counter()
@@ -339,10 +345,10 @@ def _round(r: int, theta: np.ndarray | None, before: np.ndarray | None, lattice:
         states = dl.States.concat([dl.visited(seeds, plan, lattice),
                                    dl.free_states(lattice, d.free_states, rng)])
         torch.manual_seed(d.seed)
-        theta = pol.flatten_net(pol.ResidualNet()).astype(np.float32)
+        theta = dl.flat_weights(dl.student(family), family)
     else:
         assert theta is not None and before is not None
-        res = sim.rollout(theta[None], seeds, net_scale=net_scale)
+        res = sim.rollout(theta[None], seeds, net_scale=net_scale, family=family)
         states = dl.States.concat([dl.States(*(before[:, i] for i in range(4))),
                                    dl.visited(seeds, res.prims[:, 0], lattice)])
     states = states.unique()
@@ -352,15 +358,16 @@ def _round(r: int, theta: np.ndarray | None, before: np.ndarray | None, lattice:
     images = dl.render(sim, states, cache)
     t1 = time.perf_counter()
     theta, losses = dl.fit(theta, images, target, epochs=d.epochs, lr=d.lr, batch=d.batch,
-                           temperature=d.temperature, net_scale=net_scale, seed=d.seed + r)
+                           temperature=d.temperature, net_scale=net_scale, seed=d.seed + r,
+                           family=family)
     rec: dict[str, Any] = {"round": r, "states": len(states), "loss": losses,
-                           "agreement": dl.agreement(theta, images, target, net_scale),
+                           "agreement": dl.agreement(theta, images, target, net_scale, family),
                            "seconds_data": round(t1 - t0, 1),
                            "seconds_fit": round(time.perf_counter() - t1, 1)}
     if eval_seeds is not None:
         t2 = time.perf_counter()
-        rec["eval_cost"] = float(sim.rollout(theta[None], eval_seeds,
-                                             net_scale=net_scale).costs.mean())
+        rec["eval_cost"] = float(sim.rollout(theta[None], eval_seeds, net_scale=net_scale,
+                                             family=family).costs.mean())
         rec["eval_envs"] = len(eval_seeds)
         rec["seconds_eval"] = round(time.perf_counter() - t2, 1)
     write_round(files, r, theta, rec)

@@ -224,21 +224,58 @@ def test_compiled_renderer_with_the_conv_net_matches_eager() -> None:
     assert abs(eager.mean() - fused.mean()) < 0.01
 
 
-def test_distillation_refuses_the_conv_family_before_any_work(tmp_path: Path) -> None:
-    """Teaching the conv family is issue 52's next step; until then it is one line."""
+def _distill_cfg(**options: object) -> object:
     from pacplan.config import parse_config
-    from pacplan.run import distill as stage
 
-    cfg = parse_config({
-        "name": "t", "world": {"name": "uav", "options": TINY},
+    return parse_config({
+        "name": "t", "world": {"name": "uav", "options": {**TINY, **options}},
         "seeds": {"prior": [0, 1000], "prior_eval": [300000, 300100],
                   "cert": [100000, 100100], "test": [200000, 200100]},
-        "distill": {"envs": 6, "rounds": 1, "free_states": 4, "epochs": 1, "eval_envs": 0,
+        "distill": {"envs": 6, "rounds": 1, "free_states": 4, "epochs": 1, "eval_envs": 4,
                     "workers": 1, "batch": 64},
         "es": {"iterations": 1, "envs_per_iter": 2, "pairs_per_env": 1},
         "executor": {"kind": "serial"},
     })
-    with pytest.raises(PacplanError, match=r"teaches the paper's net only .* not policy "
-                                           r"'conv'") as e:
-        stage.distill(cfg, tmp_path / "run")
+
+
+def test_distillation_teaches_the_conv_family_and_resumes_to_the_bit(tmp_path: Path) -> None:
+    """The teacher's labels fit into the conv family (issue 52, step 2): θ of its size that the
+    conv world flies, the fitted module's choices on the labelled images are the world's, and a
+    run killed after round 0 resumes to the same bytes."""
+    from safetensors.numpy import load_file
+
+    from pacplan.run import distill as stage
+
+    cfg = _distill_cfg()
+    path = stage.distill(cfg, tmp_path / "a")
+    want = path.read_bytes()
+    theta = load_file(str(path))["theta"]
+    assert theta.shape == (policy_family("conv", 1).dim,) and np.isfinite(theta).all()
+    record = (tmp_path / "a" / stage.DIR / stage.RECORD).read_text()
+    assert '"eval_envs": 4' in record
+    out = tmp_path / "a" / stage.DIR
+    for name in ("round-1.safetensors", "states-1.npy", stage.THETA, stage.RECORD):
+        (out / name).unlink()
+    assert stage.distill(cfg, tmp_path / "a").read_bytes() == want
+    costs = UAVWorld(**TINY).costs(theta[None], np.arange(300, 304))
+    assert costs.shape == (4, 1) and ((costs >= 0) & (costs <= 1)).all()
+
+
+def test_distillation_of_another_family_is_refused_in_a_folder_of_this_one(tmp_path: Path
+                                                                           ) -> None:
+    from pacplan.run import distill as stage
+
+    stage._stamp(tmp_path / "d", stage._inputs(_distill_cfg()))
+    with pytest.raises(PacplanError, match=r"other settings \(changed: policy\)") as e:
+        stage._stamp(tmp_path / "d", stage._inputs(_distill_cfg(policy_width=2)))
+    assert "\n" not in str(e.value)
+    paper = _distill_cfg(policy="paper", policy_width=None)
+    assert "policy" not in stage._inputs(paper)  # the paper's stamps are those made before
+
+
+def test_distillation_refuses_an_unknown_width_before_any_work(tmp_path: Path) -> None:
+    from pacplan.run import distill as stage
+
+    with pytest.raises(PacplanError, match="policy_width must be one of 1, 2, 4, 8, 16") as e:
+        stage.distill(_distill_cfg(policy_width=3), tmp_path / "run")
     assert "\n" not in str(e.value) and not (tmp_path / "run").exists()

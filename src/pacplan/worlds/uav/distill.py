@@ -7,6 +7,9 @@ expected relative preference for a primitive drawn from the softmax of the polic
 (Depth Filter + net_scale · net, in metres, over a temperature): the net is trained exactly as it
 will fly, residual to the filter.
 
+The student is either policy family (`families`): the paper's net or the conv family, the same
+loss and data for both, so the capacity of the two can be compared on the same labels.
+
 Everything here is deterministic on CPU with one torch thread (fixed seeds, fixed batch order),
 so a resumed distillation reproduces its weights to the bit.
 """
@@ -22,6 +25,7 @@ from pacplan.worlds.uav import dynamics as dyn
 from pacplan.worlds.uav import policy as pol
 from pacplan.worlds.uav import spec
 from pacplan.worlds.uav.batched import BatchedSimulator
+from pacplan.worlds.uav.families import PAPER_FAMILY, PolicyFamily
 from pacplan.worlds.uav.scene import sample_scene
 from pacplan.worlds.uav.teacher import IX_MAX, IZ_MAX, Lattice, T
 
@@ -129,9 +133,26 @@ def render(sim: BatchedSimulator, states: States, cache: dict[tuple[int, ...], n
                                                                      np.float32)
 
 
+def student(family: PolicyFamily = PAPER_FAMILY, theta: np.ndarray | None = None
+            ) -> torch.nn.Module:
+    """The family's torch module (weights from flat `theta`, else torch's default init under the
+    caller's torch seed): the paper's `ResidualNet` or the conv family's `ConvNet`."""
+    from pacplan.worlds.uav.conv_policy import ConvNet
+
+    net = pol.ResidualNet() if family.is_paper else ConvNet(int(family.width or 0))
+    return net if theta is None else net.load_flat(theta)
+
+
+def flat_weights(net: torch.nn.Module, family: PolicyFamily = PAPER_FAMILY) -> np.ndarray:
+    """A student's flat θ (float32) in its family's layout (inverse of `student(family, θ)`)."""
+    sd = net.state_dict()
+    return np.concatenate([sd[name].detach().cpu().numpy().ravel()
+                           for name, _ in family.shapes]).astype(np.float32)
+
+
 def fit(theta: np.ndarray, images: np.ndarray, target: np.ndarray, *, epochs: int, lr: float,
-        batch: int, temperature: float, net_scale: float, seed: int
-        ) -> tuple[np.ndarray, list[float]]:
+        batch: int, temperature: float, net_scale: float, seed: int,
+        family: PolicyFamily = PAPER_FAMILY) -> tuple[np.ndarray, list[float]]:
     """Behaviour cloning from `theta`: Adam on −log E[w], the teacher's relative preference
     w = exp(target) of a primitive drawn from the softmax of the policy's scores / temperature.
 
@@ -140,7 +161,7 @@ def fit(theta: np.ndarray, images: np.ndarray, target: np.ndarray, *, epochs: in
     (cross-entropy would: only the argmax is flown). Returns (θ float32, mean loss per epoch).
     """
     g = torch.Generator().manual_seed(int(seed))
-    net = pol.ResidualNet().load_flat(theta)
+    net = student(family, theta)
     x = torch.as_tensor(images)
     df = pol.FilterCells().scores(x)
     y = torch.as_tensor(target)
@@ -159,17 +180,17 @@ def fit(theta: np.ndarray, images: np.ndarray, target: np.ndarray, *, epochs: in
             opt.step()
             total += float(loss.detach()) * len(idx)
         losses.append(total / n)
-    return pol.flatten_net(net).astype(np.float32), losses
+    return flat_weights(net, family), losses
 
 
 def agreement(theta: np.ndarray | None, images: np.ndarray, target: np.ndarray,
-              net_scale: float) -> float:
+              net_scale: float, family: PolicyFamily = PAPER_FAMILY) -> float:
     """Fraction of states where the policy's choice is a primitive the teacher rates best
     (log-preference 0); θ None: the Depth Filter alone."""
     x = torch.as_tensor(images)
     scores = pol.FilterCells().scores(x)
     if theta is not None:
-        net = pol.ResidualNet().load_flat(theta)
+        net = student(family, theta)
         with torch.no_grad():
             scores = scores + net_scale * net(x[:, None] / spec.FAR)
     choice = pol.choose(scores).numpy()
