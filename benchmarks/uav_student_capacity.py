@@ -2,6 +2,7 @@
 
     nice python benchmarks/uav_student_capacity.py [--families paper,conv1,conv4,conv16]
         [--envs 2000] [--rounds 0] [--eval-envs 500] [--epochs 10] [--workers 2]
+        [--lr RECIPE'S] [--time-policies 50] [--time-envs 64]
         [--out runs/uav-capacity] [--save]
 
 Why: issue 52 says the paper's 13,943-weight net is the UAV student's limit, and asks for a
@@ -19,7 +20,9 @@ Per family: weights; held-out cost of the fitted net on `--eval-envs` environmen
 seeds.prior_eval (300,000 on), with a 95 % interval (the mean ± 1.96 standard errors); its
 agreement with the teacher on the training states; fit seconds; and milliseconds of simulator
 time per rollout on the held-out environments, with its ratio to the paper's net measured in this
-same run (`rollout_time_ratio`, 1 for the paper's net; the throughput ratio is its inverse).
+same run (`rollout_time_ratio`, 1 for the paper's net; the throughput ratio is its inverse),
+timed as a certificate flies: `--time-policies` draws around the fitted net (its recipe's ES
+init_var) on the first `--time-envs` held-out environments, one process, compiled.
 `--save` writes benchmarks/data/uav-student-capacity.json.
 """
 
@@ -70,6 +73,8 @@ def config(name: str, args: argparse.Namespace) -> Any:
     # held-out flights are this benchmark's (compiled, timed), not the stage's
     recipe["distill"].update(envs=args.envs, rounds=args.rounds, epochs=args.epochs,
                              eval_envs=0, workers=args.workers)
+    if args.lr is not None:
+        recipe["distill"]["lr"] = args.lr
     return parse_config(recipe)
 
 
@@ -85,6 +90,13 @@ def share_lattices(source: Path, dest: Path) -> None:
             dst.record(name, entry["sha256"])
 
 
+def draws_around(theta: np.ndarray, var: float, k: int) -> np.ndarray:
+    """k policies θ + √var·z (seed 0): what a run's m draws from a prior started here cost to
+    fly (distinct policies, so their flights and images diverge as a certificate's do)."""
+    z = np.random.default_rng(0).standard_normal((k, theta.size))
+    return (theta + np.sqrt(var) * z).astype(np.float32)
+
+
 def measure(name: str, args: argparse.Namespace, first: Path | None) -> dict[str, Any]:
     """Distil family `name` (resumed), then fly its net on the held-out environments."""
     cfg = config(name, args)
@@ -92,7 +104,8 @@ def measure(name: str, args: argparse.Namespace, first: Path | None) -> dict[str
     if first is not None and first != run / stage.DIR:
         share_lattices(first, run / stage.DIR)
     t0 = time.perf_counter()
-    theta_file = stage.distill(cfg, run, log=lambda m: print(f"[{name}] {m}", flush=True))
+    theta_file = stage.distill(cfg, run, log=lambda m: print(f"[{name}] {m}", file=sys.stderr,
+                                                             flush=True))
     record = json.loads((run / stage.DIR / stage.RECORD).read_text())
     last = record["rounds_log"][-1]
     from safetensors.numpy import load_file
@@ -101,9 +114,11 @@ def measure(name: str, args: argparse.Namespace, first: Path | None) -> dict[str
     world = UAVWorld(simulator="batched", compile=True, **family_options(name))
     lo = int(cfg.seeds.prior_eval[0])
     seeds = np.arange(lo, lo + args.eval_envs, dtype=np.int64)
-    world.costs(theta[None], seeds[:8])  # warm (compile) before timing
+    costs = world.costs(theta[None], seeds)[:, 0]  # also warms (compiles) before timing
+    draws = draws_around(theta, float(cfg.es.init_var), args.time_policies)
+    timed = seeds[: args.time_envs]
     t1 = time.process_time()
-    costs = world.costs(theta[None], seeds)[:, 0]
+    world.costs(draws, timed)
     cpu = time.process_time() - t1
     half = 1.96 * float(costs.std(ddof=1)) / np.sqrt(len(costs))
     return {"family": name, "weights": int(theta.size), "states": last["states"],
@@ -113,7 +128,7 @@ def measure(name: str, args: argparse.Namespace, first: Path | None) -> dict[str
             "agreement": round(float(last["agreement"]), 4),
             "fit_seconds": sum(r["seconds_fit"] for r in record["rounds_log"]),
             "seconds_this_call": round(time.perf_counter() - t0, 1),
-            "rollout_cpu_ms": round(1000 * cpu / len(seeds), 2)}
+            "rollout_cpu_ms": round(1000 * cpu / (len(draws) * len(timed)), 3)}
 
 
 def refuse(message: str) -> None:
@@ -130,6 +145,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--eval-envs", type=int, default=500)
     ap.add_argument("--epochs", type=int, default=10)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--lr", type=float, default=None, help="Adam's step (default: the recipe's)")
+    ap.add_argument("--time-policies", type=int, default=50)
+    ap.add_argument("--time-envs", type=int, default=64)
     ap.add_argument("--out", default=str(ROOT / "runs" / "uav-capacity"))
     ap.add_argument("--save", action="store_true")
     args = ap.parse_args(argv)
@@ -142,19 +160,21 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if not names or len(set(names)) != len(names):
         refuse(f"--families: name each family once, got {args.families!r}")
     for flag, low in (("envs", 1), ("eval_envs", 2), ("epochs", 1), ("rounds", 0),
-                      ("workers", 1)):
+                      ("workers", 1), ("time_policies", 1), ("time_envs", 1)):
         if getattr(args, flag) < low:
             refuse(f"--{flag.replace('_', '-')} must be ≥ {low}, got {getattr(args, flag)}")
     rows, first = [], None
     for name in names:
         rows.append(measure(name, args, first))
+        print(f"[{name}] {json.dumps(rows[-1])}", file=sys.stderr, flush=True)
         first = first or Path(args.out) / name / stage.DIR
     base = next((r for r in rows if r["family"] == "paper"), None)
     for r in rows:
         r["rollout_time_ratio"] = (None if base is None
                                    else round(r["rollout_cpu_ms"] / base["rollout_cpu_ms"], 2))
+    lr = config(names[0], args).distill.lr
     out = {"benchmark": "uav_student_capacity", "envs": args.envs, "rounds": args.rounds,
-           "epochs": args.epochs, "eval_envs": args.eval_envs, "families": rows}
+           "epochs": args.epochs, "lr": lr, "eval_envs": args.eval_envs, "families": rows}
     print(json.dumps(out))
     if args.save:
         SAVED.write_text(json.dumps(out, indent=1) + "\n")

@@ -19,6 +19,7 @@ SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "uav_student_capac
     (["--families", "paper,paper"], "once"),
     (["--eval-envs", "1"], "--eval-envs"),
     (["--rounds", "-1"], "--rounds"),
+    (["--time-envs", "0"], "--time-envs"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args: list[str], names: str, tmp_path: Path) -> None:
     assert_refused(run_script(SCRIPT, *args, "--out", str(tmp_path / "o")), names)
@@ -32,7 +33,8 @@ def test_families_share_the_labels_and_the_lattices(tmp_path: Path) -> None:
 
     bench = load_script(SCRIPT)
     out = bench.main(["--families", "paper,conv1", "--envs", "4", "--eval-envs", "4",
-                      "--epochs", "1", "--workers", "1", "--out", str(tmp_path)])
+                      "--epochs", "1", "--workers", "1", "--time-policies", "3",
+                      "--time-envs", "2", "--out", str(tmp_path)])
     rows = {r["family"]: r for r in out["families"]}
     assert rows["paper"]["weights"] == 13_943
     assert rows["conv1"]["weights"] == policy_family("conv", 1).dim
@@ -45,6 +47,7 @@ def test_families_share_the_labels_and_the_lattices(tmp_path: Path) -> None:
            for f in ("paper", "conv1")]
     assert lat[0] == lat[1]
     again = bench.main(["--families", "paper,conv1", "--envs", "4", "--eval-envs", "4",
-                        "--epochs", "1", "--workers", "1", "--out", str(tmp_path)])
+                        "--epochs", "1", "--workers", "1", "--time-policies", "3",
+                      "--time-envs", "2", "--out", str(tmp_path)])
     assert [r["heldout_cost"] for r in again["families"]] == [r["heldout_cost"]
                                                               for r in out["families"]]
