@@ -37,7 +37,7 @@ UAV_NET_SHA256 = {
 """sha256 of each UAV policy family's net.onnx (the conv family's sizes are symbolic, so one
 per family); fixed.policy names the family (absent: the paper's net). Any other is refused."""
 UAV_CONV_WIDTHS = (1, 2, 4, 8, 16)  # the conv family's policy_width values
-UAV_CONV_DEFAULT_WIDTH = 8  # UAVWorld's default policy_width of the conv family
+UAV_CONV_DEFAULT_WIDTH = 4  # UAVWorld's default policy_width of the conv family
 NET_SHA256 = {
     "uav": set().union(*UAV_NET_SHA256.values()),
     "quadruped": {"62133773094a8696fe4db36917269194193a25c762a8e91ec69cc0c184e728b2"},

@@ -39,7 +39,7 @@ def test_sizes_span_50k_to_500k_and_match_the_module() -> None:
     assert dims == {1: 34_380, 2: 65_471, 4: 127_845, 8: 253_361, 16: 507_465}
     for w in (1, 2, 8):
         assert sum(p.numel() for p in ConvNet(w).parameters()) == dims[w]
-    assert UAVWorld(policy="conv").policy_dim() == dims[8]  # the default width
+    assert UAVWorld(policy="conv").policy_dim() == dims[4]  # the default width
     assert UAVWorld().policy_dim() == UAVWorld(policy="paper").policy_dim() == 13_943
     assert UAVWorld().family is PAPER_FAMILY
 

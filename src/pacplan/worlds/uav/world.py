@@ -74,7 +74,7 @@ class UAVWorld:
         world's floor.
       policy, policy_width: the policy family θ parametrises (`families`): "paper" (default,
         the paper's 13,943-weight net, which takes no width) or "conv", a convnet of the same
-        residual-to-Depth-Filter form whose size is policy_width, one of 1, 2, 4, 8 (default)
+        residual-to-Depth-Filter form whose size is policy_width, one of 1, 2, 4 (default), 8
         or 16 (34,380 … 507,465 weights). `policy_dim()` is the family's size.
     """
 
