@@ -3,7 +3,7 @@
     nice python benchmarks/uav_student_capacity.py [--families paper,conv1,conv4,conv16]
         [--envs 2000] [--rounds 0] [--eval-envs 500] [--epochs 10] [--workers 2]
         [--lr RECIPE'S] [--time-policies 50] [--time-envs 64]
-        [--out runs/uav-capacity] [--save]
+        [--out runs/uav-capacity] [--save [PATH]]
 
 Why: issue 52 says the paper's 13,943-weight net is the UAV student's limit, and asks for a
 larger family sized by a measured curve: held-out cost against weights and against rollout
@@ -23,7 +23,7 @@ time per rollout on the held-out environments, with its ratio to the paper's net
 same run (`rollout_time_ratio`, 1 for the paper's net; the throughput ratio is its inverse),
 timed as a certificate flies: `--time-policies` draws around the fitted net (its recipe's ES
 init_var) on the first `--time-envs` held-out environments, one process, compiled.
-`--save` writes benchmarks/data/uav-student-capacity.json.
+`--save` writes benchmarks/data/uav-student-capacity.json (or PATH).
 """
 
 from __future__ import annotations
@@ -149,7 +149,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--time-policies", type=int, default=50)
     ap.add_argument("--time-envs", type=int, default=64)
     ap.add_argument("--out", default=str(ROOT / "runs" / "uav-capacity"))
-    ap.add_argument("--save", action="store_true")
+    ap.add_argument("--save", nargs="?", const=str(SAVED), default=None, metavar="PATH",
+                    help=f"write the JSON there (default {SAVED.relative_to(ROOT)})")
     args = ap.parse_args(argv)
     names = [n.strip() for n in args.families.split(",") if n.strip()]
     try:  # every name checked before any work
@@ -177,7 +178,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
            "epochs": args.epochs, "lr": lr, "eval_envs": args.eval_envs, "families": rows}
     print(json.dumps(out))
     if args.save:
-        SAVED.write_text(json.dumps(out, indent=1) + "\n")
+        Path(args.save).write_text(json.dumps(out, indent=1) + "\n")
     return out
 
 

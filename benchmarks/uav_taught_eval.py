@@ -10,7 +10,9 @@ compiled, as the presets fly it): the privileged teacher (`planner: teacher`, th
 Depth Filter alone, the distilled net (ES's start), and for the taught prior and the baseline
 prior (default: the shipped `uav-es`) the mean policy μ and `--samples` draws from N(μ, σ²) (seed
 0, as a run's m policies are drawn). `ratio_*`: the taught prior's cost over the baseline
-prior's, measured in this same run. `--redraw` draws the figure of a saved line again without
+prior's, measured in this same run. Each prior flies the policy family its file records (world
+options `policy`, `policy_width`; the paper's net when it records none), so a conv prior is
+compared with a paper-net one on the same environments. `--redraw` draws the figure of a saved line again without
 rolling anything out (`--baseline-label` names its baseline, e.g. a prior since replaced).
 """
 
@@ -23,11 +25,10 @@ from pathlib import Path
 
 import numpy as np
 
-from pacplan.es.checkpoint import load_prior
+from pacplan.es.checkpoint import read_prior_file
 from pacplan.io.weights import load_theta
 from pacplan.presets import resolve_prior
 from pacplan.worlds.uav import UAVWorld
-from pacplan.worlds.uav.spec import POLICY_DIM
 
 HELD_OUT_START = 300_000
 
@@ -38,8 +39,18 @@ def _timed(fn: object) -> tuple[np.ndarray, float]:
     return out, round(time.perf_counter() - t0, 1)
 
 
+def prior_world(prior: str) -> UAVWorld:
+    """The world a prior's policies fly in: the UAV with the policy family its file records it
+    was trained in (`policy`, `policy_width`; none recorded: the paper's net), compiled."""
+    world = read_prior_file(resolve_prior(prior)).world or {}
+    options = world.get("options") or {}
+    family = {k: options[k] for k in ("policy", "policy_width") if k in options}
+    return UAVWorld(simulator="batched", compile=True, **family)
+
+
 def prior_row(world: UAVWorld, prior: str, seeds: np.ndarray, samples: int) -> dict[str, object]:
-    mu, logvar = load_prior(resolve_prior(prior))
+    p = read_prior_file(resolve_prior(prior))
+    mu, logvar = p.mu, p.logvar
     draws = np.random.default_rng(0).standard_normal((samples, mu.size))
     thetas = np.vstack([mu, mu + np.exp(0.5 * logvar) * draws]).astype(np.float32)
     costs, secs = _timed(lambda: world.costs(thetas, seeds))
@@ -49,7 +60,8 @@ def prior_row(world: UAVWorld, prior: str, seeds: np.ndarray, samples: int) -> d
             "draws_mean_cost": round(float(per_policy[1:].mean()), 4),
             "draws_best_cost": round(float(per_policy[1:].min()), 4),
             "draws_worst_cost": round(float(per_policy[1:].max()), 4),
-            "sigma_mean": round(float(np.exp(0.5 * logvar).mean()), 4), "seconds": secs}
+            "sigma_mean": round(float(np.exp(0.5 * logvar).mean()), 4), "seconds": secs,
+            "family": world.family.label(), "weights": int(mu.size)}
 
 
 def main() -> None:
@@ -72,15 +84,15 @@ def main() -> None:
     if not (args.distilled and args.prior):
         ap.error("--distilled and --prior are required (or --redraw)")
     seeds = np.arange(HELD_OUT_START, HELD_OUT_START + args.envs, dtype=np.int64)
-    world = UAVWorld(simulator="batched", compile=True)
-    zero = np.zeros((1, POLICY_DIM), np.float32)
+    world = prior_world(args.prior)  # the taught prior's family: its distilled start's too
+    zero = np.zeros((1, world.policy_dim()), np.float32)
     teacher, t_teacher = _timed(lambda: UAVWorld(planner="teacher", compile=True)
                                 .costs(zero, seeds))
     filt, t_filt = _timed(lambda: UAVWorld(use_net=False, compile=True).costs(zero, seeds))
-    theta = load_theta(args.distilled, POLICY_DIM)[None]
+    theta = load_theta(args.distilled, world.policy_dim())[None]
     dist, t_dist = _timed(lambda: world.costs(theta, seeds))
     taught = prior_row(world, args.prior, seeds, args.samples)
-    base = prior_row(world, args.baseline_prior, seeds, args.samples)
+    base = prior_row(prior_world(args.baseline_prior), args.baseline_prior, seeds, args.samples)
     out = {
         "envs": args.envs, "seeds": [HELD_OUT_START, HELD_OUT_START + args.envs],
         "samples": args.samples,

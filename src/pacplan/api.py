@@ -172,6 +172,7 @@ def _run(config: Any, out: PathLike | None, prior: PathLike | None, progress: bo
     from pacplan.run.fresh import discard_if_refused
     from pacplan.run.pipeline import check_worlds
     from pacplan.run.pipeline import run as run_pipeline
+    from pacplan.run.prior_world import adopt_prior_options, prior_source
     from pacplan.run.rundir import RunDir
 
     cfg = _config(config)
@@ -183,8 +184,9 @@ def _run(config: Any, out: PathLike | None, prior: PathLike | None, progress: bo
         cfg.executor.address = str(address)
         cfg.executor.kind = "ray"
     prior_file = resolve_prior(prior) if prior is not None else None
-    check_worlds(cfg)  # before the run directory is made
     run_dir = Path(out) if out is not None else Path("runs") / cfg.name
+    adopt_prior_options(cfg, prior_source(cfg, prior_file, run_dir))
+    check_worlds(cfg)  # before the run directory is made
     refuse_overwriting(run_dir, "out", {"prior": prior_file}, resumes=True)
     with discard_if_refused(run_dir), RunDir(run_dir).locked():
         result = run_pipeline(cfg, run_dir, prior_file=prior_file, progress=progress)

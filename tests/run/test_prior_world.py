@@ -118,3 +118,72 @@ def test_the_papers_prior_file_says_it_was_trained_in_the_paper_code_world(
     mujoco = {"name": "quadruped", "options": {"variant": "paper-code", "physics": "mujoco"}}
     assert transfer_note(prior.world, {**prior.world}) is None
     assert "physics: 'bullet' there, 'mujoco' here" in transfer_note(prior.world, mujoco)
+
+
+# A prior names its policy family: the UAV's `policy` and `policy_width` come from the prior's
+# file where the config leaves them unset (`adopt_prior_options`).
+
+UAV = {
+    "name": "uav-family",
+    "world": {"name": "uav", "options": {"compile": False}},
+    "seeds": {"prior": [0, 100], "cert": [100_000, 100_006], "test": [200_000, 200_004]},
+    "executor": {"kind": "serial", "chunk_policies": 2, "chunk_seeds": 6},
+    "policies": {"m": 2, "seed": 0},
+    "certificate": {"n": [6], "delta": 0.05},
+    "report": {"trajectories": 0},
+}
+
+
+def _uav_cfg(**options: object) -> object:
+    data = yaml.safe_load(yaml.safe_dump(UAV))
+    data["world"]["options"].update(options)
+    return parse_config(data)
+
+
+def _conv_prior(path: Path, width: int = 1) -> Path:
+    from pacplan.worlds.uav.families import policy_family
+
+    dim = policy_family("conv", width).dim
+    world = {"name": "uav", "options": {"compile": True, "policy": "conv",
+                                        "policy_width": width}}
+    save_prior(path, np.zeros(dim), np.full(dim, -9.0), 1, seeds=[0, 100], world=world)
+    return path
+
+
+def test_a_prior_sets_the_policy_family_the_config_leaves_unset(tmp_path: Path) -> None:
+    from pacplan.run.prior_world import adopt_prior_options
+
+    prior = _conv_prior(tmp_path / "conv.safetensors")
+    cfg = _uav_cfg()
+    note = adopt_prior_options(cfg, prior)
+    assert note is not None and "policy: conv, policy_width: 1" in note
+    assert cfg.world.options == {"compile": False, "policy": "conv", "policy_width": 1}
+    assert adopt_prior_options(cfg, prior) is None  # set once; the config's is kept after
+    explicit = _uav_cfg(policy="paper")
+    assert adopt_prior_options(explicit, prior) is None
+    assert explicit.world.options == {"compile": False, "policy": "paper"}
+    plain = tmp_path / "plain.safetensors"  # a file that records no world sets nothing
+    save_prior(plain, np.zeros(3), np.zeros(3), 1)
+    assert adopt_prior_options(_uav_cfg(), plain) is None
+    assert adopt_prior_options(_cfg(), prior) is None  # the toy world has no family options
+
+
+def test_a_run_certifies_the_conv_family_its_prior_was_trained_as(tmp_path: Path) -> None:
+    """No policy option in the config: the run flies the prior's family, freezes it in its
+    config and says so; a config that names the paper's net refuses the conv prior in one line
+    naming the family and both sizes."""
+    prior = _conv_prior(tmp_path / "conv.safetensors")
+    said: list[str] = []
+    out = tmp_path / "run"
+    run(_uav_cfg(), out, prior_file=prior, progress=False, log=said.append)
+    assert any("policy: conv, policy_width: 1" in s for s in said)
+    frozen = yaml.safe_load((out / "config.yaml").read_text())
+    assert frozen["world"]["options"]["policy"] == "conv"
+    cert = verify(out / "certificate.json")
+    assert cert.provenance["world"]["options"]["policy_width"] == 1
+    assert np.load(out / "policies.npy").shape == (2, 34_380)
+    run(_uav_cfg(), out, prior_file=prior, progress=False)  # resumes: the same config
+    with pytest.raises(PacplanError, match=r"34380 weights but world 'uav' \(policy paper\) "
+                                           r"needs 13943") as err:
+        run(_uav_cfg(policy="paper"), tmp_path / "paper", prior_file=prior, progress=False)
+    assert "\n" not in str(err.value)

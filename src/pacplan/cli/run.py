@@ -39,13 +39,17 @@ def run_cmd(
     from pacplan.report.document import write_report
     from pacplan.run.fresh import discard_if_refused
     from pacplan.run.pipeline import check_worlds, run
+    from pacplan.run.prior_world import adopt_prior_options, prior_source
     from pacplan.run.rundir import RunDir
 
     cfg = load_config(resolve_config(config))
     prior_file = resolve_prior(prior) if prior is not None else None
+    run_dir = out or Path("runs") / cfg.name
+    adopted = adopt_prior_options(cfg, prior_source(cfg, prior_file, run_dir))
     check_worlds(cfg)  # before the run directory is made
     apply_executor_options(cfg, executor, workers, address)
-    run_dir = out or Path("runs") / cfg.name
+    if adopted:
+        console.print(f"[dim]{escape(adopted)}[/]", soft_wrap=True)
     refuse_overwriting(run_dir, "--out", {"--prior": prior_file}, resumes=True)
     # one lock for the run and its report; `kill` stops it as Ctrl-C does
     with sigterm_as_ctrl_c(), discard_if_refused(run_dir), RunDir(run_dir).locked():

@@ -23,6 +23,7 @@ from pacplan.io.weights import load_theta
 from pacplan.io.yamlio import read_yaml
 from pacplan.pacbayes.record import Certificate
 from pacplan.run.executors import Executor, WorkersLost, executor_from_config
+from pacplan.run.prior_world import adopt_prior_options, prior_source
 from pacplan.run.rundir import Manifest, RunDir, identity
 from pacplan.run.stages import certify, ensure_costs, ensure_policies, ensure_prior, world_spec
 from pacplan.run.training import read_start_files
@@ -180,7 +181,12 @@ def run(cfg: RunConfig, run_dir: str | Path, prior_file: str | Path | None = Non
         log: Callable[[str], None] | None = None) -> RunResult:
     """Run (or resume) every step of `cfg` in `run_dir`, holding the directory's lock (another
     process working there is refused at once, naming it). A config whose worlds the boundary
-    checked (`check_worlds`) is trusted; any other is checked here first."""
+    checked (`check_worlds`) is trusted; any other is checked here first. A prior file that
+    records its policy family sets the world options the config leaves unset
+    (`adopt_prior_options`)."""
+    adopted = adopt_prior_options(cfg, prior_source(cfg, prior_file, run_dir))
+    if adopted and log:
+        log(adopted)
     if cfg._worlds_checked != _worlds_key(cfg):
         check_worlds(cfg)
     rd = RunDir(run_dir)

@@ -15,6 +15,7 @@ from typing import Any
 from pacplan.errors import PacplanError
 from pacplan.es.checkpoint import read_prior
 from pacplan.io.files import sha256_bytes
+from pacplan.run.rundir import RunDir
 
 
 def recorded_prior_world(path: Path, sha256: str | None) -> dict[str, Any] | None:
@@ -48,3 +49,42 @@ def transfer_note(trained_in: dict[str, Any] | None, world: dict[str, Any]) -> s
     return (f"transfer: the prior was trained in another world than the one certified ({said}); "
             "the certificate still holds for this world, and its provenance.prior_world says "
             "where the prior came from")
+
+
+def adopt_prior_options(cfg: Any, source: str | Path | None) -> str | None:
+    """A prior names what its weights are: the world options its file records that choose the
+    policy family (the world factory's `PRIOR_OPTIONS`, the UAV's `policy` and `policy_width`)
+    are set on `cfg.world.options` when the config sets none of them, so `pacplan run
+    uav-paper --prior uav-es` flies the paper's net and the shipped `uav` prior its conv net.
+
+    A config that sets any of them keeps its own (a mismatch is then refused, naming both sizes,
+    when the prior is copied). A prior that records no world, or another world, sets nothing.
+    Returns the sentence a run's log says, or None when nothing was set."""
+    from pacplan.worlds.base import resolve_target, world_entry
+
+    factory = resolve_target(world_entry(cfg.world.name).factory, f"world {cfg.world.name!r}")
+    keys = getattr(factory, "PRIOR_OPTIONS", ())
+    if not keys or any(k in cfg.world.options for k in keys):
+        return None
+    if source is None or not Path(source).is_file():
+        return None
+    trained_in = read_prior(Path(source).read_bytes(), str(source)).world
+    if not trained_in or trained_in["name"] != cfg.world.name:
+        return None
+    recorded = trained_in["options"]
+    adopted = {k: recorded[k] for k in keys if k in recorded}
+    if not adopted:
+        return None
+    cfg.world.options.update(adopted)
+    said = ", ".join(f"{k}: {v}" for k, v in adopted.items())
+    return f"world options from the prior's file ({said}): the policy family it was trained as"
+
+
+def prior_source(cfg: Any, prior_file: str | Path | None, run_dir: str | Path) -> Path | None:
+    """The prior file a run will certify, as far as it is known before the run: the given one,
+    the config's, or the one a resumed run directory already holds (its hash is checked when
+    the run starts)."""
+    if prior_file is not None or cfg.prior is not None:
+        return Path(prior_file if prior_file is not None else cfg.prior)
+    held = Path(run_dir) / RunDir.PRIOR
+    return held if held.is_file() else None
