@@ -12,7 +12,8 @@ cost on a test environment is its expected cost there, p · (that row of the tes
 Printed: both test costs, A − B per environment with its 99 % percentile bootstrap interval
 (the report's paired table, seed 0) and on how many environments A is lower, higher or tied.
 Bad input (not a run with a verified certificate and test matrix, an N it did not certify,
-another world or other test seeds) is one line, exit 2, before any work.
+another world or other test seeds) is one line, exit 2, before any work. Two policy families
+(the UAV's `policy`, `policy_width`) in the same world pair: they fly the same environments.
 """
 
 from __future__ import annotations
@@ -49,12 +50,27 @@ def posterior_costs(cert: Certificate) -> np.ndarray:
     return mixture_costs(test, np.asarray(cert.p, dtype=np.float64))
 
 
+def environments(world: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A certificate's world without the options that choose what θ is (the world's
+    `PRIOR_OPTIONS`: the UAV's policy family), so two policy families pair on the same
+    environments; every option that shapes the environments or the cost still must match."""
+    if not world:
+        return world
+    from pacplan.worlds.base import resolve_target, world_entry
+
+    factory = resolve_target(world_entry(world["name"]).factory, f"world {world['name']!r}")
+    family = set(getattr(factory, "PRIOR_OPTIONS", ()))
+    return {**world, "options": {k: v for k, v in world["options"].items() if k not in family}}
+
+
 def compare(run_a: Path, run_b: Path, n_a: int | None, n_b: int | None) -> dict[str, Any]:
     """The JSON object printed: both posteriors on the shared test environments, paired."""
     a, b = certificate_of(run_a, n_a), certificate_of(run_b, n_b)
-    if a.provenance.get("world") != b.provenance.get("world"):
-        raise PacplanError(f"the runs' worlds differ ({a.provenance.get('world')} against "
-                           f"{b.provenance.get('world')}): costs in two worlds do not pair")
+    world_a, world_b = environments(a.provenance.get("world")), environments(b.provenance.get(
+        "world"))
+    if world_a != world_b:
+        raise PacplanError(f"the runs' worlds differ ({world_a} against {world_b}): costs in "
+                           "two worlds do not pair")
     seeds_a, seeds_b = a.provenance["seeds"]["test"], b.provenance["seeds"]["test"]
     if seeds_a != seeds_b:
         raise PacplanError(f"the runs' test seeds differ ({seeds_a} against {seeds_b}): "

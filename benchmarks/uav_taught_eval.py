@@ -12,8 +12,9 @@ prior (default: the shipped `uav-es`) the mean policy μ and `--samples` draws f
 0, as a run's m policies are drawn). `ratio_*`: the taught prior's cost over the baseline
 prior's, measured in this same run. Each prior flies the policy family its file records (world
 options `policy`, `policy_width`; the paper's net when it records none), so a conv prior is
-compared with a paper-net one on the same environments. `--redraw` draws the figure of a saved line again without
-rolling anything out (`--baseline-label` names its baseline, e.g. a prior since replaced).
+compared with a paper-net one on the same environments. `--redraw` draws the figure of a saved
+line again without rolling anything out (`--baseline-label` names its baseline, e.g. a prior
+since replaced).
 """
 
 from __future__ import annotations
@@ -86,9 +87,10 @@ def main() -> None:
     seeds = np.arange(HELD_OUT_START, HELD_OUT_START + args.envs, dtype=np.int64)
     world = prior_world(args.prior)  # the taught prior's family: its distilled start's too
     zero = np.zeros((1, world.policy_dim()), np.float32)
-    teacher, t_teacher = _timed(lambda: UAVWorld(planner="teacher", compile=True)
+    opts = world.options()  # θ is ignored by these two rows, but has the family's size
+    teacher, t_teacher = _timed(lambda: UAVWorld(**{**opts, "planner": "teacher"})
                                 .costs(zero, seeds))
-    filt, t_filt = _timed(lambda: UAVWorld(use_net=False, compile=True).costs(zero, seeds))
+    filt, t_filt = _timed(lambda: UAVWorld(**{**opts, "use_net": False}).costs(zero, seeds))
     theta = load_theta(args.distilled, world.policy_dim())[None]
     dist, t_dist = _timed(lambda: world.costs(theta, seeds))
     taught = prior_row(world, args.prior, seeds, args.samples)

@@ -60,3 +60,16 @@ def test_a_test_matrix_that_changed_is_refused(tmp_path: Path) -> None:
     test[0, 0] = 1.0 - test[0, 0]
     np.save(run / "costs" / "test.npy", test)
     assert_refused(run_script(SCRIPT, str(run), str(ES)), "test")
+
+
+def test_two_uav_policy_families_pair_on_the_same_environments() -> None:
+    """results/uav-conv (the conv prior, issue 52) against results/uav (the paper's net): the
+    policy family is not the world, so they pair; the difference is the posteriors' on the same
+    5000 test environments."""
+    conv, paper = ROOT / "results" / "uav-conv", ROOT / "results" / "uav"
+    res = run_script(SCRIPT, str(conv), str(paper))
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    d = _posterior_costs(conv, 4000) - _posterior_costs(paper, 4000)
+    assert out["environments"] == d.size == 5000
+    assert out["a_minus_b"] == pytest.approx(d.mean(), abs=1e-6)

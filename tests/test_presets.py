@@ -40,7 +40,7 @@ def test_presets_live_inside_the_package() -> None:
     assert not (REPO / "configs").exists() and not (REPO / "priors").exists()  # one home
     assert {p.name for p in list_presets() if p.kind == "run"} == RUN_PRESETS
     assert {p.name for p in list_presets() if p.kind == "prior"} == {
-        "uav-prior", "uav-es-prior", "uav-paper-prior", "quadruped-prior",
+        "uav-prior", "uav-es-prior", "uav-paper-prior", "uav-conv-prior", "quadruped-prior",
         "quadruped-es-prior", "quadruped-paper-code-prior"}
     assert len(set(preset_names())) == len(preset_names())  # a name means one file
 
@@ -74,7 +74,8 @@ def test_relative_paths_of_a_preset_resolve_inside_the_package() -> None:
 
 def test_shipped_priors_and_how_they_were_made() -> None:
     priors = shipped_priors()
-    assert set(priors) == {"uav", "uav-es", "quadruped", "quadruped-es", "quadruped-paper-code"}
+    assert set(priors) == {"uav", "uav-es", "uav-conv", "quadruped", "quadruped-es",
+                           "quadruped-paper-code"}
     scales: dict[str, float] = {}
     for name, path in priors.items():
         mu, logvar = load_prior(path)
@@ -93,6 +94,9 @@ def test_shipped_priors_and_how_they_were_made() -> None:
     assert read_prior_file(priors["quadruped-paper-code"]).world == {
         "name": "quadruped", "options": {"variant": "paper-code", "physics": "mujoco",
                                          "robot": "derpy"}}
+    # the conv UAV prior names its policy family, which a run adopts (issue 52)
+    conv = read_prior_file(priors["uav-conv"])
+    assert conv.world["options"]["policy"] == "conv" and conv.mu.size == 127_845
 
 
 def test_package_data_globs_ship_every_preset_file() -> None:
@@ -107,10 +111,10 @@ def test_package_data_globs_ship_every_preset_file() -> None:
     unshipped = [f for f in files if not any(fnmatch.fnmatch(f, g) for g in globs)]
     assert unshipped == []
     total = sum((package / f).stat().st_size for f in files)
-    # ≈ 2.0 MB today (two UAV priors and the quadruped's, their figures and training records),
-    # 1.15 MB of it the UAV prior's 2,400-iteration training record: a budget against a stray
-    # large file, not a promise of a size
-    assert total < 2_500_000, f"the presets add {total} bytes to the wheel"
+    # ≈ 4.6 MB today: 2.05 MB the conv UAV prior (127,845 float64 means and log-variances,
+    # issue 52), 1.15 MB the ES-only UAV prior's 2,400-iteration training record, the rest the
+    # other priors, figures and records: a budget against a stray large file, not a promise
+    assert total < 5_500_000, f"the presets add {total} bytes to the wheel"
 
 
 # -- a file wins, then a preset by name ---------------------------------------------------------
@@ -164,7 +168,7 @@ def test_priors_by_file_or_shipped_name(tmp_path: Path, monkeypatch: pytest.Monk
     assert resolve_prior("uav") == Path("uav")  # a file wins
     with pytest.raises(PacplanError, match=r"no prior file or shipped prior named 'nope'; "
                                            r"shipped priors: quadruped, quadruped-es, "
-                                           r"quadruped-paper-code, uav, uav-es"):
+                                           r"quadruped-paper-code, uav, uav-conv, uav-es"):
         resolve_prior("nope")
     with pytest.raises(PacplanError, match=r"prior file not found: nope\.safetensors"):
         resolve_prior("nope.safetensors")
