@@ -3,7 +3,7 @@ with a roofline of where a rollout's time goes; one JSON line.
 
     python benchmarks/uav_scale_throughput.py [--seeds 1600] [--workers 2] [--quick]
         [--prior uav] [--baseline-ref b8b946c | none] [--no-roofline] [--conv-width 8]
-        [--chunk-seeds 200]
+        [--conv-prior uav-conv] [--chunk-seeds 200]
 
 What a large certification run (uav-tight: 7.5 million rollouts) spends its time on: the
 prior's 50 policies (`--prior`, a shipped prior's name or a file; default the shipped `uav`)
@@ -41,8 +41,9 @@ A world other than uav is refused (one line, exit 2): this benchmark profiles on
 
 The conv policy family (`--conv-width W`, issue 52): today's code with world options
 `policy: conv, policy_width: W` runs as a third code in the same ABBA order, on 50 policies
-drawn N(0, 0.05²) per weight (no conv prior is shipped yet; at that scale the net's scores stay
-small, so these policies fly close to the Depth Filter and end earlier than the prior's: the
+drawn from `--conv-prior` (a prior of that width, e.g. the shipped `uav-conv` at width 4, drawn
+as the paper net's are), or without one N(0, 0.05²) per weight (at that scale the net's scores
+stay small, so these policies fly close to the Depth Filter and end earlier than a prior's: the
 decisions flown per second, counted from the costs, are reported beside rollouts/s for that
 reason). Reported: its rates, `conv_over_paper` (its rollouts/s and decisions/s over today's
 paper net's, per executor; issue 52's goal is ≥ 0.5), whether its matrices are identical
@@ -93,6 +94,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--chunk-seeds", type=int, default=CHUNK_SEEDS,
                     help="seeds per chunk (uav-tight's 200); each worker warms up on one chunk, "
                          "so a smaller one makes a short smoke run")
+    ap.add_argument("--conv-prior", default=None,
+                    help="draw the conv family's 50 policies from this prior (its width)")
     ap.add_argument("--conv-width", type=int, default=None,
                     help="also time the conv policy family of this policy_width beside the "
                          "paper's net")
@@ -141,13 +144,26 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     n_seeds = 400 if args.quick else args.seeds
     rng = np.random.default_rng(0)
     thetas = (mu + exp(0.5 * logvar) * rng.standard_normal((50, mu.size))).astype(np.float32)
+    conv_thetas = None
+    if conv is not None:
+        conv_thetas = np.random.default_rng(1).normal(0.0, 0.05, (50, conv.dim))
+        if args.conv_prior is not None:
+            try:
+                c_mu, c_logvar = load_prior(resolve_prior(args.conv_prior))
+            except PacplanError as exc:
+                raise _BenchError(f"--conv-prior: {exc}") from None
+            if c_mu.size != conv.dim:
+                raise _BenchError(f"--conv-prior has {c_mu.size} weights but policy_width "
+                                  f"{conv.width} has {conv.dim}")
+            conv_thetas = c_mu + exp(0.5 * c_logvar) * rng.standard_normal((50, c_mu.size))
+    elif args.conv_prior is not None:
+        raise _BenchError("--conv-prior needs --conv-width (the prior's width)")
     today = _code_paths()
     with tempfile.TemporaryDirectory(prefix="uav-throughput-") as tmp:
         work = Path(tmp)
         np.save(work / "thetas.npy", thetas)
-        if conv is not None:
-            np.save(work / "thetas_conv.npy", np.random.default_rng(1).normal(
-                0.0, 0.05, (50, conv.dim)).astype(np.float32))
+        if conv_thetas is not None:
+            np.save(work / "thetas_conv.npy", conv_thetas.astype(np.float32))
         seeds = np.arange(FIRST_SEED, FIRST_SEED + n_seeds, dtype=np.int64)
         for half, part in enumerate(np.array_split(seeds, 2)):
             np.save(work / f"seeds_{half}.npy", part)
@@ -167,7 +183,8 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
             "seeds": n_seeds, "policies": 50, "rollouts": n_seeds * 50,
             "chunk_seeds": args.chunk_seeds,
             "baseline_ref": ref, "cpus": os.cpu_count(),
-            **({"conv_width": conv.width, "conv_weights": conv.dim} if conv else {}),
+            **({"conv_width": conv.width, "conv_weights": conv.dim,
+                "conv_prior": args.conv_prior} if conv else {}),
             "load_avg_1min": round(os.getloadavg()[0], 2),
         }
         many = f"{args.workers}_processes"
