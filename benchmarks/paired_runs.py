@@ -56,10 +56,9 @@ def environments(world: dict[str, Any] | None) -> dict[str, Any] | None:
     environments; every option that shapes the environments or the cost still must match."""
     if not world:
         return world
-    from pacplan.worlds.base import resolve_target, world_entry
+    from pacplan.worlds.base import prior_options
 
-    factory = resolve_target(world_entry(world["name"]).factory, f"world {world['name']!r}")
-    family = set(getattr(factory, "PRIOR_OPTIONS", ()))
+    family = set(prior_options(world["name"]))
     return {**world, "options": {k: v for k, v in world["options"].items() if k not in family}}
 
 

@@ -60,10 +60,9 @@ def adopt_prior_options(cfg: Any, source: str | Path | None) -> str | None:
     A config that sets any of them keeps its own (a mismatch is then refused, naming both sizes,
     when the prior is copied). A prior that records no world, or another world, sets nothing.
     Returns the sentence a run's log says, or None when nothing was set."""
-    from pacplan.worlds.base import resolve_target, world_entry
+    from pacplan.worlds.base import prior_options
 
-    factory = resolve_target(world_entry(cfg.world.name).factory, f"world {cfg.world.name!r}")
-    keys = getattr(factory, "PRIOR_OPTIONS", ())
+    keys = prior_options(cfg.world.name)
     if not keys or any(k in cfg.world.options for k in keys):
         return None
     if source is None or not Path(source).is_file():

@@ -117,6 +117,14 @@ def warmup_note(name: str, options: dict[str, Any]) -> str | None:
     return note(**options) if callable(note) else None
 
 
+def prior_options(name: str) -> tuple[str, ...]:
+    """The options of world `name` that choose what θ is (its factory's `PRIOR_OPTIONS`, the
+    UAV's policy family): a prior file names them, and two runs differing only in them fly the
+    same environments."""
+    factory = resolve_target(world_entry(name).factory, f"world {name!r}")
+    return tuple(getattr(factory, "PRIOR_OPTIONS", ()))
+
+
 def policy_note(world: Any) -> str:
     """The policy family of a world whose options choose among several (its `policy_label()`,
     e.g. "policy conv, policy_width 8"), "" otherwise: what a refusal of wrong-sized weights

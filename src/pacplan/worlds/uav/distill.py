@@ -145,9 +145,7 @@ def student(family: PolicyFamily = PAPER_FAMILY, theta: np.ndarray | None = None
 
 def flat_weights(net: torch.nn.Module, family: PolicyFamily = PAPER_FAMILY) -> np.ndarray:
     """A student's flat θ (float32) in its family's layout (inverse of `student(family, θ)`)."""
-    sd = net.state_dict()
-    return np.concatenate([sd[name].detach().cpu().numpy().ravel()
-                           for name, _ in family.shapes]).astype(np.float32)
+    return pol.flatten_net(net, family.shapes).astype(np.float32)
 
 
 def fit(theta: np.ndarray, images: np.ndarray, target: np.ndarray, *, epochs: int, lr: float,

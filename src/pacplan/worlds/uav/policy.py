@@ -55,10 +55,12 @@ class ResidualNet(nn.Module):
         return self
 
 
-def flatten_net(net: ResidualNet) -> np.ndarray:
-    """The flat θ of a net (inverse of ResidualNet.load_flat)."""
+def flatten_net(net: nn.Module, shapes: tuple[tuple[str, tuple[int, ...]], ...] = NET_SHAPES
+                ) -> np.ndarray:
+    """The flat θ of a net in the layout `shapes` (default the paper net's: the inverse of
+    ResidualNet.load_flat; a policy family's `shapes` for its module)."""
     sd = net.state_dict()
-    return np.concatenate([sd[name].detach().cpu().numpy().ravel() for name, _ in NET_SHAPES])
+    return np.concatenate([sd[name].detach().cpu().numpy().ravel() for name, _ in shapes])
 
 
 def split_theta(thetas: torch.Tensor) -> dict[str, torch.Tensor]:
