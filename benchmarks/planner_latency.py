@@ -4,15 +4,16 @@ code on the same observations, in this one process; one JSON object.
     python benchmarks/planner_latency.py [--decisions 500] [--threads 1]
         [--conv-widths 1,8,16] [--worlds uav,uav-conv,quadruped]
 
-UAV: observations are depth images the Gym env renders along flights of the certified planner;
+UAV: observations are depth images the Gym env renders along flights of the certified planner
+of the paper's net (results/uav-paper-net);
 the runtime (onnxruntime net + numpy Depth Filter) is compared with the torch path the batched
 simulator runs (FilterCells + conv_features + head + choose, eager, one image, one policy) and
 with the numpy reference policy (policy_np). Quadruped: η from the runtime against the numpy
 policy (`policy_action`). Times are medians over `--decisions` calls after a warm-up, so the
 goal (≤ 1 ms a UAV decision) is judged on a typical call, not on a descheduled one.
 
-UAV conv family (`policy: conv`, issue 52; goal ≤ 2 ms a decision): no certified run of it is
-shipped yet, so its planner is assembled from what export writes (the world's fixed parts,
+UAV conv family (`policy: conv`, issue 52; goal ≤ 2 ms a decision): to time every width, its
+planner is assembled from what export writes (the world's fixed parts,
 net.onnx of the family, weights drawn at random at the prior's scale) and acts through the
 runtime's own decision path (`NetPolicies`, the session `Planner.load` opens), on the same
 images; beside it the batched simulator's torch kernel (`conv_policy.conv_scores`, one image,
@@ -71,10 +72,11 @@ def uav(folder: Path, n: int, threads: int) -> tuple[dict[str, float], list[np.n
     from pacplan.worlds.uav import policy as pol
     from pacplan.worlds.uav.policy_np import NumpyPolicy
 
-    planner = Planner.load(export_planner(ROOT / "results" / "uav", folder / "uav"), threads)
+    run = ROOT / "results" / "uav-paper-net"  # the paper's net (the conv family: uav_conv)
+    planner = Planner.load(export_planner(run, folder / "uav"), threads)
     images = _uav_images(planner, n)
     k = planner.start_episode(np.random.default_rng(1))
-    theta = np.load(ROOT / "results" / "uav" / "policies.npy")[k : k + 1]
+    theta = np.load(run / "policies.npy")[k : k + 1]
     torch.set_num_threads(threads)
     parts, cells = pol.split_theta(torch.as_tensor(theta)), pol.FilterCells()
     one = torch.zeros(1, dtype=torch.long)

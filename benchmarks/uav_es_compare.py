@@ -7,7 +7,8 @@ flown and the seconds the iteration took) and draws the training cost (a 20-iter
 average, as single iterations are noisy) against cumulative wall time, with the held-out cost
 of the prior's mean where it was logged. Default records: the earlier shipped prior (`uav-v1`,
 400 iterations), the same settings run for 3,000 iterations with the held-out evaluation on
-(`uav-v1-long`: is it the settings or just the length?), and the shipped prior (`uav`). All were
+(`uav-v1-long`: is it the settings or just the length?), and the taught paper-net prior (`uav`
+in the figure: it was the shipped `uav` prior until issue 52; now `uav-paper-net`). All were
 measured on this machine type (2 cores); the JSON says how many rollouts and seconds each took.
 Default figure: presets/priors/uav-es-comparison.png.
 """
@@ -28,7 +29,7 @@ PRIORS_DIR = presets_dir() / "priors"
 DATA = Path(__file__).parent / "data" / "uav-v1"
 DEFAULT_RUNS = [f"uav-v1={DATA / 'uav-v1-metrics.jsonl'}",
                 f"uav-v1-long={DATA / 'uav-v1-long-metrics.jsonl'}",
-                f"uav={PRIORS_DIR / 'uav-metrics.jsonl'}"]
+                f"uav={PRIORS_DIR / 'uav-paper-net-metrics.jsonl'}"]
 
 
 def smooth(x: np.ndarray, w: int = 20) -> np.ndarray:

@@ -3,7 +3,7 @@ with a roofline of where a rollout's time goes; one JSON line.
 
     python benchmarks/uav_scale_throughput.py [--seeds 1600] [--workers 2] [--quick]
         [--prior uav] [--baseline-ref b8b946c | none] [--no-roofline] [--conv-width 8]
-        [--conv-prior uav-conv] [--chunk-seeds 200]
+        [--conv-prior uav] [--chunk-seeds 200]
 
 What a large certification run (uav-tight: 7.5 million rollouts) spends its time on: the
 prior's 50 policies (`--prior`, a shipped prior's name or a file; default the shipped `uav`)
@@ -41,7 +41,7 @@ A world other than uav is refused (one line, exit 2): this benchmark profiles on
 
 The conv policy family (`--conv-width W`, issue 52): today's code with world options
 `policy: conv, policy_width: W` runs as a third code in the same ABBA order, on 50 policies
-drawn from `--conv-prior` (a prior of that width, e.g. the shipped `uav-conv` at width 4, drawn
+drawn from `--conv-prior` (a prior of that width, e.g. the shipped `uav` at width 4, drawn
 as the paper net's are), or without one N(0, 0.05²) per weight (at that scale the net's scores
 stay small, so these policies fly close to the Depth Filter and end earlier than a prior's: the
 decisions flown per second, counted from the costs, are reported beside rollouts/s for that
@@ -86,7 +86,8 @@ def main(argv: list[str] | None = None) -> None:
                          "200 keep every worker busy to the end)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--quick", action="store_true", help="400 seeds: a smoke run")
-    ap.add_argument("--prior", default="uav", help="a shipped prior's name or a prior file")
+    ap.add_argument("--prior", default="uav-paper-net",
+                    help="the paper net's prior: a shipped prior's name or a prior file")
     ap.add_argument("--world", default="uav", help="the world profiled (uav only)")
     ap.add_argument("--baseline-ref", default=DEFAULT_BASELINE,
                     help="git ref of the code to compare against ('none': today's code only)")

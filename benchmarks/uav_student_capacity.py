@@ -8,8 +8,9 @@
 Why: issue 52 says the paper's 13,943-weight net is the UAV student's limit, and asks for a
 larger family sized by a measured curve: held-out cost against weights and against rollout
 time, every size fitted on the same labels. Each family is one distillation stage of
-`pacplan train-prior` (`pacplan.run.distill`), the uav-prior recipe's settings with `--rounds`
-DAgger rounds (0: behaviour cloning on the teacher's plan states and 24 random collision-free
+`pacplan train-prior` (`pacplan.run.distill`), the uav-paper-net-prior recipe's settings (Adam's
+step 0.003; the shipped uav-prior's is the same at width 4 and 0.001) with `--rounds` DAgger
+rounds (0: behaviour cloning on the teacher's plan states and 24 random collision-free
 reachable states per environment, the same states whatever the student), in its own folder
 `--out/<family>`: resumable, and the teacher's lattices are solved once and shared (each
 family's folder gets the first's lattice files with their ledger lines, which its own ledger
@@ -47,7 +48,7 @@ from pacplan.worlds.uav.families import policy_family
 
 ROOT = Path(__file__).resolve().parents[1]
 SAVED = ROOT / "benchmarks" / "data" / "uav-student-capacity.json"
-RECIPE = ROOT / "src" / "pacplan" / "presets" / "priors" / "uav-prior.yaml"
+RECIPE = ROOT / "src" / "pacplan" / "presets" / "priors" / "uav-paper-net-prior.yaml"
 
 
 def family_options(name: str) -> dict[str, Any]:

@@ -63,10 +63,10 @@ def test_a_test_matrix_that_changed_is_refused(tmp_path: Path) -> None:
 
 
 def test_two_uav_policy_families_pair_on_the_same_environments() -> None:
-    """results/uav-conv (the conv prior, issue 52) against results/uav (the paper's net): the
+    """results/uav (the shipped conv prior, issue 52) against results/uav-paper-net: the
     policy family is not the world, so they pair; the difference is the posteriors' on the same
     5000 test environments."""
-    conv, paper = ROOT / "results" / "uav-conv", ROOT / "results" / "uav"
+    conv, paper = ROOT / "results" / "uav", ROOT / "results" / "uav-paper-net"
     res = run_script(SCRIPT, str(conv), str(paper))
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)

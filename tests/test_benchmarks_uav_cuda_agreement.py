@@ -66,14 +66,16 @@ def test_roll_writes_the_worlds_matrices_for_the_runs_seeds(tmp_path: Path) -> N
     run = tmp_path / "run"
     run.mkdir()
     config = yaml.safe_load((UAV_RUN / "config.yaml").read_text())
-    config["world"]["options"] = {"simulator": "batched", "compile": False}
+    family = {k: v for k, v in config["world"]["options"].items()
+              if k in UAVWorld.PRIOR_OPTIONS}  # the run's policy family (the conv net's)
+    config["world"]["options"] = {"simulator": "batched", "compile": False, **family}
     config["certificate"]["n"] = [4]
     config["seeds"]["test"] = [200_000, 200_003]
     (run / "config.yaml").write_text(yaml.safe_dump(config))
     policies = np.load(UAV_RUN / "policies.npy")[:2]
     np.save(run / "policies.npy", policies)
     out = load_script(SCRIPT).roll(run, tmp_path / "out", "cpu", 2)
-    world = UAVWorld(simulator="batched", compile=False)
+    world = UAVWorld(simulator="batched", compile=False, **family)
     cert = np.load(tmp_path / "out" / "cert.npy")
     np.testing.assert_array_equal(cert, world.costs(policies, np.arange(100_000, 100_004)))
     np.testing.assert_array_equal(np.load(tmp_path / "out" / "test.npy"),

@@ -19,8 +19,8 @@ ROOFLINE = SCRIPT.parent / "uav_throughput_roofline.py"  # its time split, a sib
     (["--seeds", "0"], "--seeds"),
     (["--baseline-ref", "no-such-ref-38"], "no-such-ref-38"),
     (["--conv-width", "3"], "--conv-width"),
-    (["--conv-width", "8", "--conv-prior", "uav-conv"], "policy_width 8 has 253361"),
-    (["--conv-prior", "uav-conv"], "--conv-prior needs --conv-width"),
+    (["--conv-width", "8", "--conv-prior", "uav"], "policy_width 8 has 253361"),
+    (["--conv-prior", "uav"], "--conv-prior needs --conv-width"),
     (["--chunk-seeds", "0"], "--chunk-seeds"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args: list[str], names: str) -> None:

@@ -341,7 +341,7 @@ def test_presets_lists_every_preset_with_its_description(capsys):
     for p in list_presets():
         assert p.name in out and " ".join(p.description.split()[:4]) in flat, p.name
     # the shipped priors, for --prior NAME
-    assert "quadruped, quadruped-es, quadruped-paper-code, uav, uav-conv, uav-es" in flat
+    assert "quadruped, quadruped-es, quadruped-paper-code, uav, uav-es, uav-paper-net" in flat
 
 
 def test_presets_name_prints_its_file(capsys):
@@ -399,7 +399,7 @@ def test_help_shows_choices_as_choices_and_flags_as_flags():
     ("words", "expected"),
     [
         ("pacplan run uav", {"uav-quick", "uav-paper", "uav-tight", "uav-prior", "uav-es-prior",
-                             "uav-paper-prior", "uav-conv-prior"}),
+                             "uav-paper-prior", "uav-paper-net-prior"}),
         ("pacplan train-prior quadruped-p", {"quadruped-paper", "quadruped-paper-bullet",
                                              "quadruped-paper-code", "quadruped-paper-n1000",
                                              "quadruped-paper-n2000", "quadruped-prior",
@@ -408,7 +408,7 @@ def test_help_shows_choices_as_choices_and_flags_as_flags():
                                              "quadruped-paper-code-n2000"}),
         ("pacplan train-prior quadruped-e", {"quadruped-es-prior"}),
         ("pacplan run toy --executor p", {"processes"}),
-        ("pacplan run toy --prior ", {"uav", "uav-es", "uav-conv", "quadruped", "quadruped-es",
+        ("pacplan run toy --prior ", {"uav", "uav-es", "uav-paper-net", "quadruped", "quadruped-es",
                                       "quadruped-paper-code"}),
         ("pacplan certify-matrix c.npy --bound q", {"quadratic"}),
     ],

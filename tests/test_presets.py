@@ -40,7 +40,7 @@ def test_presets_live_inside_the_package() -> None:
     assert not (REPO / "configs").exists() and not (REPO / "priors").exists()  # one home
     assert {p.name for p in list_presets() if p.kind == "run"} == RUN_PRESETS
     assert {p.name for p in list_presets() if p.kind == "prior"} == {
-        "uav-prior", "uav-es-prior", "uav-paper-prior", "uav-conv-prior", "quadruped-prior",
+        "uav-prior", "uav-es-prior", "uav-paper-prior", "uav-paper-net-prior", "quadruped-prior",
         "quadruped-es-prior", "quadruped-paper-code-prior"}
     assert len(set(preset_names())) == len(preset_names())  # a name means one file
 
@@ -74,7 +74,7 @@ def test_relative_paths_of_a_preset_resolve_inside_the_package() -> None:
 
 def test_shipped_priors_and_how_they_were_made() -> None:
     priors = shipped_priors()
-    assert set(priors) == {"uav", "uav-es", "uav-conv", "quadruped", "quadruped-es",
+    assert set(priors) == {"uav", "uav-es", "uav-paper-net", "quadruped", "quadruped-es",
                            "quadruped-paper-code"}
     scales: dict[str, float] = {}
     for name, path in priors.items():
@@ -94,8 +94,8 @@ def test_shipped_priors_and_how_they_were_made() -> None:
     assert read_prior_file(priors["quadruped-paper-code"]).world == {
         "name": "quadruped", "options": {"variant": "paper-code", "physics": "mujoco",
                                          "robot": "derpy"}}
-    # the conv UAV prior names its policy family, which a run adopts (issue 52)
-    conv = read_prior_file(priors["uav-conv"])
+    # the shipped UAV prior, a convnet, names its policy family, which a run adopts (issue 52)
+    conv = read_prior_file(priors["uav"])
     assert conv.world["options"]["policy"] == "conv" and conv.mu.size == 127_845
 
 
@@ -168,7 +168,7 @@ def test_priors_by_file_or_shipped_name(tmp_path: Path, monkeypatch: pytest.Monk
     assert resolve_prior("uav") == Path("uav")  # a file wins
     with pytest.raises(PacplanError, match=r"no prior file or shipped prior named 'nope'; "
                                            r"shipped priors: quadruped, quadruped-es, "
-                                           r"quadruped-paper-code, uav, uav-conv, uav-es"):
+                                           r"quadruped-paper-code, uav, uav-es, uav-paper-net"):
         resolve_prior("nope")
     with pytest.raises(PacplanError, match=r"prior file not found: nope\.safetensors"):
         resolve_prior("nope.safetensors")

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import yaml
 
-from pacplan.config import parse_config
+from pacplan.config import load_config, parse_config
 from pacplan.errors import PacplanError
 from pacplan.report.document import write_report
 from pacplan.run.executors import SerialExecutor
@@ -169,6 +169,8 @@ def test_given_prior_is_used_and_checked(tmp_path: Path):
     ex = CountingExecutor(chunk_policies=4, chunk_seeds=40)
     run(_cfg(), second, prior_file=first / "prior.safetensors", progress=False, executor=ex)
     assert not (second / "metrics.jsonl").exists(), "no ES training with a given prior"
+    # the frozen config names the prior the run certified, not the config's own
+    assert load_config(second / "config.yaml").prior == str((first / "prior.safetensors").resolve())
     np.testing.assert_array_equal(np.load(first / "policies.npy"),
                                   np.load(second / "policies.npy"))
     with pytest.raises(PacplanError, match="holds a different prior"):

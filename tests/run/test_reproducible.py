@@ -38,6 +38,12 @@ Issue 49: a prior file trained by `train-prior` records the world it was trained
 its reference certificates were re-pinned once more, on purpose; its tensors, policies and
 matrices kept every byte. uav-quick certifies a shipped prior file, which records no world, and
 kept all its pins.
+
+Issue 52: the shipped `uav` prior is now the convnet student (policy_width 4, 127,845 weights),
+and its file records the world it was trained in, so a run flies it as conv. uav-quick's prior,
+policies, matrices and reference certificates were re-pinned once more, on purpose; the matrices
+are again the first 1000 rows of results/uav's (now the conv prior's run, checked when pinned),
+and the Depth-Filter baseline kept its hash (the baseline flies no net).
 """
 
 from __future__ import annotations
@@ -63,11 +69,11 @@ TOY = {
     "costs/test.npy": "beb918859277e888ae0dd292779502e585fd5aee2ae0757ef82f2a0e9be92338",
 }
 
-UAV_QUICK = {  # re-pinned on purpose: the taught prior of 2000 teacher environments (issue 38)
-    "prior.safetensors": "1ecfffd6fc71dd6beca2f18f3460a9b8a7e70e4bd93f2622b2fec26ec4b1c425",
-    "policies.npy": "7db670b60ec9e5f366eaeff7427a9da8db52b7263166e608b8579afb345b3310",
-    "costs/cert.npy": "d5082f3a35681db364873dda958eb02765f4e872964bccd8d0f4ef48740b8f99",
-    "costs/test.npy": "8a2a639342edbf4a1b3d18f786eadf8134ad47cd86ab0566bf33cc1da416578d",
+UAV_QUICK = {  # re-pinned on purpose: the shipped `uav` prior became the conv student (issue 52)
+    "prior.safetensors": "493180ae624ce56f64bd4aa179a8e5a37996b2729f3bf65046fe7fe9dc5a5933",
+    "policies.npy": "93b86a7c4c7abcca64ef45a987f0f8ad352d6ed1bf267a4d9cdf94e2ef8d7c07",
+    "costs/cert.npy": "771c7bb94c6aaec335d70fd43e2e31aaf23bbc55679ed9f87b26955ea2e020cb",
+    "costs/test.npy": "97b63a950d24dc7d232f3a40aaf0343cad3019aed028504ae2553b75abe0ef86",
     "costs/baseline-depth-filter-only.npy":  # no prior involved: unchanged since issue 10
         "c89c973aefa6651b671a177b647c5d41ff7743d61fb70f0c37cabd17c89ca9a8",
 }
@@ -131,7 +137,8 @@ SHIPPED_RESULTS = sorted(p.name for p in (REPO / "results").iterdir()
 
 def test_every_named_result_is_shipped() -> None:
     """The results the docs cite are all there (the list below is found, not typed)."""
-    assert {"uav", "uav-es", "uav-es-tight", "uav-conv", "quadruped", "quadruped-es",
+    assert {"uav", "uav-tight", "uav-paper-net", "uav-paper-net-tight", "uav-es", "uav-es-tight",
+            "quadruped", "quadruped-es",
             "quadruped-quick", "quadruped-mujoco", "gym-cartpole",
             "gym-inverted-pendulum"} <= set(SHIPPED_RESULTS)
 
@@ -140,3 +147,9 @@ def test_every_named_result_is_shipped() -> None:
 def test_shipped_results_verify(world: str) -> None:
     c = verify(REPO / "results" / world / "certificate.json")
     assert 0.0 < c.certified < 1.0
+    # its frozen config names the shipped prior whose bytes the run certified (or none)
+    run = REPO / "results" / world
+    prior = load_config(run / "config.yaml").prior
+    if prior is not None:
+        manifest = json.loads((run / "manifest.json").read_text())
+        assert sha256_file(Path(prior)) == manifest["prior.safetensors"]["sha256"]

@@ -64,8 +64,9 @@ def config_identity(config: dict[str, Any]) -> dict[str, Any]:
     return d
 
 
-def freeze_config(cfg: RunConfig, rd: RunDir) -> None:
-    """Write config.yaml, or refuse if the directory was made by a different config."""
+def freeze_config(cfg: RunConfig, rd: RunDir, prior_file: str | Path | None = None) -> None:
+    """Write config.yaml, or refuse if the directory was made by a different config. A given
+    prior file (`--prior`) is what the frozen `prior:` names, not the config's own."""
     path = rd / RunDir.CONFIG
     if path.is_file():
         old = config_identity(config_to_dict(_frozen_config(path)))
@@ -76,6 +77,8 @@ def freeze_config(cfg: RunConfig, rd: RunDir) -> None:
             raise PacplanError(f"{rd.path} was made by a different config (changed: "
                                f"{', '.join(changed)}, says its {RunDir.CONFIG}); use a new "
                                "--out directory")
+    if prior_file is not None:
+        cfg = cfg.model_copy(update={"prior": str(Path(prior_file).resolve())})
     dump_config(cfg, path)
 
 
@@ -196,7 +199,7 @@ def run(cfg: RunConfig, run_dir: str | Path, prior_file: str | Path | None = Non
 
 def _run(cfg: RunConfig, rd: RunDir, prior_file: str | Path | None, progress: bool,
          executor: Executor | None, log: Callable[[str], None] | None) -> RunResult:
-    freeze_config(cfg, rd)
+    freeze_config(cfg, rd, prior_file)
     manifest = Manifest(rd.path)
     say = log or (lambda _msg: None)
     litter = remove_stale_temps(rd.path)  # safe: we hold the lock, their writers are gone

@@ -16,13 +16,17 @@ REPO = Path(__file__).resolve().parents[3]
 
 
 def test_shipped_priors_fit_the_uav_world():
-    """Both shipped UAV priors fit the net; `uav` (the taught one) is what every UAV preset
-    certifies, `uav-es` (ES alone) is kept for the comparison with the paper."""
+    """The shipped UAV priors fit their policy family: `uav` (the taught convnet, issue 52) is
+    what every UAV preset certifies; `uav-paper-net` (the same teacher, the paper's net) and
+    `uav-es` (ES alone) are kept for the comparisons with the paper."""
     from pacplan.worlds.uav import spec
+    from pacplan.worlds.uav.world import UAVWorld
 
-    for name in ("uav", "uav-es"):
+    conv = UAVWorld(compile=False, policy="conv", policy_width=4).policy_dim()
+    for name, dim in (("uav", conv), ("uav-paper-net", spec.POLICY_DIM),
+                      ("uav-es", spec.POLICY_DIM)):
         mu, logvar = load_prior(shipped_priors()[name])
-        assert mu.shape == logvar.shape == (spec.POLICY_DIM,)
+        assert mu.shape == logvar.shape == (dim,), name
         assert np.all(np.isfinite(mu)) and np.all(np.isfinite(logvar))
     for preset in ("uav-quick", "uav-paper", "uav-tight"):
         cfg = load_config(preset_path(preset))

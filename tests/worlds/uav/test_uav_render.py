@@ -40,14 +40,15 @@ REPO = Path(__file__).resolve().parents[3]
 
 
 def test_render_accepts_a_float32_near_tie(tmp_path: Path) -> None:
-    """Policy 5 of results/uav on seed 200,012: flown in float32, its first decision is a near-tie
-    that the float64 check ranks the other way by 9e-8 m; `pacplan report` drew this figure and
-    died on an assert. It is the flown primitive, within rounding, so the figure is drawn."""
+    """Policy 5 of results/uav-paper-net (the paper's net) on seed 200,012: flown in float32,
+    its first decision is a near-tie that the float64 check ranks the other way by 9e-8 m;
+    `pacplan report` drew this figure and died on an assert. It is the flown primitive, within
+    rounding, so the figure is drawn."""
     from pacplan.worlds.uav.batched import BatchedScene
     from pacplan.worlds.uav.policy_np import NumpyPolicy
     from pacplan.worlds.uav.world import UAVWorld
 
-    theta = np.load(REPO / "results" / "uav" / "policies.npy")[5]
+    theta = np.load(REPO / "results" / "uav-paper-net" / "policies.npy")[5]
     tr = UAVWorld(compile=False).trajectory(theta, 200_012)
     camera = BatchedScene()
     camera.load(tr.scene)
