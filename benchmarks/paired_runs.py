@@ -28,6 +28,7 @@ import numpy as np
 
 from pacplan.errors import PacplanError
 from pacplan.export.write import certificate_path
+from pacplan.pacbayes.matrices import load_cost_matrix
 from pacplan.pacbayes.posterior import mixture_costs
 from pacplan.pacbayes.record import Certificate
 from pacplan.report.tables import paired_difference
@@ -46,7 +47,8 @@ def certificate_of(run: Path, n: int | None) -> Certificate:
 
 def posterior_costs(cert: Certificate) -> np.ndarray:
     """Per test environment, the posterior's expected cost (the matrix verify just checked)."""
-    test = np.load(cert.test_matrix.path, allow_pickle=False)  # type: ignore[union-attr]
+    # .npy or rational .safetensors (storage.cost_denominator: the tight runs)
+    test = load_cost_matrix(cert.test_matrix.path).values  # type: ignore[union-attr]
     return mixture_costs(test, np.asarray(cert.p, dtype=np.float64))
 
 

@@ -2,11 +2,12 @@
 with a roofline of where a rollout's time goes; one JSON line.
 
     python benchmarks/uav_scale_throughput.py [--seeds 1600] [--workers 2] [--quick]
-        [--prior uav] [--baseline-ref b8b946c | none] [--no-roofline] [--conv-width 8]
-        [--conv-prior uav] [--chunk-seeds 200]
+        [--prior uav-paper-net] [--baseline-ref b8b946c | none] [--no-roofline]
+        [--conv-width 4] [--conv-prior uav] [--chunk-seeds 200]
 
 What a large certification run (uav-tight: 7.5 million rollouts) spends its time on: the
-prior's 50 policies (`--prior`, a shipped prior's name or a file; default the shipped `uav`)
+paper net prior's 50 policies (`--prior`, a shipped prior's name or a file; default
+`uav-paper-net`, the paper net taught by the planner)
 on fresh seeds, through pacplan's own executors with the uav-tight chunk sizes (200 seeds × 50
 policies per chunk), compiled batched simulator, in one process and in `--workers` processes.
 

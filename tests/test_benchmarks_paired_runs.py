@@ -73,3 +73,25 @@ def test_two_uav_policy_families_pair_on_the_same_environments() -> None:
     d = _posterior_costs(conv, 4000) - _posterior_costs(paper, 4000)
     assert out["environments"] == d.size == 5000
     assert out["a_minus_b"] == pytest.approx(d.mean(), abs=1e-6)
+
+
+def test_runs_stored_as_rationals_pair() -> None:
+    """results/uav-tight against results/uav-paper-net-tight (issue 52): both store their costs
+    as one-byte numerators over 240 (storage.cost_denominator), which the pairing reads as the
+    certificate does; the oracle decodes them here with safetensors alone."""
+    from safetensors.numpy import safe_open
+
+    def costs(run: Path) -> np.ndarray:
+        cert = json.loads((run / "certificate.json").read_text())
+        with safe_open(str(run / "costs" / "test.safetensors"), "np") as f:
+            denominator = int(f.metadata()["denominator"])
+            test = f.get_tensor("numerators").astype(np.float64) / denominator
+        return test @ np.asarray(cert["p"])
+
+    conv, paper = ROOT / "results" / "uav-tight", ROOT / "results" / "uav-paper-net-tight"
+    res = run_script(SCRIPT, str(conv), str(paper))
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    d = costs(conv) - costs(paper)
+    assert out["n"] == [100_000, 100_000] and out["environments"] == d.size == 50_000
+    assert out["a_minus_b"] == pytest.approx(d.mean(), abs=1e-6)
