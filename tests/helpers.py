@@ -116,3 +116,14 @@ def klinv_oracle(emp: float, kl_div: float, n: int, delta: float) -> float:
         return 1.0
     return brentq(lambda c: binary_kl(emp, c) - budget, emp + 1e-300 if emp < 1 else emp,
                   1 - 1e-15, xtol=1e-14, rtol=1e-14)
+
+
+def run_policy_family(run: Path) -> dict[str, Any]:
+    """The world options of a finished run that choose its policy family (the world's
+    `prior_options`: the UAV's conv or paper net), read from its frozen config.yaml."""
+    from pacplan.config import load_config
+    from pacplan.worlds.base import prior_options
+
+    cfg = load_config(run / "config.yaml")
+    keys = prior_options(cfg.world.name)
+    return {k: v for k, v in cfg.world.options.items() if k in keys}

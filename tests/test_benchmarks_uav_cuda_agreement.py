@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import yaml
 
-from helpers import assert_refused, load_script, run_script
+from helpers import assert_refused, load_script, run_policy_family, run_script
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "uav_cuda_agreement.py"
@@ -66,8 +66,7 @@ def test_roll_writes_the_worlds_matrices_for_the_runs_seeds(tmp_path: Path) -> N
     run = tmp_path / "run"
     run.mkdir()
     config = yaml.safe_load((UAV_RUN / "config.yaml").read_text())
-    family = {k: v for k, v in config["world"]["options"].items()
-              if k in UAVWorld.PRIOR_OPTIONS}  # the run's policy family (the conv net's)
+    family = run_policy_family(UAV_RUN)  # the run's policy family (the conv net's)
     config["world"]["options"] = {"simulator": "batched", "compile": False, **family}
     config["certificate"]["n"] = [4]
     config["seeds"]["test"] = [200_000, 200_003]

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import pacplan  # noqa: F401  (registers the env ids)
-from pacplan.config import load_config
+from helpers import run_policy_family
 from pacplan.export import export_planner
 from pacplan.runtime import Planner, PlannerError, UncertifiedUseWarning
 
@@ -89,9 +89,7 @@ def test_uav_closed_loop_matches_the_certified_costs(planners: dict[str, Path]) 
     drawn = np.array(drawn)
     assert len(set(drawn)) > 1  # more than the most likely policy was drawn
     np.testing.assert_array_equal(np.array(costs), test[seeds - 200_000, drawn])
-    family = {k: v for k, v in load_config(RESULTS / "uav" / "config.yaml").world.options.items()
-              if k in UAVWorld.PRIOR_OPTIONS}  # the policy family the run certified
-    world = UAVWorld(compile=False, **family)
+    world = UAVWorld(compile=False, **run_policy_family(RESULTS / "uav"))  # as certified
     for k in np.unique(drawn)[:3]:
         rows = np.nonzero(drawn == k)[0][:20]
         res = world.rollouts(thetas[k : k + 1], seeds[rows])

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
+
+from helpers import run_policy_family
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
@@ -24,9 +25,7 @@ def _costs(run: str, **options: object) -> np.ndarray:
     """Ten of the run's policies flown in its policy family on the seeds."""
     from pacplan.worlds.uav import UAVWorld
 
-    config = yaml.safe_load((RESULTS / run / "config.yaml").read_text())
-    family = {k: v for k, v in config["world"]["options"].items()
-              if k in UAVWorld.PRIOR_OPTIONS}
+    family = run_policy_family(RESULTS / run)
     thetas = np.load(RESULTS / run / "policies.npy", allow_pickle=False)[:10]
     return UAVWorld(simulator="batched", compile=False, **family, **options).costs(thetas, SEEDS)
 
