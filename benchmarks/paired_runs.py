@@ -49,7 +49,7 @@ def posterior_costs(cert: Certificate) -> np.ndarray:
     """Per test environment, the posterior's expected cost (the matrix verify just checked)."""
     # .npy or rational .safetensors (storage.cost_denominator: the tight runs)
     test = load_cost_matrix(cert.test_matrix.path).values  # type: ignore[union-attr]
-    return mixture_costs(test, np.asarray(cert.p, dtype=np.float64))
+    return mixture_costs(test, cert.matrix_p())  # a screened certificate: its columns
 
 
 def environments(world: dict[str, Any] | None) -> dict[str, Any] | None:

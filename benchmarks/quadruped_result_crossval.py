@@ -61,7 +61,11 @@ def main(argv: list[str] | None = None) -> None:
     t0 = time.perf_counter()
     with ProcessPoolExecutor(args.workers) as pool:
         replay = fly_diagonal(options, thetas[pick], seeds, pool, args.workers)
-    stored = test[np.arange(k), pick]
+    # a screened certificate's test matrix holds its columns only: policy pick[i]'s column
+    column = np.arange(len(p)) if cert.get("columns") is None else np.full(len(p), -1)
+    if cert.get("columns") is not None:
+        column[cert["columns"]] = np.arange(len(cert["columns"]))
+    stored = test[np.arange(k), column[pick]]
     diff = replay - stored
     lo, hi = cert["test_ci"]
     half = Z99 * diff.std(ddof=1) / np.sqrt(k) if k > 1 else float("nan")

@@ -13,7 +13,8 @@ anything:
   `costs/cert.chunks/`: each chunk of the destination's grid that lies wholly within them. A
   chunk the destination already has must be byte-identical, or this stops;
 - the source's finished test and baseline matrices, with their manifest entries, when the
-  destination has none yet.
+  destination has none yet. Runs that screen (`certificate.screen`) must screen alike; a
+  screened run's rows beyond its screening rows (`costs/cert-rest`) stay its own.
 
 It refuses unless both runs drew the same policies (sha256), in the same world, with the same
 first certification seed, test seeds, baselines, storage and chunk grid, and unless the
@@ -39,10 +40,12 @@ from pacplan.io.files import npy_bytes
 from pacplan.run.chunks import ChunkStore
 from pacplan.run.executors import chunk_grid
 from pacplan.run.pipeline import cost_inputs
-from pacplan.run.rows import leading_cert_rows
+from pacplan.run.rows import cert_role_rows, leading_cert_rows
 from pacplan.run.rundir import Manifest, RunDir
 
 SAME_IN_BOTH = ("world", "storage", "baselines")
+# a screened run's own matrices: its kept columns over its own rows, never another run's
+SCREENED = ("cert-screened", "cert-rest")
 
 
 def carry(source_dir: Path, dest_dir: Path) -> dict[str, int | list[str]]:
@@ -87,6 +90,10 @@ def _carry(source: RunDir, dest: RunDir) -> dict[str, int | list[str]]:
         raise PacplanError(f"the runs' chunk grids differ ({grid_s} and {grid_d}): a world may "
                            "compute a chunk's rollouts as one batch, so the same cost may differ "
                            "in its last bits between them")
+    screens = [c["certificate"].get("screen") for c in (cfg_s, cfg_d)]
+    if screens[0] != screens[1]:  # the kept columns, so the test matrix, would differ
+        raise PacplanError(f"the runs screen differently ({screens[0]} and {screens[1]}): "
+                           "their test matrices hold other policies")
     if cfg_s["seeds"]["test"] != cfg_d["seeds"]["test"]:
         raise PacplanError("the runs have different test seeds")
     s0, d0 = cfg_s["seeds"]["cert"][0], cfg_d["seeds"]["cert"][0]
@@ -99,7 +106,7 @@ def _carry(source: RunDir, dest: RunDir) -> dict[str, int | list[str]]:
         raise PacplanError("the runs' policies.npy differ (or one has none): start the "
                            "destination with `pacplan run` first, so that it draws its policies")
     cert = leading_cert_rows(source)
-    n_dest = max(cfg_d["certificate"]["n"] or [1])
+    n_dest = cert_role_rows(cfg_d)
     inputs = cost_inputs(sha, cfg_d["world"], np.arange(d0, d0 + n_dest))
     stamp_path = dest.chunks("cert") / ChunkStore.STAMP
     if stamp_path.is_file() and ChunkStore.stamped_inputs(stamp_path.parent) != inputs:
@@ -126,6 +133,7 @@ def _carry(source: RunDir, dest: RunDir) -> dict[str, int | list[str]]:
             kept += 1
     matrices = [name for name in sorted(ms.entries)
                 if name.startswith("costs/") and name != RunDir.costs("cert")
+                and Path(name).stem not in SCREENED
                 and name not in md.entries and ms.read_finished(name) is not None]
     store = existing or ChunkStore(dest.chunks("cert"), inputs)
     for key, block in new:

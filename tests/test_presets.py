@@ -32,7 +32,7 @@ RUN_PRESETS = {"toy", "gym-cartpole", "gym-inverted-pendulum", "uav-quick", "uav
                "quadruped-quick", "quadruped-hard", "quadruped-hour", "quadruped-paper",
                "quadruped-paper-n1000", "quadruped-paper-n2000",
                "quadruped-paper-bullet", "quadruped-paper-code", "quadruped-paper-code-n1000",
-               "quadruped-paper-code-n2000", "quadruped-mujoco-quick"}
+               "quadruped-mujoco-quick"}
 
 
 def test_presets_live_inside_the_package() -> None:

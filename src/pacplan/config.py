@@ -192,6 +192,16 @@ class PoliciesConfig(_Strict):
     seed: RngSeed = 0
 
 
+class ScreenConfig(_Strict):
+    """Screening: every policy on the first `rows` certification environments, then only the
+    `keep` policies of least cost there on the rest and on the test set. Each certificate's
+    posterior lives on those `keep` (KL still against all m: valid, as PAC-Bayes holds for every
+    posterior at once), for far fewer rollouts when rollouts are dear (docs/certificates.md)."""
+
+    rows: int = Field(ge=1, description="certification environments every policy is run on")
+    keep: int = Field(ge=1, description="policies kept: the least empirical cost on those rows")
+
+
 class CertificateConfig(_Strict):
     """PAC-Bayes certificate settings; `n` lists the certification-set sizes N to report.
 
@@ -202,6 +212,8 @@ class CertificateConfig(_Strict):
     delta: float = Field(0.01, gt=0, lt=1)
     bound: Literal[BOUND_CHOICES] = "best"  # type: ignore[valid-type]
     solver: Literal[SOLVERS] = "gibbs"  # type: ignore[valid-type]
+    screen: ScreenConfig | None = Field(None, description="run only the most promising policies "
+                                        "beyond the first rows (a screened certificate)")
 
     @field_validator("n")
     @classmethod
@@ -303,7 +315,24 @@ class RunConfig(_Strict):
                 f"certificate.n {too_big} exceeds the {n_cert} seeds of "
                 f"seeds.cert {list(self.seeds.cert)}"
             )
+        if self.certificate.screen is not None:
+            self._check_screen()
         return self
+
+    def _check_screen(self) -> None:
+        """A screen that would keep every policy, outrun the certificates' rows or meet the
+        rep solver is refused, naming the field."""
+        screen, cert = self.certificate.screen, self.certificate
+        assert screen is not None and cert.n is not None
+        if screen.keep >= self.policies.m:
+            raise ValueError(f"certificate.screen.keep {screen.keep} is not below policies.m "
+                             f"{self.policies.m}: it would keep every policy (leave screen out)")
+        if screen.rows > max(cert.n):
+            raise ValueError(f"certificate.screen.rows {screen.rows} exceeds the largest "
+                             f"certificate.n {max(cert.n)}")
+        if cert.solver != "gibbs":
+            raise ValueError(f"certificate.screen needs solver gibbs, not {cert.solver}: the "
+                             "paper's relative-entropy program optimizes over all m policies")
 
 
     def _check_distill(self) -> None:

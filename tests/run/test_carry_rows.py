@@ -146,3 +146,37 @@ def test_nothing_is_written_before_every_input_is_checked(
     with pytest.raises(PacplanError, match=r"s000000020_t000004\.npy .*differs"):
         script.carry(runs["stage"], big)
     assert _files(big) == before
+
+
+SCREEN = {"rows": 30, "keep": 2}
+BIG_SCREENED = {**BIG, "name": "toy-big-screened",
+                "certificate": {**BIG["certificate"], "screen": SCREEN}}
+STAGE_SCREENED = {**STAGE, "name": "toy-stage-screened",
+                  "certificate": {**STAGE["certificate"], "screen": SCREEN}}
+
+
+def test_a_screened_stage_carries_its_rows_and_test_matrix_not_its_screened_rows(
+        tmp_path: Path) -> None:
+    """The stage screens its 30 rows as the big run does; carried, the big run computes only
+    its kept policies' other rows and ends as the big run computed from scratch."""
+    _run(BIG_SCREENED, tmp_path / "reference")
+    _run(STAGE_SCREENED, tmp_path / "stage")
+    big = _started(BIG_SCREENED, tmp_path / "big")
+    result = _script().carry(tmp_path / "stage", big)
+    assert result["rows"] == 30
+    assert result["copied"] == ["costs/baseline-zeros.npy", "costs/test.npy"]
+    _run(BIG_SCREENED, big)
+    for name in ("costs/cert.npy", "costs/cert-rest.npy", "costs/cert-screened.npy",
+                 "costs/test.npy"):
+        assert (big / name).read_bytes() == (tmp_path / "reference" / name).read_bytes(), name
+    assert isinstance(compare_runs(tmp_path / "reference", big), Agreement)
+    stage_cert = json.loads((tmp_path / "stage" / "certificates" / "N30.json").read_text())
+    big_cert = json.loads((big / "certificates" / "N30.json").read_text())
+    assert stage_cert["certified"] == big_cert["certified"]
+    assert stage_cert["columns"] == big_cert["columns"]
+
+
+def test_runs_that_screen_differently_are_refused(runs: dict[str, Path], tmp_path: Path) -> None:
+    big = _started(BIG_SCREENED, tmp_path / "big")
+    with pytest.raises(PacplanError, match="the runs screen differently"):
+        _script().carry(runs["stage"], big)

@@ -9,6 +9,8 @@ costs in [0, 1] (not only 0/1), and not degenerate when every test cost is 0.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -16,7 +18,12 @@ import numpy as np
 from pacplan.errors import PacplanError
 from pacplan.pacbayes import bounds
 from pacplan.pacbayes.matrices import CostMatrix
-from pacplan.pacbayes.posterior import Posterior, mixture_costs, optimize
+from pacplan.pacbayes.posterior import (
+    Posterior,
+    mixture_costs,
+    optimize,
+    optimize_gibbs_columns,
+)
 from pacplan.pacbayes.record import Certificate, MatrixRef
 from pacplan.validation import check_delta
 
@@ -34,16 +41,35 @@ def confidence_interval(costs: np.ndarray,
 
 def build_certificate(cert: CostMatrix, delta: float, bound: str = "best", solver: str = "gibbs",
                       test: CostMatrix | None = None, provenance: dict[str, Any] | None = None,
-                      posterior: Posterior | None = None) -> Certificate:
-    """Optimize the posterior on `cert` (unless one is given) and certify it."""
+                      posterior: Posterior | None = None,
+                      columns: Sequence[int] | None = None, m: int | None = None) -> Certificate:
+    """Optimize the posterior on `cert` (unless one is given) and certify it.
+
+    With `columns` (a screened certificate), `cert` and `test` hold only those columns of the
+    m policies of a uniform prior: the posterior is the best one supported on them
+    (`optimize_gibbs_columns`; a given `posterior` has one entry per column), and the
+    certificate's p has m entries, zero off `columns`.
+    """
     check_delta(delta)
     if test is not None and test.values.shape[1] != cert.values.shape[1]:
         raise PacplanError(
             f"test matrix has {test.values.shape[1]} policies (columns) but the certification "
             f"matrix has {cert.values.shape[1]}"
         )
-    post = posterior or optimize(cert.values, delta, bound=bound, solver=solver)
-    n, m = cert.values.shape
+    n, width = cert.values.shape
+    if columns is None:
+        m = width
+        post = posterior or optimize(cert.values, delta, bound=bound, solver=solver)
+        p = post.p
+    else:
+        columns = check_columns(columns, m, width)
+        assert m is not None
+        if solver.split(":")[0] != "gibbs":
+            raise PacplanError(f"a screened certificate needs solver gibbs, not {solver}: the "
+                               "paper's relative-entropy program optimizes over all m policies")
+        post = posterior or optimize_gibbs_columns(cert.values, m, delta, bound=bound)
+        p = np.zeros(m)
+        p[columns] = post.p
     values = bounds.all_bounds(post.emp_cost, post.kl, n, delta)
     certified_by = min(values, key=values.get)
     c = Certificate(
@@ -57,11 +83,12 @@ def build_certificate(cert: CostMatrix, delta: float, bound: str = "best", solve
         delta=float(delta),
         bound=bound,
         solver=post.solver,
-        p=[float(v) for v in post.p],
+        p=[float(v) for v in p],
         clip=bool(cert.clipped or (test is not None and test.clipped)),
         cert_matrix=_ref(cert),
         beta=post.beta,
         provenance=dict(provenance or {}),
+        columns=None if columns is None else list(columns),
     )
     if test is not None:
         per_env = mixture_costs(test.values, post.p)
@@ -71,6 +98,24 @@ def build_certificate(cert: CostMatrix, delta: float, bound: str = "best", solve
         c.test_n = int(per_env.size)
         c.test_matrix = _ref(test)
     return c
+
+
+def check_columns(columns: Sequence[int], m: int | None, width: int) -> list[int]:
+    """A screened certificate's columns: k distinct increasing indices below m, k = the
+    matrices' width and k < m (all m columns is the plain certificate)."""
+    cols = [int(c) for c in columns]
+    if m is None or isinstance(m, bool) or not isinstance(m, int | np.integer):
+        raise PacplanError("a screened certificate needs m, the number of policies its prior "
+                           "drew, besides its columns")
+    if len(cols) != width:
+        raise PacplanError(f"columns lists {len(cols)} policies but the cost matrix has {width} "
+                           "columns")
+    if any(b <= a for a, b in pairwise(cols)) or (cols and (cols[0] < 0 or cols[-1] >= m)):
+        raise PacplanError(f"columns must be distinct increasing indices in [0, {m}), got "
+                           f"{cols[:8]}{' …' if len(cols) > 8 else ''}")
+    if len(cols) >= m:
+        raise PacplanError(f"columns lists all {m} policies: leave it out (a plain certificate)")
+    return cols
 
 
 def _ref(matrix: CostMatrix) -> MatrixRef:

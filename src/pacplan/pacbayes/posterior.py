@@ -37,9 +37,9 @@ from pacplan.validation import check_choice, check_probability_vector
 
 # what a posterior is and how it is evaluated live in `evaluate` (shared with `rep`); they are
 # part of this module's interface too, where callers have always found them
-__all__ = ["DECISION_TOLERANCE", "Posterior", "column_means", "evaluate_posterior",
-           "kl_divergence", "mixture_costs", "optimize", "optimize_gibbs", "optimize_gibbs_means",
-           "uniform_prior"]
+__all__ = ["DECISION_TOLERANCE", "Posterior", "column_means", "column_prior",
+           "evaluate_posterior", "kl_divergence", "mixture_costs", "optimize", "optimize_gibbs",
+           "optimize_gibbs_columns", "optimize_gibbs_means", "uniform_prior"]
 
 # --------------------------------------------------------------------------- Gibbs (default)
 
@@ -190,6 +190,39 @@ def optimize_gibbs_means(cbar: np.ndarray, n: int, delta: float, bound: str = "b
     curve = _GibbsCurve(cbar, p0)
     beta = _gibbs_search(curve, bound_objective(bound, n, delta), grid_points)
     return posterior_at(curve.p(beta), cbar, n, p0, bound, delta, "gibbs", beta)
+
+
+def optimize_gibbs_columns(costs: np.ndarray, m: int, delta: float, bound: str = "best",
+                           grid_points: int = 129) -> Posterior:
+    """The bound-optimal posterior among those supported on the k columns of `costs` (N × k),
+    which are k of the m policies of a uniform prior: a *screened* certificate.
+
+    PAC-Bayes holds for every posterior at once, so restricting the support to columns chosen
+    from the same data keeps the bound valid; KL is still taken against the uniform prior over
+    all m, so it carries ln(m/k) more than a posterior over k alone would. Along the Gibbs curve
+    with prior mass 1/m on each computed column (a sub-probability weight, summing to k/m) the
+    curve's KL is exactly KL(p‖uniform over m), so the same exact 1-D search applies. The
+    returned `p` has k entries, one per column of `costs`.
+    """
+    costs = np.asarray(costs)
+    if costs.ndim != 2 or costs.shape[0] < 1 or costs.shape[1] < 1:
+        raise PacplanError(f"cost matrix must be 2-D and non-empty (N × k), got shape "
+                           f"{costs.shape}")
+    k = costs.shape[1]
+    if not isinstance(m, int | np.integer) or isinstance(m, bool) or m < k:
+        raise PacplanError(f"the prior's m must be a whole number ≥ the {k} computed columns, "
+                           f"got {m!r}")
+    validate_choice(bound, delta)
+    cbar, n = column_means(costs), costs.shape[0]
+    weights = column_prior(int(m), k)
+    curve = _GibbsCurve(cbar, weights)
+    beta = _gibbs_search(curve, bound_objective(bound, n, delta), grid_points)
+    return posterior_at(curve.p(beta), cbar, n, weights, bound, delta, "gibbs", beta)
+
+
+def column_prior(m: int, k: int) -> np.ndarray:
+    """The uniform prior over m policies, on the k of them that were computed: 1/m each."""
+    return np.full(k, 1.0 / m)
 
 
 def optimize(costs: np.ndarray, delta: float, bound: str = "best", solver: str = "gibbs",

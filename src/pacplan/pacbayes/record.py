@@ -67,6 +67,9 @@ class Certificate:
     test_matrix: MatrixRef | None = None
     beta: float | None = None
     provenance: dict[str, Any] = field(default_factory=dict)
+    # a screened certificate: the matrices hold these columns of the m policies, in this order,
+    # and p is zero off them (None: every column, the plain certificate)
+    columns: list[int] | None = None
     pacplan_version: str = __version__
     created: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     content_sha256: str | None = None  # set when saved or loaded; None for one never saved
@@ -76,17 +79,30 @@ class Certificate:
         `content_sha256`, which changes when the same certificate is computed again."""
         return hashlib.sha256(np.asarray(self.p, dtype=np.float64).tobytes()).hexdigest()
 
+    def matrix_p(self) -> np.ndarray:
+        """p on the columns its matrices hold: all m, or a screened certificate's columns."""
+        p = np.asarray(self.p, dtype=np.float64)
+        return p if self.columns is None else p[self.columns]
+
+    def matrix_column(self, policy: int) -> int:
+        """The column of the matrices that holds policy `policy` (one of the m)."""
+        return policy if self.columns is None else self.columns.index(policy)
+
     def __str__(self) -> str:
         """One line a person reads: the certified cost and what it rests on."""
         test = "" if self.test_cost is None else f", test cost {self.test_cost:.4g}"
+        m = f"m = {self.m}" if self.columns is None else \
+            f"m = {self.m}, posterior on {len(self.columns)} screened"
         return (f"expected cost ≤ {self.certified:.4g} with probability ≥ {1 - self.delta:g} "
-                f"({self.certified_by}; N = {self.n}, m = {self.m}, "
+                f"({self.certified_by}; N = {self.n}, {m}, "
                 f"empirical cost {self.emp_cost:.4g}, KL {self.kl:.4g}{test})")
 
     # ------------------------------------------------------------------ (de)serialization
     def to_dict(self) -> dict[str, Any]:
         """The certificate's fields as plain Python values (`beta` = ∞ as "inf")."""
         d = asdict(self)
+        if self.columns is None:  # a plain certificate's file is as it always was
+            del d["columns"]
         if self.beta is not None and math.isinf(self.beta):
             d["beta"] = "inf"
         return d

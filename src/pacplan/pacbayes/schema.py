@@ -32,6 +32,7 @@ _Seeds = Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=2, max_le
 _SHA_RULE = "a sha256 (64 lowercase hex digits)"
 _SEEDS_RULE = "a seed range [start, stop] of two integers ≥ 0"
 _ITEM_RULES = {"p": "a number in [0, 1]", "test_ci": "a number in [0, 1]",
+               "columns": "an integer ≥ 0",
                "prior": "an integer ≥ 0", "cert": "an integer ≥ 0", "test": "an integer ≥ 0"}
 
 
@@ -104,6 +105,9 @@ class CertificateRecord(_Record):
     provenance: dict[str, Any] = Field(
         description="an object: {}, {world, seeds, prior_sha256, policies_sha256} or "
                     "{certify_policy}")
+    columns: Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=1)] | None = Field(
+        default=None, description="a list of column indices (integers ≥ 0): the policies a "
+        "screened certificate's matrices hold")
     pacplan_version: str = Field(min_length=1, description="a version string")
     created: str = Field(pattern=r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$",
                          description='a string "YYYY-MM-DDThh:mm:ssZ" (UTC)')
@@ -117,7 +121,10 @@ def certificate_content_sha256(data: dict[str, Any], source: str = "certificate"
 
 
 def content_hash(record: CertificateRecord) -> str:
-    content = record.model_dump(mode="json", exclude={"content_sha256"})
+    # `columns` is absent from a plain certificate (and from every one written before it
+    # existed): left out of the hash when null, so their hashes are unchanged
+    exclude = {"content_sha256"} | ({"columns"} if record.columns is None else set())
+    content = record.model_dump(mode="json", exclude=exclude)
     text = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                       allow_nan=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()

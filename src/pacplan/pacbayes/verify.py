@@ -18,13 +18,16 @@ import numpy as np
 
 from pacplan.errors import PacplanError
 from pacplan.io.files import read_file_bytes, sha256_bytes
-from pacplan.pacbayes.certificate import TEST_CONFIDENCE, build_certificate
+from pacplan.pacbayes.certificate import TEST_CONFIDENCE, build_certificate, check_columns
+from pacplan.pacbayes.evaluate import posterior_at
 from pacplan.pacbayes.matrices import CostMatrix, matrix_from_bytes
 from pacplan.pacbayes.posterior import (
     Posterior,
     column_means,
+    column_prior,
     evaluate_posterior,
     optimize,
+    optimize_gibbs_columns,
     uniform_prior,
 )
 from pacplan.pacbayes.record import Certificate, Loaded, MatrixRef, load_record
@@ -84,13 +87,19 @@ def _verify(path: Path, provenance: ProvenanceCheck | None) -> Certificate:
         except PacplanError as exc:
             raise PacplanError(f"{where}: {exc}") from None
         _raise_if(where, problems)
-    cert = _reload(c.cert_matrix, "cert_matrix", "certification matrix", c.m, where)
+    width = c.m if c.columns is None else len(c.columns)
+    cert = _reload(c.cert_matrix, "cert_matrix", "certification matrix", width, where)
     test = None
     if c.test_matrix is not None:
-        test = _reload(c.test_matrix, "test_matrix", "test matrix", c.m, where)
+        test = _reload(c.test_matrix, "test_matrix", "test matrix", width, where)
     _raise_if(where, _check_posterior(c, cert.values))
-    at_p = evaluate_posterior(np.asarray(c.p, dtype=np.float64), cert.values,
-                              uniform_prior(c.m), c.bound, c.delta, c.solver, c.beta)
+    p = np.asarray(c.p, dtype=np.float64)
+    if c.columns is None:
+        at_p = evaluate_posterior(p, cert.values, uniform_prior(c.m), c.bound, c.delta, c.solver,
+                                  c.beta)
+    else:  # the posterior on the computed columns, KL against the uniform prior over all m
+        at_p = posterior_at(p[c.columns], column_means(cert.values), c.n,
+                            column_prior(c.m, width), c.bound, c.delta, c.solver, c.beta)
     _raise_if(where, _recompute(c, cert, test, at_p) + _resolve(c, cert, at_p))
     check_content_hash(loaded.record, where)
     return c
@@ -132,11 +141,32 @@ def _check_fields(c: Certificate) -> list[str]:
         problems.append(f"test_n is {c.test_n} but test_matrix.rows is {c.test_matrix.rows}")
     if len(c.p) != c.m:
         problems.append(f"p has {len(c.p)} entries but m is {c.m}")
+    elif c.columns is not None:
+        problems += _check_columns(c)
     if c.solver == "gibbs" and c.beta is None:
         problems.append("beta is null but a gibbs posterior is p_β for a recorded beta")
     if c.solver != "gibbs" and c.beta is not None:
         problems.append(f"beta is {c.beta!r} but solver {c.solver} records none (only gibbs "
                         "has a beta; a rep certificate has beta null)")
+    return problems
+
+
+def _check_columns(c: Certificate) -> list[str]:
+    """A screened certificate: well-formed columns, gibbs, and p zero off them."""
+    assert c.columns is not None
+    try:
+        check_columns(c.columns, c.m, len(c.columns))
+    except PacplanError as exc:
+        return [str(exc)]
+    problems = []
+    if c.solver != "gibbs":
+        problems.append(f"solver is {c.solver} but a screened certificate (columns) is solved "
+                        "by gibbs")
+    off = np.delete(np.asarray(c.p, dtype=np.float64), c.columns)
+    if np.any(off != 0.0):
+        problems.append(f"p puts {float(off.sum())!r} on policies outside columns: a screened "
+                        "posterior lives on its columns only (their costs are all that was "
+                        "computed)")
     return problems
 
 
@@ -177,8 +207,8 @@ def _reload(ref: MatrixRef, key: str, label: str, m: int, where: str) -> CostMat
                            f"{raw.shape[0]} rows")
     values, clipped = check_unit_costs(raw[: ref.rows], f"{label} {path}", clip=True)
     if values.shape[1] != m:
-        raise PacplanError(f"{where}: m is {m} but {label} {path} has {values.shape[1]} "
-                           "columns (policies)")
+        raise PacplanError(f"{where}: m (or the number of columns listed) is {m} but {label} "
+                           f"{path} has {values.shape[1]} columns (policies)")
     return CostMatrix(values=values, path=path, sha256=digest, rows=ref.rows, clipped=clipped)
 
 
@@ -197,6 +227,9 @@ def _check_posterior(c: Certificate, costs: np.ndarray) -> list[str]:
     if c.solver != "gibbs" or c.beta is None:
         return []
     expected = _gibbs_posterior(column_means(costs), c.beta)
+    if c.columns is not None:  # p_β on the columns (equal prior mass cancels), zero off them
+        expected = np.zeros(c.m)
+        expected[c.columns] = _gibbs_posterior(column_means(costs), c.beta)
     i = int(np.argmax(np.abs(p - expected)))
     if abs(p[i] - expected[i]) > _P_TOL:
         return [f"p and beta disagree: p is not the Gibbs posterior of beta = {c.beta!r} on "
@@ -209,7 +242,7 @@ def _recompute(c: Certificate, cert: CostMatrix, test: CostMatrix | None,
                at_p: Posterior) -> list[str]:
     """Every number of the certificate, recomputed at the stored p from the matrices."""
     again = build_certificate(cert, c.delta, c.bound, c.solver, test, c.provenance,
-                              posterior=at_p)
+                              posterior=at_p, columns=c.columns, m=c.m)
     problems = []
     for key in ("mcallester", "quadratic", "klinv", "certified", "emp_cost", "kl", "test_cost"):
         if not _close(getattr(c, key), getattr(again, key), _REL_TOL):
@@ -235,7 +268,10 @@ def _recompute(c: Certificate, cert: CostMatrix, test: CostMatrix | None,
 
 def _resolve(c: Certificate, cert: CostMatrix, at_p: Posterior) -> list[str]:
     """Re-solving with the stored solver and bound must give the stored p's bound."""
-    fresh = optimize(cert.values, c.delta, bound=c.bound, solver=c.solver.split(":")[0])
+    if c.columns is None:
+        fresh = optimize(cert.values, c.delta, bound=c.bound, solver=c.solver.split(":")[0])
+    else:
+        fresh = optimize_gibbs_columns(cert.values, c.m, c.delta, bound=c.bound)
     if fresh.value < at_p.value - _POSTERIOR_TOL:
         return [f"posterior is not optimal: re-solving with {c.solver} gives {c.bound} bound "
                 f"{fresh.value:.9f}, stored p gives {at_p.value:.9f}"]

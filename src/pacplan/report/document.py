@@ -140,7 +140,7 @@ def _trajectories(rd: RunDir, manifest: Manifest, cfg: RunConfig, last: Certific
         lines += [f"Policy {best} (posterior weight {last.p[best]:.3f}) in the first {count} test "
                   "environments, drawn again from the stored policy.", ""]
     else:
-        column = test[:, best]
+        column = test[:, last.matrix_column(best)]
         picks = [(i, float(column[i])) for i in choose_trajectories(column, count)]
         fails = sum(1 for _, c in picks if c > 0)
         lines += [f"Policy {best} (posterior weight {last.p[best]:.3f}) fails (cost > 0) in "
@@ -280,9 +280,11 @@ def _write_report(rd: RunDir) -> Path:
     last = certs[max(certs)]
     cfg = load_config(rd / RunDir.CONFIG)
     manifest = Manifest(rd.path)
-    cert = _checked_matrix(rd, manifest, _costs(cfg, "cert"))
+    cert_role = "cert" if last.columns is None else "cert-screened"
+    cert = _checked_matrix(rd, manifest, _costs(cfg, cert_role))
     if cert is None:
-        raise PacplanError(f"{rd.path} has no {_costs(cfg, 'cert')}; run `pacplan run` first")
+        raise PacplanError(f"{rd.path} has no {_costs(cfg, cert_role)}; run `pacplan run` "
+                           "first")
     test = _checked_matrix(rd, manifest, _costs(cfg, "test"))
     baselines = _baselines(rd, manifest, cfg, test)
     world = _world(cfg, last)
@@ -302,7 +304,7 @@ def _write_report(rd: RunDir) -> Path:
         lines += ["## Posterior against the baselines, environment by environment", "",
                   f"The posterior of N = {max(certs)} and each baseline on the same "
                   f"{len(test)} test environments.", "",
-                  paired_comparison(np.asarray(last.p), test, baselines), ""]
+                  paired_comparison(last.matrix_p(), test, baselines), ""]
     for title, rel in figures:
         lines += [f"## {title}", "", f"![{title}]({rel})", ""]
     sizes = cert.size + (0 if test is None else test.size) + sum(b.size for b in

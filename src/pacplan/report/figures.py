@@ -72,10 +72,11 @@ def report_figures(fig_dir: Path, certs: dict[int, Certificate], cert: np.ndarra
     cert = cert[: last.n]
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.2))
     axes[0].hist(cert.mean(axis=0) * 100, bins=20, color="tab:orange")
-    axes[0].set_xlabel("policy's empirical cost on S (%)")
+    axes[0].set_xlabel("policy's empirical cost on S (%)" if last.columns is None else
+                       f"empirical cost on S of the {len(last.columns)} screened policies (%)")
     axes[0].set_ylabel("policies")
     integer_ticks(axes[0].yaxis)
-    per_env = mixture_costs(cert, last.p)
+    per_env = mixture_costs(cert, last.matrix_p())
     axes[1].hist(per_env, bins=40, color="tab:green")
     axes[1].set_xlabel("posterior's cost per certification environment")
     axes[1].set_ylabel("environments")

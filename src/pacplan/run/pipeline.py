@@ -25,7 +25,15 @@ from pacplan.pacbayes.record import Certificate
 from pacplan.run.executors import Executor, WorkersLost, executor_from_config
 from pacplan.run.prior_world import adopt_prior_options, prior_source
 from pacplan.run.rundir import Manifest, RunDir, identity
-from pacplan.run.stages import certify, ensure_costs, ensure_policies, ensure_prior, world_spec
+from pacplan.run.stages import (
+    certify,
+    ensure_costs,
+    ensure_policies,
+    ensure_prior,
+    ensure_screened,
+    screen_columns,
+    world_spec,
+)
 from pacplan.run.training import read_start_files
 from pacplan.validation import count
 from pacplan.worlds.base import (
@@ -241,18 +249,35 @@ def _run(cfg: RunConfig, rd: RunDir, prior_file: str | Path | None, progress: bo
         spec = world_spec(cfg)
         world = config_to_dict(cfg)["world"]
         n_cert = max(cfg.certificate.n or [1])
-        roles = {"cert": _seed_array(cfg.seeds.cert, n_cert), "test": _seed_array(cfg.seeds.test)}
-        matrices = {}
-        for role, seeds in roles.items():
-            inputs = cost_inputs(policies_sha, world, seeds)
-            matrices[role] = step(f"{role} costs", lambda role=role, seeds=seeds, inputs=inputs:
-                                  ensure_costs(role, spec, thetas, seeds, rd, manifest, ex,
-                                               inputs, progress, cfg.storage.cost_denominator,
-                                               log=say, computed=counter(f"{role} costs")))
-        _baselines(cfg, rd, manifest, ex, thetas.shape[1], roles["test"], step, progress,
-                   counter)
-        certificates = step("certificates", lambda: certify(cfg, rd, manifest,
-                                                            matrices["cert"], matrices["test"]))
+        screen = cfg.certificate.screen
+        seeds = _seed_array(cfg.seeds.cert, n_cert)
+        roles = {"cert": seeds[: screen.rows] if screen else seeds}
+        matrices: dict[str, np.ndarray] = {}
+        columns: list[int] | None = None
+        policies, extra = thetas, {}
+
+        def costs(role: str, role_seeds: np.ndarray) -> None:
+            inputs = cost_inputs(policies_sha, world, role_seeds) | extra
+            matrices[role] = step(f"{role} costs", lambda: ensure_costs(
+                role, spec, policies, role_seeds, rd, manifest, ex, inputs, progress,
+                cfg.storage.cost_denominator, log=say, computed=counter(f"{role} costs")))
+
+        costs("cert", roles["cert"])
+        if screen is not None:  # the rest of the rows and the test set: kept policies only
+            columns = screen_columns(matrices["cert"], screen.keep)
+            say(f"screened: policies {columns} kept (least cost on the first "
+                f"{screen.rows} certification rows)")
+            policies, extra = thetas[columns], {"columns": columns}
+            if n_cert > screen.rows:
+                costs("cert-rest", seeds[screen.rows:])
+            matrices["cert"] = ensure_screened(
+                rd, manifest, matrices["cert"], matrices.get("cert-rest"), columns,
+                cost_inputs(policies_sha, world, seeds) | extra, cfg.storage.cost_denominator)
+        costs("test", _seed_array(cfg.seeds.test))
+        _baselines(cfg, rd, manifest, ex, thetas.shape[1], _seed_array(cfg.seeds.test), step,
+                   progress, counter)
+        certificates = step("certificates", lambda: certify(
+            cfg, rd, manifest, matrices["cert"], matrices["test"], columns))
         placement = ex.placement()
         if placement is not None:
             say(placement)

@@ -69,9 +69,10 @@ def _check_against_run(run: Path, loaded: Loaded) -> list[str]:
     problems += _check_prior_world(run, manifest, prov)
     if drawn.get("m") != c.m:
         problems.append(f"m is {c.m} but manifest.json records {drawn.get('m')!r} policies")
-    problems += _check_matrix_inputs(run, manifest, "cert", c.cert_matrix, prov)
+    cert_role = "cert" if c.columns is None else "cert-screened"
+    problems += _check_matrix_inputs(run, manifest, cert_role, c.cert_matrix, prov, c.columns)
     if c.test_matrix is not None:
-        problems += _check_matrix_inputs(run, manifest, "test", c.test_matrix, prov)
+        problems += _check_matrix_inputs(run, manifest, "test", c.test_matrix, prov, c.columns)
     problems += _check_config(run, manifest, c, prov, old=loaded.record.content_sha256 is None)
     return problems
 
@@ -103,8 +104,9 @@ def _check_artifact(manifest: Manifest, name: str, key: str, claimed: str | None
 
 
 def _check_matrix_inputs(run: Path, manifest: Manifest, role: str, ref: MatrixRef,
-                         prov: ProvenanceRecord) -> list[str]:
-    """The run's matrix is the one referenced, made for these policies, world and seeds."""
+                         prov: ProvenanceRecord, columns: list[int] | None) -> list[str]:
+    """The run's matrix is the one referenced, made for these policies (a screened
+    certificate's: its columns of them), world and seeds."""
     # the run's matrix, stored as .npy or as rational .safetensors (storage.cost_denominator)
     name = RunDir.costs(role, rational=Path(ref.path).suffix == RATIONAL_SUFFIX)
     key = f"{role}_matrix"
@@ -121,9 +123,12 @@ def _check_matrix_inputs(run: Path, manifest: Manifest, role: str, ref: MatrixRe
                         f"{_short(made.get('policies'))}")
     if identity(made.get("world")) != identity(prov.world.model_dump()):
         problems.append(f"provenance.world is not the world manifest.json records for {name}")
-    seeds, claimed = made.get("seeds"), getattr(prov.seeds, role)
+    if made.get("columns") != columns:
+        problems.append(f"columns are {columns} but manifest.json records {name} computed for "
+                        f"columns {made.get('columns')}")
+    seeds, claimed = made.get("seeds"), getattr(prov.seeds, role.removesuffix("-screened"))
     ok = isinstance(seeds, list) and len(seeds) == 2 and claimed[0] == seeds[0] and (
-        claimed[1] <= seeds[1] if role == "cert" else claimed[1] == seeds[1])
+        claimed[1] <= seeds[1] if role != "test" else claimed[1] == seeds[1])
     if not ok:
         problems.append(f"provenance.seeds.{role} is {claimed} but manifest.json records "
                         f"{name} computed on seeds {seeds!r}")

@@ -4,6 +4,8 @@ recompute to check it gives the same bits (scripts/recheck_rows.py)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from pacplan.config import config_to_dict, load_config
@@ -16,6 +18,13 @@ from pacplan.run.pipeline import cost_inputs
 from pacplan.run.rundir import Manifest, RunDir
 
 
+def cert_role_rows(cfg: dict[str, Any]) -> int:
+    """How many rows a run's costs/cert holds (every policy): a screened run's screening rows,
+    else its largest N."""
+    screen = cfg["certificate"].get("screen")
+    return int(screen["rows"]) if screen else max(cfg["certificate"]["n"] or [1])
+
+
 def leading_cert_rows(rd: RunDir) -> np.ndarray:
     """The run's certification rows from the first: its finished matrix, or else as many
     leading rows as its chunk folder holds for every policy (each chunk checked against the
@@ -24,7 +33,7 @@ def leading_cert_rows(rd: RunDir) -> np.ndarray:
     # a rational run (storage.cost_denominator) stores numerators when finished; its chunks
     # hold the costs as computed, like any run's
     name = RunDir.costs("cert", cfg["storage"]["cost_denominator"] is not None)
-    n = max(cfg["certificate"]["n"] or [1])
+    n = cert_role_rows(cfg)
     manifest = Manifest(rd.path)
     data = manifest.read_finished(name)
     if data is not None:

@@ -11,6 +11,7 @@ it was trained on, which the certificates then state (see `ensure_prior`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -186,10 +187,42 @@ def ensure_costs(role: str, spec: WorldSpec, thetas: np.ndarray, seeds: np.ndarr
     return matrix
 
 
+def screen_columns(costs: np.ndarray, keep: int) -> list[int]:
+    """The `keep` policies of least mean cost on the screening rows, in increasing order; ties
+    go to the lower index. Column sums are exactly rounded (`math.fsum`), so every CPU keeps
+    the same policies (a BLAS or SIMD sum order could flip a near-tie)."""
+    sums = np.array([math.fsum(column) for column in np.asarray(costs, dtype=np.float64).T])
+    return sorted(int(i) for i in np.argsort(sums, kind="stable")[:keep])
+
+
+def ensure_screened(rd: RunDir, manifest: Manifest, cert: np.ndarray, rest: np.ndarray | None,
+                    columns: list[int], inputs: dict[str, Any],
+                    denominator: int | None) -> np.ndarray:
+    """costs/cert-screened: the kept columns of the screening rows, then the rows computed for
+    those columns only; what a screened certificate's cert_matrix names."""
+    name = RunDir.costs("cert-screened", rational=denominator is not None)
+    finished = manifest.read_checked(name, **inputs)
+    if finished is not None:
+        return matrix_from_bytes(finished, f"{name} in {rd.path}")
+    parts = [cert[:, columns]] + ([] if rest is None else [rest])
+    matrix = np.ascontiguousarray(np.vstack(parts), dtype=np.float64)
+    if denominator is None:
+        atomic_save_npy(rd / name, matrix)
+    else:
+        data = rational_bytes(matrix, denominator, "screened certification costs")
+        atomic_write_bytes(rd / name, data)
+        matrix = matrix_from_bytes(data, f"{name} in {rd.path}")
+    manifest.record(name, **inputs)
+    return matrix
+
+
 def certify(cfg: RunConfig, rd: RunDir, manifest: Manifest, cert: np.ndarray,
-            test: np.ndarray) -> dict[int, Certificate]:
-    """One certificate per N in the config (first N rows); certificate.json is the largest N."""
+            test: np.ndarray, columns: list[int] | None = None) -> dict[int, Certificate]:
+    """One certificate per N in the config (first N rows); certificate.json is the largest N.
+    With `columns` (a screened run), `cert` is costs/cert-screened and `test` holds those
+    columns: each posterior lives on them."""
     rational = cfg.storage.cost_denominator is not None
+    cert_name = RunDir.costs("cert" if columns is None else "cert-screened", rational)
     test_ref = _matrix(rd, manifest, RunDir.costs("test", rational), test)
     recorded = prior_seeds(rd, manifest)  # the prior's own seeds, else the config's claim
     trained_on = list(recorded) if recorded is not None else list(cfg.seeds.prior)
@@ -197,7 +230,7 @@ def certify(cfg: RunConfig, rd: RunDir, manifest: Manifest, cert: np.ndarray,
     trained_in = recorded_prior_world(rd / RunDir.PRIOR, manifest.sha(RunDir.PRIOR))
     out: dict[int, Certificate] = {}
     for n in sorted(cfg.certificate.n or []):
-        cert_ref = _matrix(rd, manifest, RunDir.costs("cert", rational), cert[:n])
+        cert_ref = _matrix(rd, manifest, cert_name, cert[:n])
         provenance = {
             "world": world,
             "seeds": {"prior": trained_on,
@@ -209,7 +242,8 @@ def certify(cfg: RunConfig, rd: RunDir, manifest: Manifest, cert: np.ndarray,
         if trained_in is not None:  # where the prior file says it was trained
             provenance["prior_world"] = trained_in
         c = build_certificate(cert_ref, cfg.certificate.delta, cfg.certificate.bound,
-                              cfg.certificate.solver, test=test_ref, provenance=provenance)
+                              cfg.certificate.solver, test=test_ref, provenance=provenance,
+                              columns=columns, m=cfg.policies.m)
         c.save(rd.certificate(n))
         out[n] = c
     if out:

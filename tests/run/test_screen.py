@@ -1,0 +1,127 @@
+"""A screened run (`certificate.screen`) on the toy world: every policy on the first rows, the
+kept ones on the rest and on the test set; the certificates verify in their run directory.
+
+Oracle: the toy world's closed-form costs, computed here independently of the pipeline.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from pacplan.config import parse_config
+from pacplan.errors import PacplanError
+from pacplan.pacbayes.posterior import optimize_gibbs
+from pacplan.report.document import write_report
+from pacplan.run.executors import SerialExecutor
+from pacplan.run.pipeline import run
+from pacplan.run.provenance import verify_certificate
+from pacplan.worlds.toy import ToyWorld
+
+BASE = {
+    "name": "toy-screen",
+    "world": {"name": "toy", "options": {"dim": 6, "shift": 0.3}},
+    "seeds": {"prior": [0, 300], "cert": [10_000, 10_240], "test": [20_000, 20_200]},
+    "es": {"iterations": 8, "envs_per_iter": 6, "pairs_per_env": 3, "seed": 1},
+    "executor": {"kind": "serial", "chunk_policies": 4, "chunk_seeds": 40},
+    "policies": {"m": 12, "seed": 3},
+    "certificate": {"n": [60, 120, 240], "delta": 0.05, "screen": {"rows": 80, "keep": 3}},
+    "baselines": [{"name": "zeros"}],
+    "report": {"trajectories": 0},
+}
+
+
+def _cfg(**certificate):
+    data = yaml.safe_load(yaml.safe_dump(BASE))
+    data["certificate"].update(certificate)
+    return parse_config(data)
+
+
+class CellCountingExecutor(SerialExecutor):
+    """Counts the cost cells (policy × environment) it computes."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.cells = 0
+
+    def _run(self, spec, tasks):
+        for i, blocks in super()._run(spec, tasks):
+            self.cells += sum(int(b.size) for b in blocks)
+            yield i, blocks
+
+
+@pytest.fixture(scope="module")
+def screened(tmp_path_factory) -> tuple[Path, CellCountingExecutor]:
+    out = tmp_path_factory.mktemp("screened")
+    ex = CellCountingExecutor(chunk_policies=4, chunk_seeds=40)
+    run(_cfg(), out, progress=False, executor=ex)
+    return out, ex
+
+
+def test_screened_run_computes_only_the_kept_policies_beyond_the_first_rows(screened):
+    out, ex = screened
+    # ES (8 iterations × 6 environments × 3 antithetic pairs), then 80 rows × 12 policies,
+    # 160 rows × 3 and 200 test × 3, and the baseline's 200
+    assert ex.cells == 8 * 6 * 3 * 2 + 80 * 12 + 160 * 3 + 200 * 3 + 200
+    thetas = np.load(out / "policies.npy")
+    world = ToyWorld(dim=6, shift=0.3)
+    first = world.costs(thetas, np.arange(10_000, 10_080))
+    kept = sorted(np.argsort(first.mean(axis=0), kind="stable")[:3].tolist())
+    np.testing.assert_array_equal(np.load(out / "costs" / "cert.npy"), first)
+    np.testing.assert_array_equal(np.load(out / "costs" / "cert-screened.npy"),
+                                  world.costs(thetas[kept], np.arange(10_000, 10_240)))
+    np.testing.assert_array_equal(np.load(out / "costs" / "test.npy"),
+                                  world.costs(thetas[kept], np.arange(20_000, 20_200)))
+    for n in (60, 120, 240):
+        c = verify_certificate(out / "certificates" / f"N{n}.json")
+        assert c.columns == kept and c.m == 12 and c.n == n and c.test_n == 200
+        assert c.kl >= math.log(12 / 3) - 1e-12  # KL against all 12, mass on 3
+        full = world.costs(thetas, np.arange(10_000, 10_000 + n))
+        assert c.certified >= optimize_gibbs(full, 0.05, "best").value - 1e-12
+    assert json.loads((out / "manifest.json").read_text())["costs/test.npy"]["inputs"][
+        "columns"] == kept
+
+
+def test_screened_run_resumes_computing_nothing_and_reports(screened):
+    out, _ = screened
+    ex = CellCountingExecutor(chunk_policies=4, chunk_seeds=40)
+    run(_cfg(), out, progress=False, executor=ex)
+    assert ex.cells == 0
+    report = write_report(out).read_text()
+    assert "| 240 |" in report and "baseline: zeros" in report
+
+
+def test_run_verify_refuses_columns_the_manifest_did_not_compute(screened, tmp_path):
+    import shutil
+
+    out = tmp_path / "copy"
+    shutil.copytree(screened[0], out)
+    path = out / "certificates" / "N240.json"
+    d = json.loads(path.read_text())
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["costs/test.npy"]["inputs"]["columns"] = [0, 1, 2]
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(PacplanError, match="columns are .* but manifest.json records "
+                       r"costs/test.npy computed for columns \[0, 1, 2\]"):
+        verify_certificate(path)
+    assert d["columns"] != [0, 1, 2]
+
+
+@pytest.mark.parametrize("screen, message", [
+    ({"rows": 80, "keep": 12}, "keep 12 is not below policies.m 12"),
+    ({"rows": 300, "keep": 3}, "rows 300 exceeds the largest certificate.n 240"),
+    ({"rows": 0, "keep": 3}, "screen.rows"),
+])
+def test_bad_screens_are_refused_naming_the_field(screen, message):
+    with pytest.raises(PacplanError, match=message):
+        _cfg(screen=screen)
+
+
+def test_screen_with_the_rep_solver_is_refused():
+    with pytest.raises(PacplanError, match="screen needs solver gibbs"):
+        _cfg(solver="rep")
