@@ -1,6 +1,6 @@
 """Carry finished work from one run into another run that would compute the same things.
 
-    python scripts/carry_rows.py SOURCE_RUN DEST_RUN
+    python scripts/carry_rows.py SOURCE_RUN DEST_RUN [--baselines]
 
 Why: the paper's sizes take many hours, so they are computed in stages that share their work.
 A stage run (`quadruped-paper-n1000`: the first 1000 certification rows and the test matrix of
@@ -15,6 +15,10 @@ anything:
 - the source's finished test and baseline matrices, with their manifest entries, when the
   destination has none yet. Runs that screen (`certificate.screen`) must screen alike; a
   screened run's rows beyond its screening rows (`costs/cert-rest`) stay its own.
+
+With `--baselines`, only the source's finished baseline matrices are copied, into a run that
+may have another prior (its own policies): a baseline's costs do not depend on them, so the
+paper's prior certified beside pacplan's need not fly the teacher again.
 
 It refuses unless both runs drew the same policies (sha256), in the same world, with the same
 first certification seed, test seeds, baselines, storage and chunk grid, and unless the
@@ -48,7 +52,8 @@ SAME_IN_BOTH = ("world", "storage", "baselines")
 SCREENED = ("cert-screened", "cert-rest")
 
 
-def carry(source_dir: Path, dest_dir: Path) -> dict[str, int | list[str]]:
+def carry(source_dir: Path, dest_dir: Path, baselines_only: bool = False
+          ) -> dict[str, int | list[str]]:
     """Move the source's finished work into the destination; returns what was kept and added.
     Nothing is written anywhere until every check has passed: a mistyped path is refused
     before the lock would create it (with its run.lock), and a refusal found under the lock
@@ -60,7 +65,7 @@ def carry(source_dir: Path, dest_dir: Path) -> dict[str, int | list[str]]:
             raise PacplanError(f"{rd.path}: the {role} is not a run directory ({what}); "
                                "nothing was written")
     with source.locked(), dest.locked():
-        return _carry(source, dest)
+        return _carry_baselines(source, dest) if baselines_only else _carry(source, dest)
 
 
 def _which(a: object, b: object) -> str:
@@ -75,27 +80,54 @@ def _which(a: object, b: object) -> str:
     return " (" + ", ".join(f"{k}: {oa.get(k)!r} and {ob.get(k)!r}" for k in keys) + ")"
 
 
-def _carry(source: RunDir, dest: RunDir) -> dict[str, int | list[str]]:
-    cfg_s, cfg_d = (config_to_dict(load_config(r / RunDir.CONFIG)) for r in (source, dest))
+def _same_baselines(cfg_s: dict, cfg_d: dict) -> None:
+    """What a baseline matrix is made from, alike in both runs (their policies aside)."""
     for key in SAME_IN_BOTH:
         if cfg_s[key] != cfg_d[key]:
             raise PacplanError(f"the runs differ in `{key}`{_which(cfg_s[key], cfg_d[key])}; "
                                "nothing the source computed is what the destination computes")
-    if cfg_d["storage"]["cost_denominator"] is not None:
-        raise PacplanError("runs with storage.cost_denominator store decoded rational costs, "
-                           "not the chunks' own values: not supported")
     grid_s, grid_d = ({k: c["executor"][k] for k in ("chunk_seeds", "chunk_policies")}
                       for c in (cfg_s, cfg_d))
     if grid_s != grid_d:  # a world may batch the rollouts of a chunk (results follow the grid)
         raise PacplanError(f"the runs' chunk grids differ ({grid_s} and {grid_d}): a world may "
                            "compute a chunk's rollouts as one batch, so the same cost may differ "
                            "in its last bits between them")
+    if cfg_s["seeds"]["test"] != cfg_d["seeds"]["test"]:
+        raise PacplanError("the runs have different test seeds")
+
+
+def _carry_baselines(source: RunDir, dest: RunDir) -> dict[str, int | list[str]]:
+    """The source's finished baseline matrices into a run of another prior (or policies): a
+    baseline's costs do not depend on them, so the paper's prior's run need not fly the
+    teacher again. Each is copied with its manifest entry; the destination's own run then
+    checks its inputs (world, options, weights, seeds) as for any matrix it finds."""
+    cfg_s, cfg_d = (config_to_dict(load_config(r / RunDir.CONFIG)) for r in (source, dest))
+    _same_baselines(cfg_s, cfg_d)
+    ms, md = Manifest(source.path), Manifest(dest.path)
+    names = [RunDir.costs(f"baseline-{b['name']}", cfg_s["storage"]["cost_denominator"]
+                          is not None) for b in cfg_s["baselines"]]
+    todo = [n for n in names if n not in md.entries and ms.read_finished(n) is not None]
+    if not todo:
+        raise PacplanError(f"{source.path} has no finished baseline matrix that {dest.path} "
+                           "lacks")
+    (dest / "costs").mkdir(exist_ok=True)
+    for name in todo:
+        shutil.copyfile(source / name, dest / name)
+        if md.record(name, **ms.inputs(name)) != ms.sha(name):
+            raise PacplanError(f"{dest / name} changed while it was copied")
+    return {"copied": todo}
+
+
+def _carry(source: RunDir, dest: RunDir) -> dict[str, int | list[str]]:
+    cfg_s, cfg_d = (config_to_dict(load_config(r / RunDir.CONFIG)) for r in (source, dest))
+    _same_baselines(cfg_s, cfg_d)
+    if cfg_d["storage"]["cost_denominator"] is not None:
+        raise PacplanError("runs with storage.cost_denominator store decoded rational costs, "
+                           "not the chunks' own values: not supported")
     screens = [c["certificate"].get("screen") for c in (cfg_s, cfg_d)]
     if screens[0] != screens[1]:  # the kept columns, so the test matrix, would differ
         raise PacplanError(f"the runs screen differently ({screens[0]} and {screens[1]}): "
                            "their test matrices hold other policies")
-    if cfg_s["seeds"]["test"] != cfg_d["seeds"]["test"]:
-        raise PacplanError("the runs have different test seeds")
     s0, d0 = cfg_s["seeds"]["cert"][0], cfg_d["seeds"]["cert"][0]
     if s0 != d0:
         raise PacplanError(f"the runs' certification rows start at different seeds ({s0} and "
@@ -152,9 +184,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("source_run", type=Path)
     ap.add_argument("dest_run", type=Path)
+    ap.add_argument("--baselines", action="store_true",
+                    help="copy only the finished baseline matrices, into a run of another prior")
     args = ap.parse_args(argv)
     try:
-        result = carry(args.source_run, args.dest_run)
+        result = carry(args.source_run, args.dest_run, baselines_only=args.baselines)
     except PacplanError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -239,6 +239,9 @@ class BaselineConfig(_Strict):
     world_options: dict[str, Any] = Field(default_factory=dict)
     weights: str | None = Field(None, description="a policy file (.safetensors or .npy) flown "
                                 "instead of all-zero weights; relative to the config's folder")
+    envs: int | None = Field(None, ge=1, description="fly it on the first `envs` test "
+                             "environments only (a costly baseline, such as the look-ahead "
+                             "teacher); its row and paired comparison use those")
 
     @field_validator("name")
     @classmethod
@@ -317,6 +320,11 @@ class RunConfig(_Strict):
             )
         if self.certificate.screen is not None:
             self._check_screen()
+        n_test = seed_range_size(self.seeds.test)
+        for base in self.baselines:
+            if base.envs is not None and base.envs > n_test:
+                raise ValueError(f"baseline {base.name!r}: envs {base.envs} exceeds the {n_test} "
+                                 f"seeds of seeds.test {list(self.seeds.test)}")
         return self
 
     def _check_screen(self) -> None:

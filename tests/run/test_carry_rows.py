@@ -180,3 +180,23 @@ def test_runs_that_screen_differently_are_refused(runs: dict[str, Path], tmp_pat
     big = _started(BIG_SCREENED, tmp_path / "big")
     with pytest.raises(PacplanError, match="the runs screen differently"):
         _script().carry(runs["stage"], big)
+
+
+def test_baselines_move_into_a_run_of_another_prior(runs: dict[str, Path], tmp_path: Path
+                                                    ) -> None:
+    """A baseline's costs do not depend on the run's policies: `--baselines` copies them into
+    a run with other policies (here: another policies.seed), which then flies none of them."""
+    other = {**BIG, "name": "toy-other", "policies": {**BIG["policies"], "seed": 11}}
+    dest = _started(other, tmp_path / "other")
+    code = _script().main(["--baselines", str(runs["reference"]), str(dest)])
+    assert code == 0
+    _run(other, dest)
+    timings = json.loads((dest / "timings.json").read_text())
+    assert timings[-1]["rollouts"]["baseline zeros"] == 0  # kept, not flown again
+    name = "costs/baseline-zeros.npy"
+    assert (dest / name).read_bytes() == (runs["reference"] / name).read_bytes()
+    fresh = tmp_path / "fresh"
+    _run(other, fresh)
+    assert (fresh / name).read_bytes() == (dest / name).read_bytes()
+    with pytest.raises(PacplanError, match="no finished baseline matrix that"):
+        _script().carry(runs["reference"], dest, baselines_only=True)

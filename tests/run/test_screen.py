@@ -125,3 +125,33 @@ def test_bad_screens_are_refused_naming_the_field(screen, message):
 def test_screen_with_the_rep_solver_is_refused():
     with pytest.raises(PacplanError, match="screen needs solver gibbs"):
         _cfg(solver="rep")
+
+
+def test_a_baseline_on_the_first_test_environments_only(tmp_path):
+    """`envs` flies a costly baseline on the first test environments; its report row and
+    paired comparison use exactly those, paired with the posterior's costs there."""
+    data = yaml.safe_load(yaml.safe_dump(BASE))
+    data["baselines"] = [{"name": "zeros"}, {"name": "zeros-short", "envs": 50}]
+    ex = CellCountingExecutor(chunk_policies=4, chunk_seeds=40)
+    run(parse_config(data), tmp_path, progress=False, executor=ex)
+    assert ex.cells == 8 * 6 * 3 * 2 + 80 * 12 + 160 * 3 + 200 * 3 + 200 + 50
+    short = np.load(tmp_path / "costs" / "baseline-zeros-short.npy")
+    full = np.load(tmp_path / "costs" / "baseline-zeros.npy")
+    np.testing.assert_array_equal(short, full[:50])
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["costs/baseline-zeros-short.npy"]["inputs"]["seeds"] == [20_000, 20_050]
+    report = write_report(tmp_path).read_text()
+    assert "baseline: zeros-short (first 50 test environments)" in report
+    c = verify_certificate(tmp_path / "certificate.json")
+    posterior = np.load(tmp_path / "costs" / "test.npy") @ c.matrix_p()
+    d = posterior[:50] - short[:, 0]
+    row = (f"| zeros-short (first 50) | {100 * short.mean():.2f} % "
+           f"| {100 * posterior[:50].mean():.2f} % | {100 * d.mean():+.2f} pts [")
+    assert row in report
+
+
+def test_a_baseline_on_more_environments_than_the_test_set_is_refused():
+    data = yaml.safe_load(yaml.safe_dump(BASE))
+    data["baselines"] = [{"name": "zeros", "envs": 201}]
+    with pytest.raises(PacplanError, match="baseline 'zeros': envs 201 exceeds the 200 seeds"):
+        parse_config(data)

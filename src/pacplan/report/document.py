@@ -80,7 +80,8 @@ def _costs(cfg: RunConfig, role: str) -> str:
 
 def _baselines(rd: RunDir, manifest: Manifest, cfg: RunConfig,
                test: np.ndarray | None) -> dict[str, np.ndarray]:
-    """The baselines' hash-checked test columns, computed on the test matrix's environments."""
+    """The baselines' hash-checked test columns, computed on the test matrix's environments
+    (a baseline with `envs`: on its first ones, which its row and paired comparison then use)."""
     test_seeds = manifest.inputs(_costs(cfg, "test")).get("seeds")
     out = {}
     for base in cfg.baselines:
@@ -89,11 +90,13 @@ def _baselines(rd: RunDir, manifest: Manifest, cfg: RunConfig,
         if costs is None:
             continue
         seeds = manifest.inputs(name).get("seeds")
-        if test is None or seeds != test_seeds:
+        prefix = (isinstance(seeds, list) and isinstance(test_seeds, list) and len(seeds) == 2
+                  and seeds[0] == test_seeds[0] and seeds[0] < seeds[1] <= test_seeds[1])
+        if test is None or not (seeds == test_seeds or (base.envs is not None and prefix)):
             raise PacplanError(f"{name} in {rd.path} was computed on seeds {seeds!r}, the test "
                                f"matrix on {test_seeds!r}: a comparison needs the same ones")
-        out[base.name], _ = check_unit_costs(costs, f"{name} in {rd.path}",
-                                             shape=(test.shape[0], 1))
+        rows = test.shape[0] if seeds == test_seeds else int(seeds[1] - seeds[0])
+        out[base.name], _ = check_unit_costs(costs, f"{name} in {rd.path}", shape=(rows, 1))
     return out
 
 

@@ -121,18 +121,20 @@ def _baselines(cfg: RunConfig, rd: RunDir, manifest: Manifest, ex: Executor, dim
     """One test-cost column per baseline: its world options and all-zero or given weights."""
     for base in cfg.baselines:
         spec = world_spec(cfg, **base.world_options)
+        seeds = test_seeds if base.envs is None else test_seeds[: base.envs]
         inputs: dict[str, Any] = {"world": {"name": spec.name, "options": spec.options},
-                                  "seeds": list(cfg.seeds.test)}
+                                  "seeds": list(cfg.seeds.test) if base.envs is None
+                                  else [int(seeds[0]), int(seeds[-1]) + 1]}
         if base.weights is None:
             fixed = np.zeros((1, dim), dtype=np.float32)
         else:  # the file's content is an input, not its path
             fixed = load_theta(base.weights, dim, cfg.world.name)[None, :]
             inputs["weights_sha256"] = sha256_bytes(fixed.tobytes())
         name = f"baseline {base.name}"
-        step(name, lambda base=base, spec=spec, inputs=inputs, fixed=fixed, name=name:
-             ensure_costs(f"baseline-{base.name}", spec, fixed, test_seeds, rd, manifest, ex,
-                          inputs, progress, cfg.storage.cost_denominator,
-                          computed=counter(name)))
+        step(name, lambda base=base, spec=spec, inputs=inputs, fixed=fixed, name=name,
+             seeds=seeds: ensure_costs(f"baseline-{base.name}", spec, fixed, seeds, rd,
+                                       manifest, ex, inputs, progress,
+                                       cfg.storage.cost_denominator, computed=counter(name)))
 
 
 def cost_inputs(policies_sha: str, world: dict[str, Any], seeds: np.ndarray) -> dict[str, Any]:
