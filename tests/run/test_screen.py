@@ -155,3 +155,22 @@ def test_a_baseline_on_more_environments_than_the_test_set_is_refused():
     data["baselines"] = [{"name": "zeros", "envs": 201}]
     with pytest.raises(PacplanError, match="baseline 'zeros': envs 201 exceeds the 200 seeds"):
         parse_config(data)
+
+
+def test_plan_n_predicts_a_screened_run_as_it_certifies(screened):
+    """plan-n on a screened run: the posterior on the policies the first K rows keep (KL
+    against all 12), and rollouts counted as the run flies them (all 12 on its 80 screening
+    rows, 3 beyond); the run has them all, so none more."""
+    from pacplan.pacbayes.posterior import optimize_gibbs_columns
+    from pacplan.run.plan import plan_n
+
+    out, _ = screened
+    plan = plan_n(out, 240, rows=80)
+    thetas = np.load(out / "policies.npy")
+    first = ToyWorld(dim=6, shift=0.3).costs(thetas, np.arange(10_000, 10_080))
+    kept = sorted(np.argsort(first.mean(axis=0), kind="stable")[:3].tolist())
+    at_80 = optimize_gibbs_columns(first[:, kept], 12, 0.05, "best")
+    assert plan.certified_at_rows == pytest.approx(at_80.value, rel=1e-12)
+    assert plan.predicted_kl >= math.log(12 / 3) - 1e-12
+    assert (plan.rollouts, plan.rollouts_more, plan.screened) == (80 * 12 + 160 * 3, 0, [80, 3])
+    assert plan_n(out, 1000, rows=80).rollouts_more == 760 * 3

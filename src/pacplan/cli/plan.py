@@ -33,7 +33,13 @@ def plan_n_cmd(
                   f"({plan.predicted_certified_by}, KL {plan.predicted_kl:.2f}, "
                   f"δ = {plan.delta:g})",
                   soft_wrap=True)
-    cost = f"{plan.rollouts:,} rollouts in all ({plan.target_n:,} × m = {plan.m})"
+    if plan.screened is None:
+        cost = f"{plan.rollouts:,} rollouts in all ({plan.target_n:,} × m = {plan.m})"
+    else:
+        rows, keep = plan.screened
+        first = min(plan.target_n, rows)
+        cost = (f"{plan.rollouts:,} rollouts in all, screened ({first:,} × m = {plan.m}, then "
+                f"{plan.target_n - first:,} × {keep} kept)")
     if plan.rollouts_more:
         cost += f", {plan.rollouts_more:,} more than this run has"
         if plan.predicted_seconds is not None and plan.seconds_per_rollout is not None:

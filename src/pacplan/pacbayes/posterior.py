@@ -39,7 +39,8 @@ from pacplan.validation import check_choice, check_probability_vector
 # part of this module's interface too, where callers have always found them
 __all__ = ["DECISION_TOLERANCE", "Posterior", "column_means", "column_prior",
            "evaluate_posterior", "kl_divergence", "mixture_costs", "optimize", "optimize_gibbs",
-           "optimize_gibbs_columns", "optimize_gibbs_means", "uniform_prior"]
+           "optimize_gibbs_columns", "optimize_gibbs_columns_means", "optimize_gibbs_means",
+           "uniform_prior"]
 
 # --------------------------------------------------------------------------- Gibbs (default)
 
@@ -212,9 +213,20 @@ def optimize_gibbs_columns(costs: np.ndarray, m: int, delta: float, bound: str =
     if not isinstance(m, int | np.integer) or isinstance(m, bool) or m < k:
         raise PacplanError(f"the prior's m must be a whole number ≥ the {k} computed columns, "
                            f"got {m!r}")
+    return optimize_gibbs_columns_means(column_means(costs), costs.shape[0], int(m), delta, bound,
+                                        grid_points)
+
+
+def optimize_gibbs_columns_means(cbar: np.ndarray, n: int, m: int, delta: float,
+                                 bound: str = "best", grid_points: int = 129) -> Posterior:
+    """`optimize_gibbs_columns` from the kept columns' means c̄ alone, as if from N = `n`
+    environments (what `pacplan plan-n` predicts a screened run with)."""
+    cbar = np.asarray(cbar, dtype=np.float64)
+    if cbar.ndim != 1 or cbar.size < 1 or not np.all(np.isfinite(cbar)) or m < cbar.size:
+        raise PacplanError(f"column means must be a non-empty finite vector of at most m = {m} "
+                           f"columns, got shape {cbar.shape}")
     validate_choice(bound, delta)
-    cbar, n = column_means(costs), costs.shape[0]
-    weights = column_prior(int(m), k)
+    weights = column_prior(m, cbar.size)
     curve = _GibbsCurve(cbar, weights)
     beta = _gibbs_search(curve, bound_objective(bound, n, delta), grid_points)
     return posterior_at(curve.p(beta), cbar, n, weights, bound, delta, "gibbs", beta)

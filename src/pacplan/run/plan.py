@@ -4,7 +4,9 @@ Environments are the lever on the bound's ln(2√N/δ)/N term, and they are the 
 a user should see the answer before paying for it. The prediction holds the column means c̄ of
 the first K rows of the certification matrix fixed and re-optimizes the posterior for N (the
 exact Gibbs search, `optimize_gibbs_means`); only sampling noise in c̄ separates it from the
-certificate N environments would give. The cost comes from the run's own recorded time per
+certificate N environments would give. A screened run (`certificate.screen`) is predicted as
+it certifies: the posterior on the policies the first K rows keep, their KL against all m, and
+only those flown beyond its screening rows. The cost comes from the run's own recorded time per
 certification rollout on the machine that made it. A run still computing its matrix is
 predicted from the leading rows its chunk folder holds whole.
 
@@ -28,9 +30,14 @@ from pacplan.config import load_config
 from pacplan.errors import PacplanError
 from pacplan.pacbayes import bounds
 from pacplan.pacbayes.matrices import matrix_from_bytes
-from pacplan.pacbayes.posterior import column_means, optimize_gibbs_means
+from pacplan.pacbayes.posterior import (
+    column_means,
+    optimize_gibbs_columns_means,
+    optimize_gibbs_means,
+)
 from pacplan.run.rows import leading_cert_rows
 from pacplan.run.rundir import Manifest, RunDir, read_timings, timing_number, timing_raw
+from pacplan.run.stages import screen_columns
 from pacplan.validation import check_unit_costs
 
 
@@ -49,11 +56,12 @@ class NPlan:
     predicted_certified: float
     predicted_certified_by: str
     predicted_kl: float
-    rollouts: int  # target_n × m
+    rollouts: int  # target_n × m (screened: R × m + (target_n − R) × keep)
     rollouts_more: int  # beyond the rows this run already has
     seconds_per_rollout: float | None  # as measured when this run computed its matrix
     predicted_seconds: float | None  # for rollouts_more at that rate
     timing_notes: tuple[str, ...] = ()  # timings.json entries left out of the rate, and why
+    screened: list[int] | None = None  # [rows, keep] of a screened run's certificate.screen
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -75,14 +83,24 @@ def plan_n(run_dir: str | Path, target_n: int, rows: int | None = None) -> NPlan
         raise PacplanError(f"--target-n {target_n} is below --rows {k}: the prediction is for "
                            "a larger N than the rows it starts from")
     delta, bound = cfg.certificate.delta, cfg.certificate.bound
-    cbar = column_means(cert[:k])
-    here = optimize_gibbs_means(cbar, k, delta, bound)
-    there = optimize_gibbs_means(cbar, target_n, delta, bound)
+    m, screen = cert.shape[1], cfg.certificate.screen
+    if screen is None:
+        cbar = column_means(cert[:k])
+        here = optimize_gibbs_means(cbar, k, delta, bound)
+        there = optimize_gibbs_means(cbar, target_n, delta, bound)
+        total = int(target_n) * m
+        whole = max(available, *(cfg.certificate.n or [1])) * m  # one invocation's most
+    else:  # a screened run: the policies the first K rows keep, and only those beyond its rows
+        kept = cert[:k, screen_columns(cert[:k], screen.keep)]
+        cbar = column_means(kept)
+        here = optimize_gibbs_columns_means(cbar, k, m, delta, bound)
+        there = optimize_gibbs_columns_means(cbar, target_n, m, delta, bound)
+        rows_all = min(int(target_n), screen.rows)
+        total = rows_all * m + (int(target_n) - rows_all) * screen.keep
+        whole = screen.rows * m  # its costs/cert: the screening rows
     values = bounds.all_bounds(there.emp_cost, there.kl, target_n, delta)
     by = min(values, key=values.get)
-    m = cert.shape[1]
-    more = max(0, target_n - available) * m
-    whole = max(available, *(cfg.certificate.n or [1])) * m  # what one invocation can compute
+    more = max(0, total - available * m - _screened_rollouts(rd, cfg))
     rate, notes = _seconds_per_rollout(rd, available * m, whole)
     predicted = None if rate is None else rate * more
     if predicted is not None and not math.isfinite(predicted):
@@ -93,8 +111,21 @@ def plan_n(run_dir: str | Path, target_n: int, rows: int | None = None) -> NPlan
         emp_cost=here.emp_cost,
         certified_at_rows=min(bounds.all_bounds(here.emp_cost, here.kl, k, delta).values()),
         predicted_certified=values[by], predicted_certified_by=by, predicted_kl=there.kl,
-        rollouts=int(target_n) * m, rollouts_more=more, seconds_per_rollout=rate,
-        predicted_seconds=predicted, timing_notes=tuple(notes))
+        rollouts=total, rollouts_more=more, seconds_per_rollout=rate,
+        predicted_seconds=predicted, timing_notes=tuple(notes),
+        screened=None if screen is None else [screen.rows, screen.keep])
+
+
+def _screened_rollouts(rd: RunDir, cfg: Any) -> int:
+    """The rollouts a screened run has flown beyond its screening rows (its finished
+    costs/cert-rest, by the seeds the manifest records; 0 for none)."""
+    if cfg.certificate.screen is None:
+        return 0
+    name = RunDir.costs("cert-rest", cfg.storage.cost_denominator is not None)
+    seeds = Manifest(rd.path).inputs(name).get("seeds")
+    if not (isinstance(seeds, list) and len(seeds) == 2):
+        return 0
+    return max(0, int(seeds[1]) - int(seeds[0])) * cfg.certificate.screen.keep
 
 
 def _certification_matrix(rd: RunDir, rational: bool) -> np.ndarray:
