@@ -253,7 +253,6 @@ def _run(cfg: RunConfig, rd: RunDir, prior_file: str | Path | None, progress: bo
         n_cert = max(cfg.certificate.n or [1])
         screen = cfg.certificate.screen
         seeds = _seed_array(cfg.seeds.cert, n_cert)
-        roles = {"cert": seeds[: screen.rows] if screen else seeds}
         matrices: dict[str, np.ndarray] = {}
         columns: list[int] | None = None
         policies, extra = thetas, {}
@@ -264,7 +263,7 @@ def _run(cfg: RunConfig, rd: RunDir, prior_file: str | Path | None, progress: bo
                 role, spec, policies, role_seeds, rd, manifest, ex, inputs, progress,
                 cfg.storage.cost_denominator, log=say, computed=counter(f"{role} costs")))
 
-        costs("cert", roles["cert"])
+        costs("cert", seeds[: screen.rows] if screen else seeds)  # every policy
         if screen is not None:  # the rest of the rows and the test set: kept policies only
             columns = screen_columns(matrices["cert"], screen.keep)
             say(f"screened: policies {columns} kept (least cost on the first "
