@@ -94,6 +94,9 @@ def test_screened_run_resumes_computing_nothing_and_reports(screened):
     assert ex.cells == 0
     report = write_report(out).read_text()
     assert "| 240 |" in report and "baseline: zeros" in report
+    kept = verify_certificate(out / "certificate.json").columns
+    assert (f"then only the 3 of least cost there (policies {', '.join(map(str, kept))}) on the "
+            "rest") in report
 
 
 def test_run_verify_refuses_columns_the_manifest_did_not_compute(screened, tmp_path):

@@ -254,7 +254,20 @@ def _header(cfg: RunConfig, last: Certificate) -> list[str]:
         "environments, with a 99 % Chernoff–kl interval. Every certificate below was verified "
         "(`pacplan verify`) and every matrix checked against manifest.json before printing.",
         "",
+        *_screened(cfg, last),
     ]
+
+
+def _screened(cfg: RunConfig, last: Certificate) -> list[str]:
+    """A screened run says which policies its posteriors live on, and why that is valid."""
+    if last.columns is None or cfg.certificate.screen is None:
+        return []
+    rows = cfg.certificate.screen.rows
+    return [f"Screened (`certificate.screen`): all {last.m} policies on the first {rows:,} "
+            f"certification environments, then only the {len(last.columns)} of least cost there "
+            f"(policies {', '.join(str(i) for i in last.columns)}) on the rest and on the test "
+            "set. Each posterior lives on those, its KL still taken against the uniform prior "
+            f"over all {last.m}, so each bound holds as stated.", ""]
 
 
 def write_report(run_dir: str | Path) -> Path:
