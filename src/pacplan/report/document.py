@@ -260,7 +260,7 @@ def _header(cfg: RunConfig, last: Certificate) -> list[str]:
 
 def _screened(cfg: RunConfig, last: Certificate) -> list[str]:
     """A screened run says which policies its posteriors live on, and why that is valid."""
-    if last.columns is None or cfg.certificate.screen is None:
+    if cfg.certificate.screen is None or last.columns is None:
         return []
     rows = cfg.certificate.screen.rows
     return [f"Screened (`certificate.screen`): all {last.m} policies on the first {rows:,} "
