@@ -57,6 +57,22 @@ def fails_in_one_line(check: Callable[[Path], Any], path: Path, *words: str) -> 
     return message
 
 
+class CountingExecutor(SerialExecutor):
+    """A serial executor that counts what it computes: `computed` tasks (chunks) and `cells`
+    (policy × environment costs)."""
+
+    def __init__(self, **kw: int) -> None:
+        super().__init__(**kw)
+        self.computed = 0
+        self.cells = 0
+
+    def _run(self, spec: Any, tasks: Any) -> Iterator[Any]:
+        for i, blocks in super()._run(spec, tasks):
+            self.computed += 1
+            self.cells += sum(int(b.size) for b in blocks)
+            yield i, blocks
+
+
 class StopAfter(SerialExecutor):
     """A serial executor interrupted (as by Ctrl-C) after `chunks` cert-cost chunks."""
 

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 import yaml
 
+from helpers import CountingExecutor
 from pacplan.config import load_config, parse_config
 from pacplan.errors import PacplanError
 from pacplan.report.document import write_report
-from pacplan.run.executors import SerialExecutor
 from pacplan.run.pipeline import run
 from pacplan.run.provenance import verify_certificate as verify
 
@@ -38,19 +38,6 @@ def _cfg(**changes):
     for key, value in changes.items():
         data[key] = value
     return parse_config(data)
-
-
-class CountingExecutor(SerialExecutor):
-    """Serial executor that counts the chunks it actually computes."""
-
-    def __init__(self, **kw):
-        super().__init__(**kw)
-        self.computed = 0
-
-    def _run(self, spec, tasks):
-        for item in super()._run(spec, tasks):
-            self.computed += 1
-            yield item
 
 
 def test_end_to_end_certificates_verify_and_report(tmp_path: Path):

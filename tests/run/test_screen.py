@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 import yaml
 
+from helpers import CountingExecutor
 from pacplan.config import parse_config
 from pacplan.errors import PacplanError
 from pacplan.pacbayes.posterior import optimize_gibbs
 from pacplan.report.document import write_report
-from pacplan.run.executors import SerialExecutor
 from pacplan.run.pipeline import run
 from pacplan.run.provenance import verify_certificate
 from pacplan.worlds.toy import ToyWorld
@@ -42,23 +42,10 @@ def _cfg(**certificate):
     return parse_config(data)
 
 
-class CellCountingExecutor(SerialExecutor):
-    """Counts the cost cells (policy × environment) it computes."""
-
-    def __init__(self, **kw):
-        super().__init__(**kw)
-        self.cells = 0
-
-    def _run(self, spec, tasks):
-        for i, blocks in super()._run(spec, tasks):
-            self.cells += sum(int(b.size) for b in blocks)
-            yield i, blocks
-
-
 @pytest.fixture(scope="module")
-def screened(tmp_path_factory) -> tuple[Path, CellCountingExecutor]:
+def screened(tmp_path_factory) -> tuple[Path, CountingExecutor]:
     out = tmp_path_factory.mktemp("screened")
-    ex = CellCountingExecutor(chunk_policies=4, chunk_seeds=40)
+    ex = CountingExecutor(chunk_policies=4, chunk_seeds=40)
     run(_cfg(), out, progress=False, executor=ex)
     return out, ex
 
@@ -89,7 +76,7 @@ def test_screened_run_computes_only_the_kept_policies_beyond_the_first_rows(scre
 
 def test_screened_run_resumes_computing_nothing_and_reports(screened):
     out, _ = screened
-    ex = CellCountingExecutor(chunk_policies=4, chunk_seeds=40)
+    ex = CountingExecutor(chunk_policies=4, chunk_seeds=40)
     run(_cfg(), out, progress=False, executor=ex)
     assert ex.cells == 0
     report = write_report(out).read_text()
@@ -135,7 +122,7 @@ def test_a_baseline_on_the_first_test_environments_only(tmp_path):
     paired comparison use exactly those, paired with the posterior's costs there."""
     data = yaml.safe_load(yaml.safe_dump(BASE))
     data["baselines"] = [{"name": "zeros"}, {"name": "zeros-short", "envs": 50}]
-    ex = CellCountingExecutor(chunk_policies=4, chunk_seeds=40)
+    ex = CountingExecutor(chunk_policies=4, chunk_seeds=40)
     run(parse_config(data), tmp_path, progress=False, executor=ex)
     assert ex.cells == 8 * 6 * 3 * 2 + 80 * 12 + 160 * 3 + 200 * 3 + 200 + 50
     short = np.load(tmp_path / "costs" / "baseline-zeros-short.npy")

@@ -296,7 +296,7 @@ def _write_report(rd: RunDir) -> Path:
     last = certs[max(certs)]
     cfg = load_config(rd / RunDir.CONFIG)
     manifest = Manifest(rd.path)
-    cert_role = "cert" if last.columns is None else "cert-screened"
+    cert_role = RunDir.cert_role(last.columns)
     cert = _checked_matrix(rd, manifest, _costs(cfg, cert_role))
     if cert is None:
         raise PacplanError(f"{rd.path} has no {_costs(cfg, cert_role)}; run `pacplan run` "

@@ -69,7 +69,7 @@ def _check_against_run(run: Path, loaded: Loaded) -> list[str]:
     problems += _check_prior_world(run, manifest, prov)
     if drawn.get("m") != c.m:
         problems.append(f"m is {c.m} but manifest.json records {drawn.get('m')!r} policies")
-    cert_role = "cert" if c.columns is None else "cert-screened"
+    cert_role = RunDir.cert_role(c.columns)
     problems += _check_matrix_inputs(run, manifest, cert_role, c.cert_matrix, prov, c.columns)
     if c.test_matrix is not None:
         problems += _check_matrix_inputs(run, manifest, "test", c.test_matrix, prov, c.columns)

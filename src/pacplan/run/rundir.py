@@ -87,6 +87,12 @@ class RunDir:
         `rational` (config `storage.cost_denominator`) stores numerators and a denominator."""
         return f"costs/{role}{RATIONAL_SUFFIX if rational else '.npy'}"
 
+    @staticmethod
+    def cert_role(columns: list[int] | None) -> str:
+        """The role of the matrix a certificate's cert_matrix names: cert, or for a screened
+        certificate (its `columns`) cert-screened."""
+        return "cert" if columns is None else "cert-screened"
+
     def chunks(self, role: str) -> Path:
         return self.path / "costs" / f"{role}.chunks"
 

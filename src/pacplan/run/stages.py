@@ -200,7 +200,7 @@ def ensure_screened(rd: RunDir, manifest: Manifest, cert: np.ndarray, rest: np.n
                     denominator: int | None) -> np.ndarray:
     """costs/cert-screened: the kept columns of the screening rows, then the rows computed for
     those columns only; what a screened certificate's cert_matrix names."""
-    name = RunDir.costs("cert-screened", rational=denominator is not None)
+    name = RunDir.costs(RunDir.cert_role(columns), rational=denominator is not None)
     finished = manifest.read_checked(name, **inputs)
     if finished is not None:
         return matrix_from_bytes(finished, f"{name} in {rd.path}")
@@ -222,7 +222,7 @@ def certify(cfg: RunConfig, rd: RunDir, manifest: Manifest, cert: np.ndarray,
     With `columns` (a screened run), `cert` is costs/cert-screened and `test` holds those
     columns: each posterior lives on them."""
     rational = cfg.storage.cost_denominator is not None
-    cert_name = RunDir.costs("cert" if columns is None else "cert-screened", rational)
+    cert_name = RunDir.costs(RunDir.cert_role(columns), rational)
     test_ref = _matrix(rd, manifest, RunDir.costs("test", rational), test)
     recorded = prior_seeds(rd, manifest)  # the prior's own seeds, else the config's claim
     trained_on = list(recorded) if recorded is not None else list(cfg.seeds.prior)
