@@ -1,13 +1,21 @@
-"""One Rich progress bar for every long step (ES iterations, cost-matrix chunks).
+"""One progress display for every long step (ES iterations, cost-matrix chunks).
 
-A disabled bar is a no-op object with the same methods, so callers never branch on `progress`.
+On a terminal or in a notebook it is a Rich bar. Written to a file or a pipe (`nohup pacplan
+run … > log`, a batch scheduler) a bar would show nothing until the step ends, so there it is a
+plain line every few minutes instead: done/total, the rate of this invocation and the time left
+at that rate. A disabled display is a no-op object with the same methods, so callers never
+branch.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import sys
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TextIO
+
+LINE_EVERY_S = 300.0  # a plain progress line at most this often
 
 
 class _Bar:
@@ -23,11 +31,81 @@ class _Bar:
         self._progress.update(self._task, advance=1, **kwargs)
 
 
+def _duration(seconds: float) -> str:
+    """'2 h 05 min', '7 min', '40 s': coarse, for a human reading a log."""
+    s = round(seconds)
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min"
+    return f"{s // 3600} h {s % 3600 // 60:02d} min"
+
+
+class LineProgress:
+    """Progress as plain lines: one when `every_s` has passed since the last, and one at the
+    end. The rate counts only units done in this invocation (resumed ones took no time here)."""
+
+    def __init__(self, label: str, total: int, done: int = 0, stream: TextIO | None = None,
+                 every_s: float = LINE_EVERY_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.label, self.total, self.done = label, total, done
+        self._start_done = done
+        self._note: str | None = None
+        self._stream = stream
+        self._every = every_s
+        self._clock = clock
+        self._t0 = self._last = clock()
+
+    def advance(self, description: str | None = None) -> None:
+        """One more unit done (`description`, e.g. the latest ES cost, ends the next line)."""
+        self.done += 1
+        self._note = description
+        now = self._clock()
+        if now - self._last >= self._every:
+            self._last = now
+            self._write(self.line(now))
+
+    def line(self, now: float | None = None) -> str:
+        """'cert costs: 320/500 (64 %), 1.45 a minute, about 2 h 08 min left'."""
+        now = self._clock() if now is None else now
+        text = f"{self.label}: {self.done}/{self.total} ({100 * self.done // max(self.total, 1)} %)"
+        here, elapsed = self.done - self._start_done, now - self._t0
+        if here > 0 and elapsed > 0:
+            rate = here / elapsed
+            text += f", {rate * 60:.3g} a minute"
+            if self.done < self.total:
+                text += f", about {_duration((self.total - self.done) / rate)} left"
+            else:
+                text += f", {here} in {_duration(elapsed)}"
+        return text if self._note is None else f"{text}; {self._note}"
+
+    def finish(self) -> None:
+        """The last line, when any unit was done here (a step that had nothing left says
+        nothing more than its 'resumed' line)."""
+        if self.done > self._start_done:
+            self._write(self.line())
+
+    def _write(self, text: str) -> None:
+        stream = self._stream if self._stream is not None else sys.stdout
+        print(text, file=stream, flush=True)
+
+
 @contextmanager
-def progress_bar(enabled: bool, label: str, total: int, done: int = 0) -> Iterator[_Bar]:
-    """A bar of `total` units with `done` already finished (shown when resuming)."""
+def progress_bar(enabled: bool, label: str, total: int, done: int = 0) -> Iterator[Any]:
+    """A display of `total` units with `done` already finished (shown when resuming): a Rich
+    bar on a terminal, plain lines elsewhere."""
     if not enabled:
         yield _Bar(None, None)
+        return
+    from rich.console import Console
+
+    console = Console()
+    if not (console.is_terminal or console.is_jupyter):  # a notebook draws Rich's bar itself
+        lines = LineProgress(label, total, done)
+        try:
+            yield lines
+        finally:
+            lines.finish()
         return
     from rich.progress import (
         BarColumn,
