@@ -57,3 +57,13 @@ def test_off_a_terminal_the_display_is_lines(capsys: pytest.CaptureFixture[str])
         bar.advance()
         bar.advance()
     assert capsys.readouterr().out.startswith("cert costs: 2/2 (100 %), ")
+
+
+def test_a_fast_rate_reads_as_a_whole_number() -> None:
+    clock, out = Clock(), io.StringIO()
+    bar = LineProgress("test costs", total=12000, stream=out, every_s=1e9, clock=clock)
+    for _ in range(12000):
+        bar.advance()
+    clock.t += 2  # 12,000 units in 2 s: 360,000 a minute
+    bar.finish()
+    assert out.getvalue() == "test costs: 12000/12000 (100 %), 360,000 a minute, 12000 in 2 s\n"

@@ -72,7 +72,8 @@ class LineProgress:
         here, elapsed = self.done - self._start_done, now - self._t0
         if here > 0 and elapsed > 0:
             rate = here / elapsed
-            text += f", {rate * 60:.3g} a minute"
+            per_min = rate * 60
+            text += f", {per_min:,.0f} a minute" if per_min >= 10 else f", {per_min:.3g} a minute"
             if self.done < self.total:
                 text += f", about {_duration((self.total - self.done) / rate)} left"
             else:
