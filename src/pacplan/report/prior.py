@@ -22,8 +22,8 @@ from pacplan.io.files import (
 from pacplan.pacbayes.record import relative_path
 from pacplan.presets import shipped_priors
 from pacplan.report.markdown import code, text
-from pacplan.report.tables import duration
 from pacplan.run.curve import plot_training_curve
+from pacplan.run.progress import duration
 from pacplan.run.rundir import Manifest, RunDir
 from pacplan.validation import is_int
 

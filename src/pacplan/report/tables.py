@@ -15,6 +15,7 @@ from pacplan.pacbayes.certificate import confidence_interval
 from pacplan.pacbayes.posterior import mixture_costs
 from pacplan.pacbayes.record import Certificate
 from pacplan.report.markdown import text
+from pacplan.run.progress import duration
 
 # The paper's Table 1 (Veer & Majumdar, CoRL 2020), δ = 0.01, m = 50, per world: for each N the
 # bound it reports and, where it states one, the test cost of that N's posterior. UAV: the figures
@@ -174,13 +175,6 @@ def paired_comparison(p: np.ndarray, test: np.ndarray, baselines: dict[str, np.n
 
 
 # ---------------------------------------------------------------------------- the prior
-def duration(seconds: float) -> str:
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    minutes = round(seconds / 60)
-    return f"{minutes} min" if minutes < 60 else f"{minutes // 60} h {minutes % 60} min"
-
-
 def _seconds(value: float) -> str:
     return f"{value:,.1f}" if value >= 10 else f"{value:.2f}"
 

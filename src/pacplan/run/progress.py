@@ -31,14 +31,12 @@ class _Bar:
         self._progress.update(self._task, advance=1, **kwargs)
 
 
-def _duration(seconds: float) -> str:
-    """'2 h 05 min', '7 min', '40 s': coarse, for a human reading a log."""
-    s = round(seconds)
-    if s < 60:
-        return f"{s} s"
-    if s < 3600:
-        return f"{s // 60} min"
-    return f"{s // 3600} h {s % 3600 // 60:02d} min"
+def duration(seconds: float) -> str:
+    """'40.0 s', '7 min', '2 h 5 min': coarse, for a human reading a log or a report."""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes = round(seconds / 60)
+    return f"{minutes} min" if minutes < 60 else f"{minutes // 60} h {minutes % 60} min"
 
 
 class LineProgress:
@@ -66,7 +64,7 @@ class LineProgress:
             self._write(self.line(now))
 
     def line(self, now: float | None = None) -> str:
-        """'cert costs: 320/500 (64 %), 1.45 a minute, about 2 h 08 min left'."""
+        """'cert costs: 320/500 (64 %), 1.45 a minute, about 2 h 8 min left'."""
         now = self._clock() if now is None else now
         text = f"{self.label}: {self.done}/{self.total} ({100 * self.done // max(self.total, 1)} %)"
         here, elapsed = self.done - self._start_done, now - self._t0
@@ -75,9 +73,9 @@ class LineProgress:
             per_min = rate * 60
             text += f", {per_min:,.0f} a minute" if per_min >= 10 else f", {per_min:.3g} a minute"
             if self.done < self.total:
-                text += f", about {_duration((self.total - self.done) / rate)} left"
+                text += f", about {duration((self.total - self.done) / rate)} left"
             else:
-                text += f", {here} in {_duration(elapsed)}"
+                text += f", {here} in {duration(elapsed)}"
         return text if self._note is None else f"{text}; {self._note}"
 
     def finish(self) -> None:
@@ -92,7 +90,8 @@ class LineProgress:
 
 
 @contextmanager
-def progress_bar(enabled: bool, label: str, total: int, done: int = 0) -> Iterator[Any]:
+def progress_bar(enabled: bool, label: str, total: int, done: int = 0
+                 ) -> Iterator[_Bar | LineProgress]:
     """A display of `total` units with `done` already finished (shown when resuming): a Rich
     bar on a terminal, plain lines elsewhere."""
     if not enabled:
