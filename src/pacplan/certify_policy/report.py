@@ -15,9 +15,9 @@ import json
 from pathlib import Path
 
 from pacplan.certify_policy.provenance import KEY, verify_saved_certificate
-from pacplan.certify_policy.store import CERTIFICATE, LOCK, MARK
+from pacplan.certify_policy.store import CERTIFICATE, LOCK, MARK, policy_labels
 from pacplan.errors import PacplanError
-from pacplan.io.files import atomic_write_text, read_file_bytes
+from pacplan.io.files import atomic_write_text
 from pacplan.pacbayes.record import Certificate
 from pacplan.report.html import markdown_to_html
 from pacplan.report.markdown import code, text
@@ -47,15 +47,6 @@ def write_policy_report(folder: str | Path) -> Path:
     return folder / REPORT
 
 
-def _labels(folder: Path, m: int) -> list[str]:
-    try:
-        given = json.loads(read_file_bytes(folder / MARK, MARK)).get("policy_files")
-    except (ValueError, AttributeError, UnicodeDecodeError):
-        given = None
-    ok = isinstance(given, list) and len(given) == m and all(isinstance(v, str) for v in given)
-    return list(given) if ok else [f"policy {j}" for j in range(m)]
-
-
 def _lines(folder: Path, c: Certificate) -> list[str]:
     record = (c.provenance or {}).get(KEY)
     if not isinstance(record, dict):
@@ -81,7 +72,7 @@ def _lines(folder: Path, c: Certificate) -> list[str]:
         "| policy | kind | sha256 | posterior p |",
         "|---|---|---|---:|",
     ]
-    labels = _labels(folder, c.m)
+    labels = policy_labels(folder, c.m)
     for j, policy in enumerate(record.get("policies") or []):
         p = c.p[j] if j < len(c.p) else 0.0
         lines.append(f"| {text(labels[j] if j < len(labels) else str(j))} | "

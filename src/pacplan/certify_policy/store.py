@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from pacplan.errors import PacplanError
-from pacplan.io.files import atomic_write_json, npy_bytes, npy_from_bytes
+from pacplan.io.files import atomic_write_json, npy_bytes, npy_from_bytes, read_file_bytes
 from pacplan.io.outputs import protecting_folder, refuse_overwriting, same_file
 from pacplan.pacbayes.record import Certificate
 from pacplan.run.chunks import ChunkStore, Ledger
@@ -113,6 +113,16 @@ def stamp(out: Path, inputs: dict[str, Any], option: str,
         raise PacplanError(f"{option} {out} holds a certify-policy run of other inputs "
                            f"({differs} was {was}, now {now}): choose a new {option} or delete "
                            "that folder")
+
+
+def policy_labels(out: Path, m: int) -> list[str]:
+    """Each column's policy as it was given (the stamp's note), or 'policy j'."""
+    try:
+        given = json.loads(read_file_bytes(out / MARK, MARK)).get("policy_files")
+    except (ValueError, AttributeError, UnicodeDecodeError):
+        given = None
+    ok = isinstance(given, list) and len(given) == m and all(isinstance(v, str) for v in given)
+    return list(given) if ok else [f"policy {j}" for j in range(m)]
 
 
 def _short(value: Any, limit: int = 80) -> str:

@@ -30,7 +30,7 @@ import numpy as np
 from gymnasium import spaces
 
 from pacplan import __version__
-from pacplan.certify_policy.store import CERTIFICATE, LOCK, MARK
+from pacplan.certify_policy.store import CERTIFICATE, LOCK, MARK, policy_labels
 from pacplan.errors import PacplanError
 from pacplan.io.files import atomic_write_bytes, atomic_write_json, read_file_bytes, sha256_bytes
 from pacplan.pacbayes.record import Certificate
@@ -110,16 +110,6 @@ def policy_planner_spec(c: Certificate, entries: list[dict[str, Any]],
     }))
 
 
-def labels_of(folder: Path, m: int) -> list[str]:
-    """Each column's policy as it was given (the stamp's note), or 'policy j'."""
-    try:
-        given = json.loads(read_file_bytes(folder / MARK, MARK)).get("policy_files")
-    except (ValueError, AttributeError, UnicodeDecodeError):
-        given = None
-    ok = isinstance(given, list) and len(given) == m and all(isinstance(v, str) for v in given)
-    return list(given) if ok else [f"policy {j}" for j in range(m)]
-
-
 def certified_file(record: dict[str, Any], j: int, label: str, folder: Path) -> bytes:
     """The bytes of policy j's file as certified (found by its sha256 among the recorded
     files), or one line saying why it cannot be exported."""
@@ -166,7 +156,7 @@ def export_policies(folder: Path, out: Path, c: Certificate) -> None:
     """Write the planner of certify-policy folder `folder` (whose certificate `c` verified)
     into the empty folder `out`."""
     record = c.provenance[KEY]
-    labels = labels_of(folder, c.m)
+    labels = policy_labels(folder, c.m)
     support = [j for j, p in enumerate(c.p) if p > 0.0]
     data = {j: certified_file(record, j, labels[j], folder) for j in support}
     observation, action = spaces_of(record)

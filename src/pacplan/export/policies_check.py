@@ -16,12 +16,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from pacplan.certify_policy.store import CERTIFICATE
+from pacplan.certify_policy.store import CERTIFICATE, policy_labels
 from pacplan.errors import PacplanError
 from pacplan.export.policies import (
     KEY,
     is_evidence,
-    labels_of,
     policy_onnx,
     policy_planner_spec,
     spaces_of,
@@ -120,7 +119,7 @@ def _verify_evidence(root: Path, files: dict[str, str]) -> tuple[Certificate, li
         except PacplanError as exc:
             raise PacplanError(str(exc).replace(real, str(root)).replace(tmp, str(root))
                                ) from None
-        labels = labels_of(Path(tmp) / EVIDENCE, c.m)
+        labels = policy_labels(Path(tmp) / EVIDENCE, c.m)
     if not isinstance((c.provenance or {}).get(KEY), dict):
         raise PacplanError(f"{root / EVIDENCE / CERTIFICATE}: not a certify-policy certificate "
                            "(no provenance.certify_policy)")
