@@ -35,6 +35,7 @@ import argparse
 import json
 import math
 import time
+from collections.abc import Callable, Hashable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
@@ -100,24 +101,26 @@ def _walk(task: tuple[str, list[int], np.ndarray]) -> list[dict[str, Any]]:
     return rows
 
 
-def _load_rows(path: Path, stamp: dict[str, Any]) -> dict[tuple[str, int], dict[str, Any]]:
-    """Finished terrains of an earlier run with the same settings (a torn last line is
-    dropped); a file with other settings is refused."""
+def load_rows(path: Path, stamp: dict[str, Any], key: Callable[[dict[str, Any]], Hashable],
+              refusal: str = "was written with other settings: move it away or pass another "
+                             "--rows") -> dict[Hashable, dict[str, Any]]:
+    """Finished rows of an earlier run with the same settings (`stamp`, the file's first line),
+    each under `key(row)`; a line torn by a kill is dropped, a file with another stamp refused
+    with `path` and `refusal`. A missing or empty file is started with the stamp."""
     if not path.is_file() or path.stat().st_size == 0:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(stamp) + "\n")
         return {}
     lines = path.read_text().splitlines()
     if json.loads(lines[0]) != stamp:
-        raise SystemExit(f"{path} was written with other settings: move it away or pass "
-                         "another --rows")
+        raise SystemExit(f"{path} {refusal}")
     rows = {}
     for line in lines[1:]:
         try:
             row = json.loads(line)
         except json.JSONDecodeError:
             continue  # a line torn by a kill
-        rows[(row["world"], int(row["seed"]))] = row
+        rows[key(row)] = row
     return rows
 
 
@@ -179,7 +182,7 @@ def _run(path: Path, stamp: dict[str, Any], worlds: dict[str, Any], seeds: range
          thetas: np.ndarray, workers: int) -> dict[tuple[str, int], dict[str, Any]]:
     """Every (world, terrain) row of `worlds` × `seeds`, resumed from `path` and appended to
     it as each chunk of terrains finishes."""
-    done = _load_rows(path, stamp)
+    done = load_rows(path, stamp, lambda row: (row["world"], int(row["seed"])))
     todo = [(w, s) for w in worlds for s in seeds if (w, s) not in done]
     if todo:
         tasks = []

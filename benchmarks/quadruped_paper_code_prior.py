@@ -46,7 +46,7 @@ from pacplan.io.paperdata import paper_data_dir
 from pacplan.presets import seed_ranges
 from pacplan.worlds.quadruped import QuadrupedWorld
 from pacplan.worlds.quadruped.paper_prior import load_paper_prior
-from quadruped_paper_code import mean_ci, paired
+from quadruped_paper_code import load_rows, mean_ci, paired
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN = ROOT / "runs" / "quadruped-paper-code-prior"
@@ -111,27 +111,6 @@ def _walk(task: tuple[dict[str, Any], str, dict[str, Any], list[int]]) -> list[d
     return rows
 
 
-def load_rows(path: Path, options: dict[str, Any]) -> dict[tuple[str, str, int], dict[str, Any]]:
-    """Finished cells of earlier runs in the same world (a torn last line is dropped); a file
-    written for another world is refused."""
-    stamp = {"world": options}
-    if not path.is_file() or path.stat().st_size == 0:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(stamp) + "\n")
-        return {}
-    lines = path.read_text().splitlines()
-    if json.loads(lines[0]) != stamp:
-        raise SystemExit(f"{path} holds rows of another world ({lines[0]}): pass another --rows")
-    rows = {}
-    for line in lines[1:]:
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # a line torn by a kill
-        rows[(row["policy"], row["sha"], int(row["seed"]))] = row
-    return rows
-
-
 def summarise(cells: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     """Each policy's figures and the paired comparisons, on the terrains all of them walked."""
     cost = {n: np.array([c["cost"] for c in rows]) for n, rows in cells.items()}
@@ -174,7 +153,9 @@ def main(argv: list[str] | None = None) -> None:
     options = {"variant": "paper-code", "physics": args.physics}
     rows_path = args.rows or RUN / f"heldout-{args.physics}.jsonl"
     specs = policy_specs(args.prior, args.start)
-    done = load_rows(rows_path, options)
+    done = load_rows(rows_path, {"world": options},
+                     lambda row: (row["policy"], row["sha"], int(row["seed"])),
+                     "holds rows of another world: pass another --rows")
     seeds = list(range(lo, hi))
     tasks = []
     for name, spec in specs.items():

@@ -41,6 +41,7 @@ from pacplan.errors import PacplanError
 from pacplan.presets import seed_ranges
 from pacplan.worlds.quadruped import QuadrupedWorld
 from pacplan.worlds.quadruped.teacher import QuadrupedTeacher, TeacherConfig, check_teacher_request
+from quadruped_paper_code import load_rows
 
 OPTIONS = {"max_slope_deg": 23.3, "physics": "mujoco", "robot": "derpy"}
 FIRST_SEED = 9_471_000
@@ -86,27 +87,6 @@ def _stamp(first: int, n: int) -> dict[str, Any]:
                       "first_seed": first, "terrains": n}}
 
 
-def _load_rows(path: Path, stamp: dict[str, Any]) -> dict[int, dict[str, Any]]:
-    """Finished terrains of an earlier run with the same settings (a torn last line is
-    dropped); a file with other settings is refused."""
-    if not path.is_file() or path.stat().st_size == 0:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(stamp) + "\n")
-        return {}
-    lines = path.read_text().splitlines()
-    if json.loads(lines[0]) != stamp:
-        raise SystemExit(f"{path} was written with other settings: move it away or pass "
-                         "another --rows")
-    rows = {}
-    for line in lines[1:]:
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # a line torn by a kill
-        rows[int(row["seed"])] = row
-    return rows
-
-
 def _summary(rows: list[dict[str, Any]], who: str, workers: int) -> dict[str, Any]:
     """Mean cost [95 %], falls, finishes, CPU-s per rollout, rollouts/s of `workers`."""
     c = np.array([r[who]["cost"] for r in rows])
@@ -147,7 +127,7 @@ def main(argv: list[str] | None = None) -> None:
     except PacplanError as exc:
         raise SystemExit(f"error: {exc}") from None
     stamp = _stamp(lo, args.terrains)
-    done = _load_rows(args.rows, stamp)
+    done = load_rows(args.rows, stamp, lambda row: int(row["seed"]))
     todo = [s for s in range(lo, hi) if s not in done]
     t0 = time.perf_counter()
     if todo:

@@ -89,11 +89,15 @@ class StopAfter(SerialExecutor):
 
 
 def load_script(path: Path) -> ModuleType:
-    """A script or benchmark file (not a package module) imported under its file name."""
+    """A script or benchmark file (not a package module) imported under its file name, its
+    folder on sys.path as `python path` puts it (so it finds the scripts beside it)."""
     spec = importlib.util.spec_from_file_location(path.stem, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[path.stem] = module  # dataclasses in it look their module up
+    folder = str(path.resolve().parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
     spec.loader.exec_module(module)
     return module
 
