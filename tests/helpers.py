@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import builtins
 import importlib.util
 import math
+import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -147,3 +149,27 @@ def run_policy_family(run: Path) -> dict[str, Any]:
     cfg = load_config(run / "config.yaml")
     keys = prior_options(cfg.world.name)
     return {k: v for k, v in cfg.world.options.items() if k in keys}
+
+
+def swap_on_second_open(monkeypatch: pytest.MonkeyPatch, target: Path, forged: bytes) -> None:
+    """Replace `target`'s bytes with `forged` just before it is opened a second time: what a
+    reader that hashes a path and then opens it again would use unhashed."""
+    opens = {"n": 0}
+    real_open, real_os_open = builtins.open, os.open
+
+    def count(path: object) -> None:
+        if isinstance(path, (str, os.PathLike)) and Path(path).resolve() == target.resolve():
+            opens["n"] += 1
+            if opens["n"] == 2:
+                target.write_bytes(forged)  # not through the patched open: write_bytes
+
+    def fake_open(file, *args, **kwargs):  # type: ignore[no-untyped-def]
+        count(file)
+        return real_open(file, *args, **kwargs)
+
+    def fake_os_open(path, *args, **kwargs):  # type: ignore[no-untyped-def]
+        count(path)
+        return real_os_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", fake_open)
+    monkeypatch.setattr(os, "open", fake_os_open)

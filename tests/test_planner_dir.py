@@ -5,7 +5,6 @@ tracebacks)."""
 
 from __future__ import annotations
 
-import builtins
 import hashlib
 import json
 import os
@@ -17,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import cli
+from helpers import cli, swap_on_second_open
 from pacplan.errors import PacplanError
 from pacplan.export import export_planner, verify_planner
 from pacplan.export.onnx_nets import quadruped_net_onnx, uav_net_onnx
@@ -299,25 +298,7 @@ def test_load_never_uses_a_file_swapped_after_the_hash_check(
     k = len(forged["posterior"]["probability"])
     forged["posterior"]["probability"] = [1.0] + [0.0] * (k - 1)
     forged_bytes = json.dumps(forged).encode()
-    target, opens = (planner / "planner.json").resolve(), {"n": 0}
-    real_open, real_os_open = builtins.open, os.open
-
-    def count(path: object) -> None:
-        if isinstance(path, (str, os.PathLike)) and Path(path).resolve() == target:
-            opens["n"] += 1
-            if opens["n"] == 2:
-                target.write_bytes(forged_bytes)
-
-    def fake_open(file, *args, **kwargs):  # type: ignore[no-untyped-def]
-        count(file)
-        return real_open(file, *args, **kwargs)
-
-    def fake_os_open(path, *args, **kwargs):  # type: ignore[no-untyped-def]
-        count(path)
-        return real_os_open(path, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "open", fake_open)
-    monkeypatch.setattr(os, "open", fake_os_open)
+    swap_on_second_open(monkeypatch, planner / "planner.json", forged_bytes)
     with pytest.raises(PlannerError, match="changed"):
         Planner.load(planner)
 

@@ -3,43 +3,18 @@ unhashed. `verify` and `certify-matrix` hash exactly the bytes they parse (issue
 
 from __future__ import annotations
 
-import builtins
 import hashlib
-import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from helpers import swap_on_second_open
 from pacplan.errors import PacplanError
 from pacplan.pacbayes.certificate import build_certificate
 from pacplan.pacbayes.matrices import load_cost_matrix
 from pacplan.pacbayes.verify import verify
 from verify_helpers import read, small_certificate, write
-
-
-def swap_on_second_open(monkeypatch: pytest.MonkeyPatch, target: Path, forged: bytes) -> None:
-    """Replace `target`'s bytes with `forged` just before it is opened a second time: what a
-    reader that hashes a path and then opens it again would use unhashed."""
-    opens = {"n": 0}
-    real_open, real_os_open = builtins.open, os.open
-
-    def count(path: object) -> None:
-        if isinstance(path, (str, os.PathLike)) and Path(path).resolve() == target.resolve():
-            opens["n"] += 1
-            if opens["n"] == 2:
-                target.write_bytes(forged)  # not through the patched open: write_bytes
-
-    def fake_open(file, *args, **kwargs):  # type: ignore[no-untyped-def]
-        count(file)
-        return real_open(file, *args, **kwargs)
-
-    def fake_os_open(path, *args, **kwargs):  # type: ignore[no-untyped-def]
-        count(path)
-        return real_os_open(path, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "open", fake_open)
-    monkeypatch.setattr(os, "open", fake_os_open)
 
 
 def test_verify_never_reads_a_matrix_swapped_after_hashing(tmp_path: Path,
