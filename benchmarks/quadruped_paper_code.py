@@ -106,14 +106,15 @@ def load_rows(path: Path, stamp: dict[str, Any], key: Callable[[dict[str, Any]],
                              "--rows") -> dict[Hashable, dict[str, Any]]:
     """Finished rows of an earlier run with the same settings (`stamp`, the file's first line),
     each under `key(row)`; a line torn by a kill is dropped, a file with another stamp refused
-    with `path` and `refusal`. A missing or empty file is started with the stamp."""
+    with `path` and `refusal` (its `{found}`: that file's stamp). A missing or empty file is
+    started with the stamp."""
     if not path.is_file() or path.stat().st_size == 0:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(stamp) + "\n")
         return {}
     lines = path.read_text().splitlines()
     if json.loads(lines[0]) != stamp:
-        raise SystemExit(f"{path} {refusal}")
+        raise SystemExit(f"{path} {refusal.format(found=lines[0])}")
     rows = {}
     for line in lines[1:]:
         try:

@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> None:
     specs = policy_specs(args.prior, args.start)
     done = load_rows(rows_path, {"world": options},
                      lambda row: (row["policy"], row["sha"], int(row["seed"])),
-                     "holds rows of another world: pass another --rows")
+                     "holds rows of another world ({found}): pass another --rows")
     seeds = list(range(lo, hi))
     tasks = []
     for name, spec in specs.items():
