@@ -174,6 +174,21 @@ def test_paper_column_exactly_when_the_setting_matches(finished_run: Path):
     assert "paper" not in table1(paper, {})
 
 
+def test_paper_code_runs_say_only_the_prior_differs_from_the_paper():
+    """A quadruped run in the paper-code variant is the paper's experiment: its note and column
+    say the prior differs, and name the engine; every other run keeps the world's note."""
+    from pacplan.report.tables import PAPER_NOTES, paper_column_head, paper_note
+
+    bullet = {"variant": "paper-code", "physics": "bullet"}
+    assert "PyBullet" in paper_note("quadruped", bullet)
+    assert "not a like-for-like" not in paper_note("quadruped", bullet)
+    assert "not calibrated" in paper_note("quadruped", {"variant": "paper-code"})  # MuJoCo
+    assert paper_column_head("quadruped", bullet) == "paper (its code's experiment, its own prior)"
+    for world, options in (("quadruped", None), ("quadruped", {"variant": "text"}), ("uav", {})):
+        assert paper_note(world, options) == PAPER_NOTES[world]
+        assert paper_column_head(world, options) == "paper (its own world and prior)"
+
+
 def test_report_of_a_non_paper_setting_has_no_paper_column(rundir: Path):
     md, page = _md_html(rundir)
     assert "paper (its own world" not in md and "paper" not in page.split("<h2>")[0].lower()

@@ -37,10 +37,11 @@ from pacplan.report.html import markdown_to_html
 from pacplan.report.markdown import code, text
 from pacplan.report.prior import prior_section
 from pacplan.report.tables import (
-    PAPER_NOTES,
     paired_comparison,
     paper_bounds,
+    paper_column_head,
     paper_figures,
+    paper_note,
     returns_table,
     table1,
     timing_table,
@@ -310,10 +311,11 @@ def _write_report(rd: RunDir) -> Path:
     # (all of Table 1 is drawn once one N matches)
     prior = prior_section(rd, manifest, cfg)
     trajectories = _trajectories(rd, manifest, cfg, last, test)
-    lines = [*_header(cfg, last), table1(certs, baselines, paper), ""]
+    lines = [*_header(cfg, last), table1(certs, baselines, paper,
+                                         paper_column_head(world["name"], world["options"])), ""]
     lines += _returns_section(cfg, last, certs)
     if paper:
-        lines += [PAPER_NOTES[world["name"]], ""]
+        lines += [paper_note(world["name"], world["options"]), ""]
     lines += ["This report is also one page with its figures embedded: "
               f"`{RunDir.REPORT_HTML}`.", ""]
     if baselines and test is not None:

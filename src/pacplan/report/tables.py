@@ -96,15 +96,59 @@ PAPER_NOTES: dict[str, str] = {
         "like-for-like comparison. The world's differences from the paper's code, and the "
         "MuJoCo twin against PyBullet: docs/worlds.md."),
 }
+# The quadruped's `variant: paper-code` is the paper's experiment as its code ran it: there the
+# paper's figures differ from the run's by the prior (and the terrains drawn), not the world.
+_PAPER_CODE_NOTE = (
+    "*paper*: what the paper's Table 1 reports for the same N, m = 50 and δ = 0.01 (its "
+    "quadratic bound C_QPAC and the true cost of each posterior, on 5000 test terrains). This "
+    "run walks the paper's experiment as its code ran it (`variant: paper-code`: 0.25 s "
+    "primitives with the gait clock at twice simulated time, 5 s rollouts, overlapping box "
+    "tents at half the friction, the cost read at the start of the last primitive) on the same "
+    "robot{engine}; what still differs is the prior (the paper's: ES on 10 terrains × 5 pairs "
+    "per iteration) and the terrains drawn. To certify the paper's own prior on this run's "
+    "terrains: `pacplan data paper`, then the repository's `python "
+    "scripts/paper_minitaur_prior.py paper-minitaur.safetensors` and the same preset with "
+    "`--prior paper-minitaur.safetensors` (docs/results.md).")
+_PAPER_CODE_ENGINES = {
+    "bullet": " in the paper's engine, PyBullet",
+    "mujoco": (" in MuJoCo, a twin that was not calibrated against PyBullet in this variant "
+               "(docs/worlds.md), so its numbers are not the paper's engine's"),
+}
+
+
+def _paper_code(world: str, options: dict[str, Any] | None) -> str | None:
+    """The engine of a quadruped run in the paper-code variant; None for any other run."""
+    opts = options or {}
+    if world != "quadruped" or opts.get("variant") != "paper-code":
+        return None
+    return str(opts.get("physics") or "mujoco")  # the variant's default engine
+
+
+def paper_note(world: str, options: dict[str, Any] | None = None) -> str:
+    """The note under Table 1 saying how far the paper's figures are this run's setting."""
+    engine = _paper_code(world, options)
+    if engine is None:
+        return PAPER_NOTES[world]
+    return _PAPER_CODE_NOTE.format(engine=_PAPER_CODE_ENGINES.get(engine, f" in {engine}"))
+
+
+def paper_column_head(world: str, options: dict[str, Any] | None = None) -> str:
+    """The paper column's heading: its world differs from the run's unless the run is in the
+    paper-code variant, where only its prior does."""
+    if _paper_code(world, options) is None:
+        return "paper (its own world and prior)"
+    return "paper (its code's experiment, its own prior)"
+
 
 def table1(certs: dict[int, Certificate], baselines: dict[str, np.ndarray],
-           paper: dict[int, str] | None = None) -> str:
+           paper: dict[int, str] | None = None,
+           paper_head: str = "paper (its own world and prior)") -> str:
     """Markdown table in the form of the paper's Table 1, one row per N, then baseline rows.
 
-    `paper` (N -> text) adds a column "paper" filled on those rows only (`paper_figures`).
+    `paper` (N -> text) adds a column `paper_head` filled on those rows only (`paper_figures`).
     """
     paper = paper or {}
-    extra_head, extra_rule = (" paper (its own world and prior) |", "---:|") if paper else ("", "")
+    extra_head, extra_rule = (f" {paper_head} |", "---:|") if paper else ("", "")
     lines = [
         "| N | Ĉ (train) | KL | McAllester | quadratic | kl-inverse | **certified** "
         f"| test cost [99 % CI] | gap |{extra_head}",
