@@ -322,3 +322,34 @@ def test_a_spawned_pool_leaves_signals_to_the_driver_and_cancels_unstarted_jobs(
         futures = [pool.submit(time.sleep, 0.2) for _ in range(200)]
         raise KeyboardInterrupt
     assert sum(f.cancelled() for f in futures) > 100
+
+
+def test_ctrl_c_still_gives_the_tasks_that_were_running(data: tuple) -> None:
+    """Ctrl-C during a parallel cost matrix: the tasks not started are cancelled, and those
+    already running (the pool's shutdown waits for them in any case) still come out, each
+    right, before the interrupt goes on, so a stopped `pacplan run` keeps them as chunks."""
+    import signal
+    import threading
+
+    spec = WorldSpec("toy", {**SPEC.options, "work": 200_000})  # about a second a task
+    thetas, seeds = data[0][:1], data[1][:12]
+    got: list = []
+    fired: list[int] = []
+
+    def ctrl_c(signum: int, frame: object) -> None:
+        fired.append(len(got))
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, ctrl_c)
+    try:
+        with make_executor("processes", workers=2, chunk_policies=1, chunk_seeds=1) as ex, \
+                pytest.raises(KeyboardInterrupt):
+            for chunk in ex.iter_chunks(spec, thetas, seeds):
+                got.append(chunk)
+                if len(got) == 1:  # the driver is waiting for the next task when it comes
+                    threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert fired and fired[0] < len(got) < len(seeds)
+    for chunk in got:
+        assert chunk.block.tobytes() == _oracle(thetas, seeds[chunk.seeds]).tobytes()

@@ -4,16 +4,16 @@ Both run `compute_task` on the same fixed task grid as the serial executor, so t
 bit-identical to it. Each worker process keeps its own world cache (made by its initializer, or
 on its first Ray task) and never shares it with the driver.
 
-A Ray cluster address is checked before `ray.init`, which would otherwise retry a dead address
-for many minutes: nothing listening is an error at once, and a cluster that accepts the
-connection but does not answer is one after `RAY_CONNECT_TIMEOUT_S`. Ray's own INFO lines stay
-out of pacplan's output (workers' logs are not sent to the driver, the driver's Ray logger says
-warnings only); instead each task reports its node, and `placement()` counts tasks per node.
+A Ray cluster address is checked before `ray.init` (`pacplan.run.ray_address`). Ray's own INFO
+lines stay out of pacplan's output (workers' logs are not sent to the driver, the driver's Ray
+logger says warnings only); instead each task reports its node, and `placement()` counts tasks
+per node.
 
 The process pool is the standard library's `concurrent.futures.ProcessPoolExecutor` (spawned
 workers, an initializer building each one's world cache). What it cannot do is kept here: the
 parent-death guard (`_die_with`, Linux's PR_SET_PDEATHSIG), so a driver killed with SIGKILL
-leaves no orphan workers computing; and a broken pool is dropped and named in one line.
+leaves no orphan workers computing; a broken pool dropped and named in one line; and, on
+Ctrl-C, the results of the tasks that were running when it came.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ import contextlib
 import logging
 import os
 import signal
-import socket
 import sys
 import threading
 from collections import Counter
@@ -32,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from pacplan.errors import PacplanError
+from pacplan.run.ray_address import RAY_CONNECT_TIMEOUT_S, check_ray_address
 from pacplan.run.tasks import (
     Block,
     Executor,
@@ -40,12 +40,6 @@ from pacplan.run.tasks import (
     WorldSpec,
     compute_task,
 )
-
-RAY_CONNECT_TIMEOUT_S = 30.0
-"""How long a Ray cluster address may take to answer before the run gives up with an error."""
-
-_TCP_TIMEOUT_S = 5.0
-"""How long to wait for a TCP connection to the address (a host that drops packets)."""
 
 _PROCESS_WORLDS: WorldCache | None = None
 """A worker process's own cache, set by `_worker_init` in that process only (never in the
@@ -120,6 +114,19 @@ def spawned_pool(workers: int) -> Iterator[Any]:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
+def _finished_while_stopping(futures: dict[Any, int], given: set[Any]
+                             ) -> Iterator[tuple[int, list[np.ndarray]]]:
+    """On Ctrl-C the tasks not started are cancelled, and those running (the pool's shutdown
+    waits for them anyway) go to the caller, which keeps them; a second Ctrl-C or a task that
+    fails ends the wait."""
+    for fut in futures:
+        fut.cancel()
+    with contextlib.suppress(Exception):
+        for fut in futures:
+            if fut not in given and not fut.cancelled():
+                yield futures[fut], fut.result()
+
+
 def _die_with(parent: int) -> None:
     """Ask Linux to SIGKILL this process when its parent exits (prctl PR_SET_PDEATHSIG); exit
     now if the parent is already gone. Elsewhere a no-op: the pool's own shutdown still works."""
@@ -177,6 +184,7 @@ class ProcessExecutor(Executor):
 
         pool = self._ensure_pool()
         futures: dict[Any, int] = {}
+        given: set[Any] = set()
         # Finished futures come on a queue: `wait()` takes every future's lock in a Python loop,
         # and a Ctrl-C landing there left locks held that the pool's thread waited on for good.
         done: queue.SimpleQueue[Any] = queue.SimpleQueue()
@@ -186,7 +194,11 @@ class ProcessExecutor(Executor):
                 fut.add_done_callback(done.put)
             for _ in futures:
                 fut = done.get()
+                given.add(fut)
                 yield futures[fut], fut.result()
+        except KeyboardInterrupt:
+            yield from _finished_while_stopping(futures, given)
+            raise
         except BrokenProcessPool as exc:
             self._discard_pool()
             raise WorkersLost(  # `pacplan run` adds the resume command, as for a Ray node
@@ -206,80 +218,6 @@ class ProcessExecutor(Executor):
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
-
-
-def _host_port(address: str) -> tuple[str, int] | None:
-    """`host:port` of an address (`ray://` prefix and IPv6 brackets allowed), or None."""
-    rest = address.split("://", 1)[1] if "://" in address else address
-    host, sep, port = rest.rpartition(":")
-    if not sep or not port.isdigit():
-        return None
-    return host.strip("[]"), int(port)
-
-
-def _bootstrap_address(address: str) -> str:
-    """The `host:port` Ray itself would connect to (`auto` found, localhost made the node's IP);
-    the address unchanged where Ray's helper is missing or for a Ray Client (`ray://`)."""
-    if address.startswith("ray://"):
-        return address
-    try:
-        from ray._private.services import canonicalize_bootstrap_address_or_die
-    except ImportError:  # pragma: no cover - another Ray layout: check the address as given
-        return address
-    try:
-        return canonicalize_bootstrap_address_or_die(address)
-    except (ConnectionError, ValueError) as exc:
-        raise PacplanError(f"could not connect to the Ray cluster at {address}: {exc}") from None
-
-
-def check_ray_address(address: str, timeout: float = RAY_CONNECT_TIMEOUT_S) -> None:
-    """Raise a one-line `PacplanError` unless a Ray cluster answers at `address` within about
-    `timeout` seconds.
-
-    A TCP connection first (refused or unreachable: an error at once), then, for a cluster
-    address, Ray's GCS handshake in a daemon thread: `ray.init` retries a GCS that does not
-    answer for many minutes, so it is only called once the handshake worked. A handshake still
-    hanging after `timeout` is left to its daemon thread and reported.
-    """
-    where = f"the Ray cluster at {address}"
-    target = _bootstrap_address(address)
-    host_port = _host_port(target)
-    if host_port is None:
-        return  # not host:port (e.g. a name Ray resolves itself): Ray's own errors apply
-    host, port = host_port
-    try:
-        with socket.create_connection((host, port), timeout=min(_TCP_TIMEOUT_S, timeout)):
-            pass
-    except OSError as exc:
-        reason = "no answer" if isinstance(exc, TimeoutError) else exc.strerror or str(exc)
-        raise PacplanError(f"could not connect to {where}: {host}:{port}: {reason} (start one "
-                           "with `ray start --head`, or check --address)") from None
-    if target.startswith("ray://"):
-        return  # a Ray Client server: ray.init has its own timeouts there
-    try:
-        from ray._raylet import GcsClient
-    except ImportError:  # pragma: no cover - another Ray layout: the TCP check must do
-        return
-    outcome: dict[str, BaseException | None] = {}
-
-    def handshake() -> None:
-        try:
-            GcsClient(address=target)
-            outcome["error"] = None
-        except BaseException as exc:  # reported below, in the caller's thread
-            outcome["error"] = exc
-
-    thread = threading.Thread(target=handshake, name="pacplan-ray-check", daemon=True)
-    thread.start()
-    thread.join(timeout)
-    if "error" not in outcome:
-        raise PacplanError(f"could not connect to {where}: {target} accepts connections but no "
-                           f"Ray cluster answered within {timeout:g} s (is it the head's GCS "
-                           "port, 6379 by default?)")
-    if outcome["error"] is not None:
-        first_line = (str(outcome["error"]).strip().splitlines() or [""])[0]
-        raise PacplanError(f"could not connect to {where}: {type(outcome['error']).__name__}: "
-                           f"{first_line}")
 
 
 def _ray_task(spec: WorldSpec, task: list[Block]) -> tuple[str, list[np.ndarray]]:
