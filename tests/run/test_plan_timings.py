@@ -87,3 +87,15 @@ def test_plausible_entries_give_the_rate_without_a_note(toy: Path) -> None:
     plan = plan_n(toy, 1000)
     assert plan.seconds_per_rollout == pytest.approx(4.8 / 420, rel=1e-12)
     assert plan.timing_notes == ()
+
+
+def test_a_slow_worlds_rate_keeps_its_figures(toy: Path, capsys: pytest.CaptureFixture[str]
+                                              ) -> None:
+    """A PyBullet stage runs under 2 rollouts/s: its rate was printed as "2 rollouts/s", 13 %
+    off; it keeps three figures, and the time left reads as the progress lines say it."""
+    slow = {"seconds": {"cert costs": 360 / 1.76}, "rollouts": {"cert costs": 360}}
+    (toy / "timings.json").write_text(json.dumps([slow]))
+    rc, out, _ = cli(["plan-n", str(toy), "--target-n", "1000"], capsys)
+    text = " ".join(out.split())
+    assert rc == 0 and "at this run's 1.76 rollouts/s" in text
+    assert f"about {MORE / 1.76 / 60:.0f} min" in text  # 5640 rollouts: 53 min

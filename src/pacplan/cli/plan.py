@@ -10,6 +10,7 @@ from rich.markup import escape
 
 from pacplan.cli.output import console, print_json
 from pacplan.run.plan import plan_n
+from pacplan.run.progress import duration
 
 
 def plan_n_cmd(
@@ -43,16 +44,13 @@ def plan_n_cmd(
     if plan.rollouts_more:
         cost += f", {plan.rollouts_more:,} more than this run has"
         if plan.predicted_seconds is not None and plan.seconds_per_rollout is not None:
-            cost += (f": about {_duration(plan.predicted_seconds)} at this run's "
-                     f"{1 / plan.seconds_per_rollout:,.0f} rollouts/s")
+            cost += (f": about {duration(plan.predicted_seconds)} at this run's "
+                     f"{_rate(1 / plan.seconds_per_rollout)} rollouts/s")
     console.print(cost, soft_wrap=True)
     for note in plan.timing_notes:  # a damaged timings.json: said, not trusted
         console.print(f"[dim]{escape(note)}[/]", soft_wrap=True)
 
 
-def _duration(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
+def _rate(per_second: float) -> str:
+    """'4,860' or '1.76': three figures at least, so a slow world's rate is not rounded to 2."""
+    return f"{per_second:,.0f}" if per_second >= 100 else f"{per_second:.3g}"
