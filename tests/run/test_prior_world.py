@@ -102,15 +102,13 @@ def test_a_trained_prior_records_its_world_and_the_certificate_carries_it(
 
 def test_the_papers_prior_file_says_it_was_trained_in_the_paper_code_world(
         tmp_path: Path) -> None:
-    from helpers import load_script
     from pacplan.io.paperdata import paper_data_dir
+    from pacplan.run.paper_priors import write_minitaur_prior
 
     if paper_data_dir() is None:
         pytest.skip("the paper's files are not here (`pacplan data paper`)")
-    script = load_script(Path(__file__).resolve().parents[2] / "scripts" /
-                         "paper_minitaur_prior.py")
     out = tmp_path / "paper.safetensors"
-    script.main([str(out)])
+    write_minitaur_prior(out)
     prior = read_prior_file(out)
     assert prior.world == {"name": "quadruped",
                            "options": {"variant": "paper-code", "physics": "bullet"}}

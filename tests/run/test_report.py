@@ -176,7 +176,8 @@ def test_paper_column_exactly_when_the_setting_matches(finished_run: Path):
 
 def test_paper_code_runs_say_only_the_prior_differs_from_the_paper():
     """A quadruped run in the paper-code variant is the paper's experiment: its note and column
-    say the prior differs, and name the engine; every other run keeps the world's note."""
+    say the prior differs (or, when it is the paper's, the terrains and draws), and name the
+    engine; every other run keeps the world's note."""
     from pacplan.report.tables import PAPER_NOTES, paper_column_head, paper_note
 
     bullet = {"variant": "paper-code", "physics": "bullet"}
@@ -184,9 +185,16 @@ def test_paper_code_runs_say_only_the_prior_differs_from_the_paper():
     assert "not a like-for-like" not in paper_note("quadruped", bullet)
     assert "not calibrated" in paper_note("quadruped", {"variant": "paper-code"})  # MuJoCo
     assert paper_column_head("quadruped", bullet) == "paper (its code's experiment, its own prior)"
+    assert "what still differs is the prior" in paper_note("quadruped", bullet)
+    # the paper's own prior certified there: only the terrains and the draws differ
+    own = paper_note("quadruped", bullet, papers_prior=True)
+    assert "the prior is the paper's own" in own and "differs is the prior" not in own
+    assert "its own terrains" in paper_column_head("quadruped", bullet, papers_prior=True)
     for world, options in (("quadruped", None), ("quadruped", {"variant": "text"}), ("uav", {})):
-        assert paper_note(world, options) == PAPER_NOTES[world]
-        assert paper_column_head(world, options) == "paper (its own world and prior)"
+        for papers_prior in (False, True):
+            assert paper_note(world, options, papers_prior) == PAPER_NOTES[world]
+            assert paper_column_head(world, options, papers_prior) == \
+                "paper (its own world and prior)"
 
 
 def test_report_of_a_non_paper_setting_has_no_paper_column(rundir: Path):

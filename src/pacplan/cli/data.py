@@ -93,3 +93,19 @@ def paper_cmd(
         typer.echo(f"for the tests and examples: export PACPLAN_PAPER_DATA={env}")
     for line in certify_commands(directory):
         typer.echo(f"next: {line}")
+
+
+@data_app.command("minitaur-prior")
+def minitaur_prior_cmd(
+    out: Path = typer.Argument(..., metavar="OUT", help="The .safetensors file to write: a new "
+                               "file, or the missing prior.safetensors of a run certified "
+                               "with it."),
+) -> None:
+    """Write the paper's published Minitaur prior as a pacplan prior file, for `pacplan run
+    quadruped-paper-code --prior OUT` (after `pacplan data paper`); or put it back into a run
+    shipped without it, byte for byte, as its manifest records."""
+    from pacplan.run.paper_priors import write_minitaur_prior_file
+
+    digest, restored = write_minitaur_prior_file(out)
+    what = "put back into its run directory" if restored else "written"
+    typer.echo(f"{out}: the paper's Minitaur prior {what} (sha256 {digest[:12]}…)")

@@ -46,6 +46,7 @@ from pacplan.report.tables import (
     table1,
     timing_table,
 )
+from pacplan.run.paper_priors import MINITAUR_PRIOR_SHA256
 from pacplan.run.provenance import verify_certificate
 from pacplan.run.rundir import Manifest, RunDir, read_timings, timing_number
 from pacplan.validation import check_unit_costs
@@ -311,11 +312,12 @@ def _write_report(rd: RunDir) -> Path:
     # (all of Table 1 is drawn once one N matches)
     prior = prior_section(rd, manifest, cfg)
     trajectories = _trajectories(rd, manifest, cfg, last, test)
-    lines = [*_header(cfg, last), table1(certs, baselines, paper,
-                                         paper_column_head(world["name"], world["options"])), ""]
+    papers_prior = manifest.sha(RunDir.PRIOR) == MINITAUR_PRIOR_SHA256
+    head = paper_column_head(world["name"], world["options"], papers_prior)
+    lines = [*_header(cfg, last), table1(certs, baselines, paper, head), ""]
     lines += _returns_section(cfg, last, certs)
     if paper:
-        lines += [paper_note(world["name"], world["options"]), ""]
+        lines += [paper_note(world["name"], world["options"], papers_prior), ""]
     lines += ["This report is also one page with its figures embedded: "
               f"`{RunDir.REPORT_HTML}`.", ""]
     if baselines and test is not None:

@@ -104,11 +104,16 @@ _PAPER_CODE_NOTE = (
     "run walks the paper's experiment as its code ran it (`variant: paper-code`: 0.25 s "
     "primitives with the gait clock at twice simulated time, 5 s rollouts, overlapping box "
     "tents at half the friction, the cost read at the start of the last primitive) on the same "
-    "robot{engine}; what still differs is the prior (the paper's: ES on 10 terrains × 5 pairs "
-    "per iteration) and the terrains drawn. To certify the paper's own prior on this run's "
-    "terrains: `pacplan data paper`, then the repository's `python "
-    "scripts/paper_minitaur_prior.py paper-minitaur.safetensors` and the same preset with "
-    "`--prior paper-minitaur.safetensors` (docs/results.md).")
+    "robot{engine}; {differs}")
+_PAPER_CODE_DIFFERS = (
+    "what still differs is the prior (the paper's: ES on 10 terrains × 5 pairs per iteration) "
+    "and the terrains drawn. To certify the paper's own prior on this run's terrains: `pacplan "
+    "data paper`, `pacplan data minitaur-prior paper-minitaur.safetensors`, then the same "
+    "preset with `--prior paper-minitaur.safetensors` (docs/results.md).")
+_PAPER_CODE_DIFFERS_PAPERS_PRIOR = (
+    "the prior is the paper's own, as published (`pacplan data minitaur-prior`), so what still "
+    "differs is the terrains drawn and the 50 policies drawn from that prior (drawn by "
+    "`policies.seed`, not as the paper's code drew them).")
 _PAPER_CODE_ENGINES = {
     "bullet": " in the paper's engine, PyBullet",
     "mujoco": (" in MuJoCo, a twin that was not calibrated against PyBullet in this variant "
@@ -124,19 +129,26 @@ def _paper_code(world: str, options: dict[str, Any] | None) -> str | None:
     return str(opts.get("physics") or "mujoco")  # the variant's default engine
 
 
-def paper_note(world: str, options: dict[str, Any] | None = None) -> str:
-    """The note under Table 1 saying how far the paper's figures are this run's setting."""
+def paper_note(world: str, options: dict[str, Any] | None = None,
+               papers_prior: bool = False) -> str:
+    """The note under Table 1 saying how far the paper's figures are this run's setting;
+    `papers_prior`: the run certified the paper's published prior."""
     engine = _paper_code(world, options)
     if engine is None:
         return PAPER_NOTES[world]
-    return _PAPER_CODE_NOTE.format(engine=_PAPER_CODE_ENGINES.get(engine, f" in {engine}"))
+    differs = _PAPER_CODE_DIFFERS_PAPERS_PRIOR if papers_prior else _PAPER_CODE_DIFFERS
+    return _PAPER_CODE_NOTE.format(engine=_PAPER_CODE_ENGINES.get(engine, f" in {engine}"),
+                                   differs=differs)
 
 
-def paper_column_head(world: str, options: dict[str, Any] | None = None) -> str:
+def paper_column_head(world: str, options: dict[str, Any] | None = None,
+                      papers_prior: bool = False) -> str:
     """The paper column's heading: its world differs from the run's unless the run is in the
-    paper-code variant, where only its prior does."""
+    paper-code variant, where only its prior does (or, with the paper's prior, its draws)."""
     if _paper_code(world, options) is None:
         return "paper (its own world and prior)"
+    if papers_prior:
+        return "paper (its code's experiment and prior, its own terrains)"
     return "paper (its code's experiment, its own prior)"
 
 
