@@ -1,7 +1,8 @@
 """Output paths that would destroy something: refused before anything is read or written.
 
 One rule for every command that writes (`certify-matrix --out`, `render --out`, `monitor --plot`,
-`export --out`, `run --out`, `train-prior --out`, `data paper --cache`):
+`export --out`, `run --out`, `train-prior --out`, `data paper --cache`, `data minitaur-prior
+OUT`):
 
 - an output that is one of the command's inputs is refused: `monitor P costs.csv --plot
   costs.csv` would replace the cost log with a PNG (a hard link or another spelling of the same
@@ -18,7 +19,8 @@ write there: it resumes it).
 
 `Certificate.save` follows the same rule (its inputs: the certificate's own matrices), except
 that the process holding a run or certify-policy directory's lock (`owning`) saves that
-directory's own certificates there.
+directory's own certificates there; and `data minitaur-prior` puts a run's missing
+prior.safetensors back when its manifest records the paper's prior (`run.paper_priors`).
 
 A file output (`certify-matrix --out`, `render --out`, `monitor --plot`) must also name a file:
 the atomic write replaces whatever the path names, so a device (`--plot /dev/null` run as root
