@@ -28,7 +28,6 @@ MINITAUR_PRIOR_SHA256 = "9b495b0f537e6e8fb11ebb1508a669ec8bcd3c108c27f3ac4988599
 """The sha256 of the file `write_minitaur_prior` writes (float64 μ and log σ², this metadata)."""
 
 
-
 def restore_command(path: Path) -> str:
     """The commands that put the paper's Minitaur prior back at `path`."""
     return f"pacplan data paper && pacplan data minitaur-prior {shlex.quote(str(path))}"
