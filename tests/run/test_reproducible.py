@@ -145,19 +145,13 @@ def test_every_named_result_is_shipped() -> None:
 
 @pytest.mark.parametrize("world", SHIPPED_RESULTS)
 def test_shipped_results_verify(world: str) -> None:
-    run = REPO / "results" / world
-    manifest = json.loads((run / "manifest.json").read_text())
-    if not (run / "prior.safetensors").exists():  # only the paper's prior is not shipped
-        from pacplan.run.paper_priors import MINITAUR_PRIOR_SHA256
-
-        assert manifest["prior.safetensors"]["sha256"] == MINITAUR_PRIOR_SHA256
-        pytest.skip("the paper's prior is fetched, not shipped: tests/run/test_provenance.py "
-                    "verifies this run with it put back")
-    c = verify(run / "certificate.json")
+    c = verify(REPO / "results" / world / "certificate.json")
     assert 0.0 < c.certified < 1.0
     # its frozen config names the shipped prior whose bytes the run certified (or none)
+    run = REPO / "results" / world
     prior = load_config(run / "config.yaml").prior
     if prior is not None:
+        manifest = json.loads((run / "manifest.json").read_text())
         assert sha256_file(Path(prior)) == manifest["prior.safetensors"]["sha256"]
 
 
@@ -171,4 +165,4 @@ def test_shipped_configs_name_files_in_the_clone(world: str) -> None:
     paths = [cfg.get("prior"), *((b or {}).get("weights") for b in cfg.get("baselines") or [])]
     for path in filter(None, paths):
         assert not Path(path).is_absolute(), path
-        assert (REPO / "results" / world / path).is_file() or path == "prior.safetensors", path
+        assert (REPO / "results" / world / path).is_file(), path

@@ -1,9 +1,9 @@
 """The paper's published Minitaur prior as a pacplan prior file, written again byte for byte.
 
-pacplan fetches the paper's files (`pacplan data paper`, pinned by sha256) rather than
-shipping them, so a run certified with the paper's prior (`results/quadruped-paper-code-n1000-
-paper`) is shipped without its `prior.safetensors`; `pacplan data minitaur-prior` writes the
-same bytes again, and `verify` names that command when the file is the one missing.
+pacplan fetches the paper's files (`pacplan data paper`, pinned by sha256), so a run of the
+paper's prior committed mid-way (`stages/`) is kept without its `prior.safetensors`;
+`pacplan data minitaur-prior` writes the same bytes again, and `verify` names that command
+when the file is the one missing.
 """
 
 from __future__ import annotations

@@ -79,8 +79,8 @@ def _check_against_run(run: Path, loaded: Loaded) -> list[str]:
 
 
 def _refuse_a_missing_paper_prior(run: Path, manifest: Manifest) -> None:
-    """A run certified with the paper's Minitaur prior is shipped without it (pacplan fetches
-    the paper's files, it does not redistribute them): say how to put it back."""
+    """A run of the paper's Minitaur prior kept without it (a stage in `stages/`; pacplan
+    fetches the paper's files): say how to put it back."""
     from pacplan.run.paper_priors import MINITAUR_PRIOR_SHA256, restore_command
 
     prior = run / RunDir.PRIOR
