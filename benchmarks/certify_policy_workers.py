@@ -86,7 +86,7 @@ def main() -> None:
             result["tasks"][name] = {
                 "env": task["env"], "n": n, "policies": len(task["policies"]),
                 "horizon": task["horizon"],
-                "seconds": {str(w): round(s, 2) for w, s in seconds.items()},
+                "seconds": {str(w): round(s, 3) for w, s in seconds.items()},
                 "rollouts_per_s": {str(w): round(rollouts / s, 1) for w, s in seconds.items()},
                 "speedup_2_over_1": round(seconds[1] / seconds[2], 2),
                 "matrices_identical": same}
