@@ -18,6 +18,7 @@ from helpers import SMALL_TOY_RUN, cli, fails_in_one_line
 from pacplan.config import parse_config
 from pacplan.errors import PacplanError
 from pacplan.es.checkpoint import read_prior_file
+from pacplan.io import paperdata
 from pacplan.io.files import sha256_file
 from pacplan.io.paperdata import paper_data_dir
 from pacplan.run import paper_priors
@@ -44,7 +45,7 @@ def shipped_without_prior(toy_run: Path, tmp_path: Path,
     run_dir = Path(shutil.copytree(toy_run, tmp_path / "toy"))
     prior = run_dir / RunDir.PRIOR
     data = prior.read_bytes()
-    monkeypatch.setattr(paper_priors, "MINITAUR_PRIOR_SHA256", sha256_file(prior))
+    monkeypatch.setattr(paperdata, "MINITAUR_PRIOR_SHA256", sha256_file(prior))
     prior.unlink()
     return run_dir, data
 
@@ -67,8 +68,23 @@ def test_verify_names_the_command_that_puts_the_papers_prior_back(
     assert str(run_dir / RunDir.PRIOR).replace(str(run_dir), "<dir>") in message
     monkeypatch.setattr(paper_priors, "write_minitaur_prior", _writes(data))
     digest, restored = paper_priors.write_minitaur_prior_file(run_dir / RunDir.PRIOR)
-    assert restored and digest == paper_priors.MINITAUR_PRIOR_SHA256
+    assert restored and digest == paperdata.MINITAUR_PRIOR_SHA256
     assert verify(cert).certified > 0
+
+
+@pytest.mark.parametrize("command", [["report", "{run}"],
+                                     ["export", "{run}", "--out", "{tmp}/planner"],
+                                     ["run", "{run}/config.yaml", "--out", "{run}"]])
+def test_every_command_names_the_command_that_puts_it_back(
+        shipped_without_prior: tuple[Path, bytes], tmp_path: Path, command: list[str],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Not verify alone: any command that reads the run finds the prior missing and says how to
+    put it back, instead of "delete the run directory"."""
+    run_dir, _ = shipped_without_prior
+    code, _, err = cli([a.format(tmp=tmp_path, run=run_dir) for a in command], capsys)
+    flat = " ".join(err.split())
+    assert code != 0 and "the paper's published Minitaur prior" in flat, err
+    assert "pacplan data minitaur-prior" in flat and "delete the run directory" not in flat
 
 
 def test_other_bytes_are_never_put_into_the_run(
@@ -120,6 +136,6 @@ def test_the_papers_prior_file_is_the_recorded_bytes(tmp_path: Path,
     out = tmp_path / "paper.safetensors"
     code, printed, _ = cli(["data", "minitaur-prior", str(out)], capsys)
     assert code == 0 and "written" in printed
-    assert sha256_file(out) == paper_priors.MINITAUR_PRIOR_SHA256
+    assert sha256_file(out) == paperdata.MINITAUR_PRIOR_SHA256
     prior = read_prior_file(out)
     assert prior.world == paper_priors.MINITAUR_PRIOR_WORLD and prior.mu.size == 944

@@ -9,6 +9,9 @@ can never feed other numbers into a certificate. The prior comes as torch files 
 `.npy`; the `.pt` itself is not kept. A download lands in a temporary file inside the
 cache folder and is renamed over the target only after its hash matched: an interrupted or
 refused download leaves the cache as it was, with no partial file.
+
+The Minitaur prior as a pacplan prior file (`pacplan data minitaur-prior`) is pinned here too,
+so any command that finds a run directory missing it names the command that writes it again.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import contextlib
 import hashlib
 import http.client
 import os
+import shlex
 import sys
 import tempfile
 import time
@@ -36,6 +40,25 @@ COMMIT = "ef4063c808b9cf57d6a1b4a3fad37efbb1999fdd"
 BASE_URL = f"https://raw.githubusercontent.com/irom-lab/PAC-Vision-Planning/{COMMIT}/Weights/"
 DEFAULT_TIMEOUT = 30.0
 _CHUNK = 1 << 16
+
+MINITAUR_PRIOR_SHA256 = "9b495b0f537e6e8fb11ebb1508a669ec8bcd3c108c27f3ac4988599cabc94288"
+"""The sha256 of the paper's Minitaur prior as `pacplan data minitaur-prior` writes it (float64
+μ and log σ², its metadata): what a run of the paper's prior records in its manifest."""
+
+
+def restore_command(path: Path) -> str:
+    """The commands that put the paper's Minitaur prior back at `path`."""
+    return f"pacplan data paper && pacplan data minitaur-prior {shlex.quote(str(path))}"
+
+
+def missing_minitaur_prior(path: Path, recorded_sha256: str) -> str | None:
+    """What to say of a missing file recorded with the paper's Minitaur prior's sha256 (a run of
+    that prior is kept without it: pacplan fetches the paper's files rather than ship them);
+    None for any other file."""
+    if recorded_sha256 != MINITAUR_PRIOR_SHA256:
+        return None
+    return (f"{path} is missing: it is the paper's published Minitaur prior, which pacplan "
+            f"fetches rather than ships; put it back with `{restore_command(path)}`")
 
 
 @dataclass(frozen=True)

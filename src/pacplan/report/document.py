@@ -29,6 +29,7 @@ from pacplan.io.files import (
     atomic_write_text,
 )
 from pacplan.io.outputs import folder_kind
+from pacplan.io.paperdata import MINITAUR_PRIOR_SHA256
 from pacplan.pacbayes.matrices import matrix_from_bytes
 from pacplan.pacbayes.record import Certificate
 from pacplan.report.crossval import crossval_section
@@ -46,7 +47,6 @@ from pacplan.report.tables import (
     table1,
     timing_table,
 )
-from pacplan.run.paper_priors import MINITAUR_PRIOR_SHA256
 from pacplan.run.provenance import verify_certificate
 from pacplan.run.rundir import Manifest, RunDir, read_timings, timing_number
 from pacplan.validation import check_unit_costs

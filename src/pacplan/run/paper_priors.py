@@ -2,18 +2,18 @@
 
 pacplan fetches the paper's files (`pacplan data paper`, pinned by sha256), so a run of the
 paper's prior committed mid-way (`stages/`) is kept without its `prior.safetensors`;
-`pacplan data minitaur-prior` writes the same bytes again, and `verify` names that command
-when the file is the one missing.
+`pacplan data minitaur-prior` writes the same bytes again, and every command that finds it
+missing names that command (`pacplan.io.paperdata.missing_minitaur_prior`).
 """
 
 from __future__ import annotations
 
 import os
-import shlex
 from pathlib import Path
 
 from pacplan.errors import PacplanError
 from pacplan.es.checkpoint import save_prior
+from pacplan.io import paperdata
 from pacplan.io.files import sha256_file
 from pacplan.io.outputs import protecting_folder, refuse_overwriting
 from pacplan.io.paperdata import paper_data_dir
@@ -23,14 +23,6 @@ MINITAUR_PRIOR_WORLD = {"name": "quadruped", "options": {"variant": "paper-code"
                                                          "physics": "bullet"}}
 """Where the paper's Minitaur prior was trained: its code's experiment, which pacplan rebuilds as
 `variant: paper-code`, in PyBullet (a certificate anywhere else says "transfer")."""
-
-MINITAUR_PRIOR_SHA256 = "9b495b0f537e6e8fb11ebb1508a669ec8bcd3c108c27f3ac4988599cabc94288"
-"""The sha256 of the file `write_minitaur_prior` writes (float64 μ and log σ², this metadata)."""
-
-
-def restore_command(path: Path) -> str:
-    """The commands that put the paper's Minitaur prior back at `path`."""
-    return f"pacplan data paper && pacplan data minitaur-prior {shlex.quote(str(path))}"
 
 
 def write_minitaur_prior(out: Path, folder: Path | None = None) -> str:
@@ -71,9 +63,10 @@ def _restore(partial: Path, out: Path, folder: Path | None, run: Path) -> str:
     recorded; the partial file never stays."""
     try:
         digest = write_minitaur_prior(partial, folder)
-        if digest != MINITAUR_PRIOR_SHA256:
+        recorded = paperdata.MINITAUR_PRIOR_SHA256
+        if digest != recorded:
             raise PacplanError(f"the prior written has sha256 {digest[:12]}…, not the "
-                               f"{MINITAUR_PRIOR_SHA256[:12]}… {run / RunDir.MANIFEST} records; "
+                               f"{recorded[:12]}… {run / RunDir.MANIFEST} records; "
                                "nothing was put in the run directory")
         os.replace(partial, out)
     finally:
@@ -91,4 +84,4 @@ def _run_missing_the_paper_prior(out: Path) -> Path | None:
     if out.name != RunDir.PRIOR or out.exists() or os.path.abspath(out.parent) != \
             os.path.abspath(run):
         return None
-    return run if Manifest(run).sha(RunDir.PRIOR) == MINITAUR_PRIOR_SHA256 else None
+    return run if Manifest(run).sha(RunDir.PRIOR) == paperdata.MINITAUR_PRIOR_SHA256 else None

@@ -58,7 +58,6 @@ def _check_against_run(run: Path, loaded: Loaded) -> list[str]:
     c, prov = loaded.certificate, loaded.provenance
     assert prov is not None
     manifest = Manifest(run)
-    _refuse_a_missing_paper_prior(run, manifest)
     problems = _check_artifact(manifest, RunDir.PRIOR, "prior_sha256", prov.prior_sha256)
     problems += _check_artifact(manifest, RunDir.POLICIES, "policies_sha256",
                                 prov.policies_sha256)
@@ -76,18 +75,6 @@ def _check_against_run(run: Path, loaded: Loaded) -> list[str]:
         problems += _check_matrix_inputs(run, manifest, "test", c.test_matrix, prov, c.columns)
     problems += _check_config(run, manifest, c, prov, old=loaded.record.content_sha256 is None)
     return problems
-
-
-def _refuse_a_missing_paper_prior(run: Path, manifest: Manifest) -> None:
-    """A run of the paper's Minitaur prior kept without it (a stage in `stages/`; pacplan
-    fetches the paper's files): say how to put it back."""
-    from pacplan.run.paper_priors import MINITAUR_PRIOR_SHA256, restore_command
-
-    prior = run / RunDir.PRIOR
-    if manifest.sha(RunDir.PRIOR) == MINITAUR_PRIOR_SHA256 and not prior.exists():
-        raise PacplanError(f"{prior} is missing: it is the paper's published Minitaur prior, "
-                           "which pacplan fetches rather than ships; put it back with "
-                           f"`{restore_command(prior)}`")
 
 
 def _check_prior_world(run: Path, manifest: Manifest, prov: ProvenanceRecord) -> list[str]:

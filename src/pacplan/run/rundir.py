@@ -44,6 +44,7 @@ from pacplan.io.files import (
     sha256_bytes,
     sha256_file,
 )
+from pacplan.io.paperdata import missing_minitaur_prior
 from pacplan.pacbayes.matrices import RATIONAL_SUFFIX
 
 Grid = Sequence[tuple[slice, slice]]
@@ -262,8 +263,9 @@ class Manifest:
         entry = self.entries.get(name)
         if not path.is_file():
             if entry is not None:
-                raise PacplanError(f"{name} is recorded in {RunDir.MANIFEST} but missing from "
-                                   f"{self.run_dir}; delete the run directory to start over")
+                raise PacplanError(missing_minitaur_prior(path, entry["sha256"])
+                                   or f"{name} is recorded in {RunDir.MANIFEST} but missing "
+                                   f"from {self.run_dir}; delete the run directory to start over")
             return None
         if entry is None:
             return None
