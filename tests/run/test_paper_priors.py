@@ -1,5 +1,6 @@
-"""A run certified with the paper's Minitaur prior ships without it: `verify` names the command
-that puts it back, and `pacplan data minitaur-prior` puts back exactly the recorded bytes.
+"""A run certified with the paper's Minitaur prior ships without it: every command that reads
+the run names the command that puts it back, and `pacplan data minitaur-prior` puts back exactly
+the recorded bytes.
 
 The toy run stands in for the paper's prior (its own prior's sha256 is made "the paper's"), so
 the plumbing is tested without the paper's files; the bytes of the real file are tested where
