@@ -16,7 +16,6 @@ from pacplan.es.checkpoint import save_prior
 from pacplan.io import paperdata
 from pacplan.io.files import sha256_file
 from pacplan.io.outputs import protecting_folder, refuse_overwriting
-from pacplan.io.paperdata import paper_data_dir
 from pacplan.run.rundir import Manifest, RunDir
 
 MINITAUR_PRIOR_WORLD = {"name": "quadruped", "options": {"variant": "paper-code",
@@ -33,7 +32,7 @@ def write_minitaur_prior(out: Path, folder: Path | None = None) -> str:
     the paper's code drew its own."""
     from pacplan.worlds.quadruped.paper_prior import load_paper_prior
 
-    folder = folder if folder is not None else paper_data_dir()
+    folder = folder if folder is not None else paperdata.paper_data_dir()
     if folder is None:
         raise PacplanError("the paper's Minitaur prior is not here: run `pacplan data paper` "
                            "first (it fetches the paper's files, pinned by sha256)")
