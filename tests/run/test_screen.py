@@ -86,6 +86,19 @@ def test_screened_run_resumes_computing_nothing_and_reports(screened):
             "rest") in report
 
 
+def test_a_screened_runs_report_counts_every_rollout_flown(screened, tmp_path):
+    import shutil
+
+    out = tmp_path / "copy"
+    shutil.copytree(screened[0], out)
+    # carried rows: the record says only 7 were computed here, of 80 × 12 + 160 × 3 (the
+    # certification rollouts, not the 240 × 3 of the screened matrix), 200 × 3 and 200
+    (out / "timings.json").write_text(json.dumps(
+        [{"finished": "2026-01-01T00:00:00Z", "seconds": {"cert costs": 1.0},
+          "rollouts": {"cert costs": 7}}]))
+    assert "computed 7 of the 2,240 rollouts in" in write_report(out).read_text()
+
+
 def test_run_verify_refuses_columns_the_manifest_did_not_compute(screened, tmp_path):
     import shutil
 

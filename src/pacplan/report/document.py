@@ -327,8 +327,9 @@ def _write_report(rd: RunDir) -> Path:
                   paired_comparison(last.matrix_p(), test, baselines), ""]
     for title, rel in figures:
         lines += [f"## {title}", "", f"![{title}]({rel})", ""]
-    sizes = cert.size + (0 if test is None else test.size) + sum(b.size for b in
-                                                                 baselines.values())
+    flown = [cert] if last.columns is None else [  # screened: every policy on the first rows
+        _checked_matrix(rd, manifest, _costs(cfg, role)) for role in ("cert", "cert-rest")]
+    sizes = sum(0 if a is None else a.size for a in [*flown, test, *baselines.values()])
     lines += (crossval_section(rd, last) + prior + trajectories
               + _timings_section(rd, int(sizes)))
     text = "\n".join(lines)
