@@ -131,13 +131,28 @@ def test_every_shipped_preset_loads() -> None:
         cfg = load_config(p)
         assert cfg.name == p.stem
         # every file a preset names is shipped with it
-        files = [cfg.prior, *(b.weights for b in cfg.baselines)]
-        if isinstance(cfg.es.init_mean, str):
-            files.append(cfg.es.init_mean)
-        if isinstance(cfg.es.init_var, str):
-            files.append(cfg.es.init_var)
-        for f in files:
-            assert f is None or Path(f).is_file(), f"{p.name} names a missing file {f}"
+        for section, name in cfg.input_files():
+            f = getattr(section, name)
+            assert Path(f).is_file(), f"{p.name} names a missing file {f}"
+
+
+def test_every_file_a_config_names_is_read_from_the_configs_folder(tmp_path: Path) -> None:
+    """prior, es.init_mean, es.init_var and each baseline's weights: a relative path is the
+    config's neighbour, an absolute one stays; numbers and absent files are no files."""
+    elsewhere = str((tmp_path / "abs.npy").resolve())
+    data = _base() | {"prior": "p.safetensors", "es": {"init_mean": "m.npy", "init_var": 2.0},
+                      "baselines": [{"name": "a", "weights": "w/a.npy"}, {"name": "b"},
+                                    {"name": "c", "weights": elsewhere}]}
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg" / "run.yaml").write_text(yaml.safe_dump(data))
+    cfg = load_config(tmp_path / "cfg" / "run.yaml")
+    here = (tmp_path / "cfg").resolve()
+    assert [(type(s).__name__, n, getattr(s, n)) for s, n in cfg.input_files()] == [
+        ("RunConfig", "prior", str(here / "p.safetensors")),
+        ("ESConfig", "init_mean", str(here / "m.npy")),
+        ("BaselineConfig", "weights", str(here / "w" / "a.npy")),
+        ("BaselineConfig", "weights", elsewhere)]
+    assert cfg.es.init_var == 2.0 and cfg.baselines[1].weights is None
 
 
 # -- types: a boolean is not a number -----------------------------------------------------------

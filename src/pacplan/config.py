@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    BaseModel,
     Field,
     PrivateAttr,
     StrictInt,
@@ -194,6 +195,16 @@ class RunConfig(Section):
     # checked, so the stages trust them instead of checking again (not part of the config file)
     _worlds_checked: str | None = PrivateAttr(default=None)
 
+    def input_files(self) -> list[tuple[BaseModel, str]]:
+        """Every field that names an input file, as (section, attribute): the one list that
+        `load_config` reads relative to the config, the config identity blanks (a file's place
+        never changes a result) and the shipped results' tests check."""
+        slots: list[tuple[BaseModel, str]] = [(self, "prior"), (self.es, "init_mean"),
+                                              (self.es, "init_var")]
+        slots += [(base, "weights") for base in self.baselines]
+        return [(section, name) for section, name in slots
+                if isinstance(getattr(section, name), str)]
+
     @field_validator("name")
     @classmethod
     def _safe_name(cls, v: str) -> str:  # runs/<name> must stay inside runs/
@@ -302,15 +313,10 @@ def load_config(path: str | Path) -> RunConfig:
     if not p.is_file():
         raise PacplanError(f"config file not found: {p}")
     cfg = parse_config(read_yaml(p), source=str(p))
-    if cfg.prior is not None and not Path(cfg.prior).is_absolute():
-        cfg.prior = str((p.parent / cfg.prior).resolve())
-    for field in ("init_mean", "init_var"):  # a weights file, relative to the config
-        value = getattr(cfg.es, field)
-        if isinstance(value, str) and not Path(value).is_absolute():
-            setattr(cfg.es, field, str((p.parent / value).resolve()))
-    for base in cfg.baselines:
-        if base.weights is not None and not Path(base.weights).is_absolute():
-            base.weights = str((p.parent / base.weights).resolve())
+    for section, name in cfg.input_files():  # a relative file is the config's neighbour
+        value = getattr(section, name)
+        if not Path(value).is_absolute():
+            setattr(section, name, str((p.parent / value).resolve()))
     return cfg
 
 

@@ -160,10 +160,10 @@ def test_shipped_results_verify(world: str) -> None:
 def test_shipped_configs_name_files_in_the_clone(world: str) -> None:
     """A shipped config names its prior and baseline weights relative to itself: an absolute
     path (the machine that ran it) names nothing in a clone made elsewhere."""
-    import yaml
+    from pacplan.config import parse_config
+    from pacplan.io.yamlio import read_yaml
 
-    cfg = yaml.safe_load((REPO / "results" / world / "config.yaml").read_text())
-    paths = [cfg.get("prior"), *((b or {}).get("weights") for b in cfg.get("baselines") or [])]
-    for path in filter(None, paths):
+    cfg = parse_config(read_yaml(REPO / "results" / world / "config.yaml"))
+    for path in (getattr(section, name) for section, name in cfg.input_files()):
         assert not Path(path).is_absolute(), path
         assert (REPO / "results" / world / path).is_file(), path

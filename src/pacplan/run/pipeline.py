@@ -54,21 +54,18 @@ class RunResult:
     seconds: dict[str, float] = field(default_factory=dict)
 
 
-def config_identity(config: dict[str, Any]) -> dict[str, Any]:
+def config_identity(cfg: RunConfig) -> dict[str, Any]:
     """A config as a dict minus what never changes a result: where the work runs (executor)
     and where input files live. Their contents are checked where they are used: the prior by
     its sha256 in the manifest, a baseline's weights in its matrix's inputs, an ES starting
     mean or variance by the ES fingerprint. So a run directory stays resumable from another
     checkout."""
-    d = json.loads(json.dumps(config))  # a deep copy
+    blank = cfg.model_copy(deep=True)
+    for section, name in blank.input_files():
+        setattr(section, name, "<file>")
+    d = config_to_dict(blank)
     d.pop("executor", None)
     d.pop("prior", None)
-    for name in ("init_mean", "init_var"):
-        if isinstance(d.get("es", {}).get(name), str):
-            d["es"][name] = "<file>"
-    for base in d.get("baselines", []):
-        if base.get("weights") is not None:
-            base["weights"] = "<file>"
     return d
 
 
@@ -77,8 +74,8 @@ def freeze_config(cfg: RunConfig, rd: RunDir, prior_file: str | Path | None = No
     prior file (`--prior`) is what the frozen `prior:` names, not the config's own."""
     path = rd / RunDir.CONFIG
     if path.is_file():
-        old = config_identity(config_to_dict(_frozen_config(path)))
-        new = config_identity(config_to_dict(cfg))
+        old = config_identity(_frozen_config(path))
+        new = config_identity(cfg)
         if identity(old) != identity(new):
             changed = sorted(k for k in set(old) | set(new)
                              if identity(old.get(k)) != identity(new.get(k)))
