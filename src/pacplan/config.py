@@ -312,11 +312,16 @@ def load_config(path: str | Path) -> RunConfig:
     p = Path(path)
     if not p.is_file():
         raise PacplanError(f"config file not found: {p}")
-    cfg = parse_config(read_yaml(p), source=str(p))
-    for section, name in cfg.input_files():  # a relative file is the config's neighbour
+    return files_read_from(parse_config(read_yaml(p), source=str(p)), p.parent)
+
+
+def files_read_from(cfg: RunConfig, folder: Path) -> RunConfig:
+    """`cfg` with each relative input file made absolute from `folder` (a config's files are
+    its neighbours); changed in place and returned."""
+    for section, name in cfg.input_files():
         value = getattr(section, name)
         if not Path(value).is_absolute():
-            setattr(section, name, str((p.parent / value).resolve()))
+            setattr(section, name, str((folder / value).resolve()))
     return cfg
 
 

@@ -167,6 +167,8 @@ def test_given_prior_is_used_and_checked(tmp_path: Path):
     copy.write_bytes((first / "prior.safetensors").read_bytes())
     run(_cfg(prior=str(copy)), second, progress=False, executor=ex)
     assert ex.computed == 5 * 3 + 6 * 3 + 5, "nothing recomputed after the first run"
+    # and its frozen config now names the file where it was read (the old place may be gone)
+    assert load_config(second / "config.yaml").prior == str(copy.resolve())
     with pytest.raises(PacplanError, match="prior file not found"):
         run(_cfg(), tmp_path / "c", prior_file=tmp_path / "nope.safetensors", progress=False)
     with pytest.raises(PacplanError, match="weights"):

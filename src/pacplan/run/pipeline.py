@@ -16,7 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from pacplan.config import RunConfig, config_to_dict, dump_config, parse_config
+from pacplan.config import (
+    RunConfig,
+    config_to_dict,
+    dump_config,
+    files_read_from,
+    parse_config,
+)
 from pacplan.errors import PacplanError
 from pacplan.io.files import load_npy, remove_stale_temps, sha256_bytes
 from pacplan.io.weights import load_theta
@@ -71,10 +77,15 @@ def config_identity(cfg: RunConfig) -> dict[str, Any]:
 
 def freeze_config(cfg: RunConfig, rd: RunDir, prior_file: str | Path | None = None) -> None:
     """Write config.yaml, or refuse if the directory was made by a different config. A given
-    prior file (`--prior`) is what the frozen `prior:` names, not the config's own."""
+    prior file (`--prior`) is what the frozen `prior:` names, not the config's own. A frozen
+    config that already names the same files (read from the run's folder) is left as written,
+    so resuming a shipped result keeps its relative paths."""
     path = rd / RunDir.CONFIG
+    if prior_file is not None:
+        cfg = cfg.model_copy(update={"prior": str(Path(prior_file).resolve())})
     if path.is_file():
-        old = config_identity(_frozen_config(path))
+        frozen = files_read_from(_frozen_config(path), rd.path)
+        old = config_identity(frozen)
         new = config_identity(cfg)
         if identity(old) != identity(new):
             changed = sorted(k for k in set(old) | set(new)
@@ -82,9 +93,15 @@ def freeze_config(cfg: RunConfig, rd: RunDir, prior_file: str | Path | None = No
             raise PacplanError(f"{rd.path} was made by a different config (changed: "
                                f"{', '.join(changed)}, says its {RunDir.CONFIG}); use a new "
                                "--out directory")
-    if prior_file is not None:
-        cfg = cfg.model_copy(update={"prior": str(Path(prior_file).resolve())})
+        if _files_named(frozen) == _files_named(cfg):
+            return  # the same files: its text stays (a shipped result names them relatively)
     dump_config(cfg, path)
+
+
+def _files_named(cfg: RunConfig) -> list[tuple[str, Path]]:
+    """Each input file a config names, as the absolute path it reads."""
+    return [(name, Path(getattr(section, name)).resolve())
+            for section, name in cfg.input_files()]
 
 
 def _frozen_config(path: Path) -> RunConfig:
