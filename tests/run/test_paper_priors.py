@@ -140,3 +140,28 @@ def test_the_papers_prior_file_is_the_recorded_bytes(tmp_path: Path,
     assert sha256_file(out) == paperdata.MINITAUR_PRIOR_SHA256
     prior = read_prior_file(out)
     assert prior.world == paper_priors.MINITAUR_PRIOR_WORLD and prior.mu.size == 944
+
+
+def test_a_report_names_the_papers_prior_and_how_to_get_it(
+        toy_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run given the paper's prior from a file since gone: its report says whose prior it is
+    and the command that writes it, not only a path that names nothing in a clone."""
+    import shutil
+
+    from pacplan.report.document import write_report
+
+    given = tmp_path / "paper-minitaur.safetensors"
+    shutil.copy(toy_run / RunDir.PRIOR, given)
+    config = {**SMALL_TOY_RUN, "name": "toy-given-prior"}
+    run(parse_config(json.loads(json.dumps(config))), tmp_path / "run", prior_file=given,
+        progress=False)
+    given.unlink()
+    plain = " ".join(write_report(tmp_path / "run").read_text().split())
+    assert "The source file is not found with this sha256" in plain
+    assert "the paper's published Minitaur prior" not in plain
+    monkeypatch.setattr(paperdata, "MINITAUR_PRIOR_SHA256", sha256_file(toy_run / RunDir.PRIOR))
+    papers = " ".join(write_report(tmp_path / "run").read_text().split())
+    assert ("source the paper's published Minitaur prior (`pacplan data paper && pacplan data "
+            "minitaur-prior OUT` writes these bytes; this run read it from "
+            "`../paper-minitaur.safetensors`)") in papers
+    assert "the paper's published files hold no training record of it" in papers

@@ -13,6 +13,7 @@ import pacplan
 from pacplan.config import RunConfig
 from pacplan.errors import PacplanError
 from pacplan.es.checkpoint import read_prior
+from pacplan.io import paperdata
 from pacplan.io.files import (
     atomic_write_bytes,
     read_file_bytes,
@@ -27,6 +28,8 @@ from pacplan.run.progress import duration
 from pacplan.run.rundir import Manifest, RunDir
 from pacplan.validation import is_int
 
+_PAPERS = ("the paper's published Minitaur prior (`{command}` writes these bytes; this run "
+           "read it from {source})")
 _METRIC_KEYS = ("iteration", "cost", "best", "sigma_mean", "utility")
 _NUMBER_KEYS = ("iteration", "cost", "best", "sigma_mean", "cost_ema", "eval_cost")
 """Fields the summary formats and the curve plots: numbers where present (not bools)."""
@@ -153,10 +156,16 @@ def prior_section(rd: RunDir, manifest: Manifest, cfg: RunConfig) -> list[str]:
     else:
         found = None if source is None else _find_source(rd, str(source), sha)
         shipped_name = _shipped(found)
-        shown = code(source) if shipped_name is None else shipped_name
+        papers = sha == paperdata.MINITAUR_PRIOR_SHA256
+        shown = (shipped_name or (_PAPERS.format(command=paperdata.restore_command(Path("OUT")),
+                                                 source=code(source)) if papers else None)
+                 or code(source))
         lines += [f"Given as a file (`--prior` or `prior:` in the config): source {shown}, "
                   f"copied into the run as `{RunDir.PRIOR}` ({what}); {seeds}.", ""]
-        if found is None:
+        if papers and found is None:
+            lines += ["Trained by the paper's authors; the paper's published files hold no "
+                      "training record of it, so none is shown.", ""]
+        elif found is None:
             lines += ["The source file is not found with this sha256 (at its recorded path, "
                       "or shipped with pacplan), so no training record is shown.", ""]
         else:
