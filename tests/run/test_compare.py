@@ -168,6 +168,29 @@ def test_the_executor_section_is_not_part_of_the_contract(toy_run: Path, twin: P
     assert result.detail.startswith("field seeds.test[0]: 200000 vs 300000")
 
 
+def test_a_file_the_config_names_is_compared_by_its_content_not_its_place(
+        toy_run: Path, twin: Path, tmp_path: Path) -> None:
+    """A run frozen with an absolute path and its shipped copy naming the same bytes relatively
+    agree; other bytes at the same place do not."""
+    one = Path(shutil.copytree(toy_run, tmp_path / "one"))
+    (tmp_path / "files").mkdir()
+    shutil.copy(toy_run / "prior.safetensors", tmp_path / "files" / "p.safetensors")
+    for run_dir, named in ((one, str((tmp_path / "files" / "p.safetensors").resolve())),
+                           (twin, "../files/p.safetensors")):
+        config = read_yaml(run_dir / "config.yaml")
+        config["prior"] = named
+        (run_dir / "config.yaml").write_text(yaml_text(config))
+    assert isinstance(compare_runs(one, twin), Agreement)
+    (tmp_path / "files" / "p.safetensors").write_bytes(b"other bytes")
+    (tmp_path / "q.safetensors").write_bytes((toy_run / "prior.safetensors").read_bytes())
+    config = read_yaml(one / "config.yaml")
+    config["prior"] = str(tmp_path / "q.safetensors")
+    (one / "config.yaml").write_text(yaml_text(config))
+    result = compare_runs(one, twin)
+    assert isinstance(result, Difference) and result.artifact == "config.yaml"
+    assert result.detail.startswith("field prior: 'sha256 ")
+
+
 def test_a_missing_artifact_and_a_changed_prior(toy_run: Path, twin: Path) -> None:
     (twin / "certificates/N1000.json").unlink()
     result = compare_runs(toy_run, twin)

@@ -13,7 +13,8 @@ config must agree artifact by artifact:
   NumPy's transcendental functions (which NumPy runs on its own AVX-512 kernels where a CPU
   has them) and so may move in its last bits; text, integers and hashes exactly;
 - **the config** parsed, without its `executor` section (how the work was spread, never what
-  it computes);
+  it computes), each input file it names (prior, ES start, baseline weights) by its sha256
+  where it is found: where a file lies is no part of a result;
 - **not compared**: wall-clock times (`timings.json`, each ES line's `seconds`, a
   certificate's `created` and the `content_sha256` that covers it: those top-level fields only,
   the same names anywhere else are compared), the manifest (a ledger of the hashes compared
@@ -34,8 +35,9 @@ from typing import Any
 
 import numpy as np
 
+from pacplan.config import config_to_dict, files_read_from, parse_config
 from pacplan.errors import PacplanError
-from pacplan.io.files import npy_from_bytes, read_file_bytes
+from pacplan.io.files import npy_from_bytes, read_file_bytes, sha256_file
 from pacplan.io.yamlio import read_yaml
 from pacplan.run.rundir import RunDir
 
@@ -194,13 +196,23 @@ def _compare_jsonl(name: str, a: Path, b: Path) -> str | None:
 
 
 def _compare_config(name: str, a: Path, b: Path) -> str | None:
-    configs = []
-    for path in (a, b):
-        data = read_yaml(path)
-        if not isinstance(data, dict):
-            raise PacplanError(f"{path}: not a config (a YAML mapping)")
-        configs.append({k: v for k, v in data.items() if k not in _NOT_CONTRACT})
-    return value_difference(*configs, "", frozenset())
+    return value_difference(_contract_config(a), _contract_config(b), "", frozenset())
+
+
+def _contract_config(path: Path) -> dict[str, Any]:
+    """A frozen config as the contract reads it: parsed, without what only chooses how work is
+    spread, and each file it names by its content where the file is found (read from the run's
+    folder): one run frozen with an absolute path and its shipped copy with a relative one
+    name the same prior."""
+    data = read_yaml(path)
+    if not isinstance(data, dict):
+        raise PacplanError(f"{path}: not a config (a YAML mapping)")
+    cfg = files_read_from(parse_config(data, source=str(path)), path.parent)
+    for section, field in cfg.input_files():
+        file = Path(getattr(section, field))
+        if file.is_file():
+            setattr(section, field, f"sha256 {sha256_file(file)}")
+    return {k: v for k, v in config_to_dict(cfg).items() if k not in _NOT_CONTRACT}
 
 
 def _json(path: Path) -> Any:
