@@ -147,6 +147,9 @@ def test_different_config_in_same_directory_is_refused(tmp_path: Path):
     # the executor never changes a result, so it may differ
     run(_cfg(executor={"kind": "serial", "chunk_policies": 4, "chunk_seeds": 40,
                        "workers": 1}), tmp_path, progress=False)
+    # and the frozen config then says how this invocation ran (its text is kept only when it
+    # says the same)
+    assert load_config(tmp_path / "config.yaml").executor.workers == 1
 
 
 def test_given_prior_is_used_and_checked(tmp_path: Path):

@@ -78,8 +78,8 @@ def config_identity(cfg: RunConfig) -> dict[str, Any]:
 def freeze_config(cfg: RunConfig, rd: RunDir, prior_file: str | Path | None = None) -> None:
     """Write config.yaml, or refuse if the directory was made by a different config. A given
     prior file (`--prior`) is what the frozen `prior:` names, not the config's own. A frozen
-    config that already names the same files (read from the run's folder) is left as written,
-    so resuming a shipped result keeps its relative paths."""
+    config that says the same, naming the same files (read from the run's folder), is left as
+    written, so resuming a shipped result keeps its relative paths."""
     path = rd / RunDir.CONFIG
     if prior_file is not None:
         cfg = cfg.model_copy(update={"prior": str(Path(prior_file).resolve())})
@@ -93,15 +93,17 @@ def freeze_config(cfg: RunConfig, rd: RunDir, prior_file: str | Path | None = No
             raise PacplanError(f"{rd.path} was made by a different config (changed: "
                                f"{', '.join(changed)}, says its {RunDir.CONFIG}); use a new "
                                "--out directory")
-        if _files_named(frozen) == _files_named(cfg):
-            return  # the same files: its text stays (a shipped result names them relatively)
+        if config_to_dict(_resolved(frozen)) == config_to_dict(_resolved(cfg)):
+            return  # the same config and files: its text stays (a shipped result's relative paths)
     dump_config(cfg, path)
 
 
-def _files_named(cfg: RunConfig) -> list[tuple[str, Path]]:
-    """Each input file a config names, as the absolute path it reads."""
-    return [(name, Path(getattr(section, name)).resolve())
-            for section, name in cfg.input_files()]
+def _resolved(cfg: RunConfig) -> RunConfig:
+    """A copy of `cfg` naming each input file by the absolute path it reads."""
+    copy = cfg.model_copy(deep=True)
+    for section, name in copy.input_files():
+        setattr(section, name, str(Path(getattr(section, name)).resolve()))
+    return copy
 
 
 def _frozen_config(path: Path) -> RunConfig:
