@@ -177,3 +177,21 @@ def test_plan_n_predicts_a_screened_run_as_it_certifies(screened):
     assert plan.predicted_kl >= math.log(12 / 3) - 1e-12
     assert (plan.rollouts, plan.rollouts_more, plan.screened) == (80 * 12 + 160 * 3, 0, [80, 3])
     assert plan_n(out, 1000, rows=80).rollouts_more == 760 * 3
+
+
+def test_plan_n_reads_a_certified_screened_runs_kept_rows_past_its_screen(screened):
+    """Once certified, a screened run's kept policies have all 240 rows: plan-n starts from them
+    by default, so at the run's own N it says the certificate the run holds."""
+    from pacplan.pacbayes.posterior import optimize_gibbs_columns
+    from pacplan.run.plan import plan_n
+
+    out, _ = screened
+    plan = plan_n(out, 480)
+    assert plan.rows == 240 and plan.rollouts_more == 240 * 3
+    assert plan_n(out, 240).certified_at_rows == pytest.approx(
+        verify_certificate(out / "certificates" / "N240.json").certified, rel=1e-9)
+    rows = np.load(out / "costs" / "cert-screened.npy")[:200]
+    assert plan_n(out, 480, rows=200).certified_at_rows == pytest.approx(
+        optimize_gibbs_columns(rows, 12, 0.05, "best").value, rel=1e-12)
+    with pytest.raises(PacplanError, match="--rows 241: the certification matrix has 240 rows"):
+        plan_n(out, 480, rows=241)

@@ -6,7 +6,9 @@ the first K rows of the certification matrix fixed and re-optimizes the posterio
 exact Gibbs search, `optimize_gibbs_means`); only sampling noise in c̄ separates it from the
 certificate N environments would give. A screened run (`certificate.screen`) is predicted as
 it certifies: the posterior on the policies the first K rows keep, their KL against all m, and
-only those flown beyond its screening rows. The cost comes from the run's own recorded time per
+only those flown beyond its screening rows. Once it has certified, K may reach past the
+screening rows into the kept policies' own rows (`costs/cert-screened`), all of them by
+default. The cost comes from the run's own recorded time per
 certification rollout on the machine that made it. A run still computing its matrix is
 predicted from the leading rows its chunk folder holds whole.
 
@@ -73,8 +75,11 @@ def plan_n(run_dir: str | Path, target_n: int, rows: int | None = None) -> NPlan
     if not rd.path.is_dir() or not (rd / RunDir.CONFIG).is_file():
         raise PacplanError(f"{rd.path}: not a run directory (no {RunDir.CONFIG})")
     cfg = load_config(rd / RunDir.CONFIG)
-    cert = _certification_matrix(rd, cfg.storage.cost_denominator is not None)
-    available = cert.shape[0]
+    rational = cfg.storage.cost_denominator is not None
+    cert = _certification_matrix(rd, rational)
+    have, screen = cert.shape[0], cfg.certificate.screen
+    kept_rows = None if screen is None else _kept_rows(rd, rational)
+    available = max(have, 0 if kept_rows is None else kept_rows.shape[0])
     k = available if rows is None else rows
     if not 1 <= k <= available:
         raise PacplanError(f"--rows {k}: the certification matrix has {available} rows "
@@ -83,15 +88,18 @@ def plan_n(run_dir: str | Path, target_n: int, rows: int | None = None) -> NPlan
         raise PacplanError(f"--target-n {target_n} is below --rows {k}: the prediction is for "
                            "a larger N than the rows it starts from")
     delta, bound = cfg.certificate.delta, cfg.certificate.bound
-    m, screen = cert.shape[1], cfg.certificate.screen
+    m = cert.shape[1]
     if screen is None:
         cbar = column_means(cert[:k])
         here = optimize_gibbs_means(cbar, k, delta, bound)
         there = optimize_gibbs_means(cbar, target_n, delta, bound)
         total = int(target_n) * m
-        whole = max(available, *(cfg.certificate.n or [1])) * m  # one invocation's most
+        whole = max(have, *(cfg.certificate.n or [1])) * m  # one invocation's most
     else:  # a screened run: the policies the first K rows keep, and only those beyond its rows
-        kept = cert[:k, screen_columns(cert[:k], screen.keep)]
+        if kept_rows is None or k <= have:
+            kept = cert[:k, screen_columns(cert[:k], screen.keep)]
+        else:  # past the screening rows: the kept policies' own rows
+            kept = kept_rows[:k]
         cbar = column_means(kept)
         here = optimize_gibbs_columns_means(cbar, k, m, delta, bound)
         there = optimize_gibbs_columns_means(cbar, target_n, m, delta, bound)
@@ -100,8 +108,8 @@ def plan_n(run_dir: str | Path, target_n: int, rows: int | None = None) -> NPlan
         whole = screen.rows * m  # its costs/cert: the screening rows
     values = bounds.all_bounds(there.emp_cost, there.kl, target_n, delta)
     by = min(values, key=values.get)
-    more = max(0, total - available * m - _screened_rollouts(rd, cfg))
-    rate, notes = _seconds_per_rollout(rd, available * m, whole)
+    more = max(0, total - have * m - _screened_rollouts(rd, cfg))
+    rate, notes = _seconds_per_rollout(rd, have * m, whole)
     predicted = None if rate is None else rate * more
     if predicted is not None and not math.isfinite(predicted):
         notes.append(f"{more:,} rollouts at {rate:.3g} s each overflow float64: no time predicted")
@@ -126,6 +134,18 @@ def _screened_rollouts(rd: RunDir, cfg: Any) -> int:
     if not (isinstance(seeds, list) and len(seeds) == 2):
         return 0
     return max(0, int(seeds[1]) - int(seeds[0])) * cfg.certificate.screen.keep
+
+
+def _kept_rows(rd: RunDir, rational: bool) -> np.ndarray | None:
+    """A certified screened run's kept policies on all its certification rows (its finished
+    costs/cert-screened, checked against its sha256), or None before it has one."""
+    name = RunDir.costs("cert-screened", rational)
+    data = Manifest(rd.path).read_finished(name)
+    if data is None:
+        return None
+    values, _ = check_unit_costs(matrix_from_bytes(data, f"{name} in {rd.path}"),
+                                 f"{name} in {rd.path}", False)
+    return values
 
 
 def _certification_matrix(rd: RunDir, rational: bool) -> np.ndarray:
