@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import yaml
 
-from helpers import CountingExecutor
+from helpers import CountingExecutor, StopAfter
 from pacplan.config import parse_config
 from pacplan.errors import PacplanError
 from pacplan.pacbayes.posterior import optimize_gibbs
@@ -195,3 +195,45 @@ def test_plan_n_reads_a_certified_screened_runs_kept_rows_past_its_screen(screen
         optimize_gibbs_columns(rows, 12, 0.05, "best").value, rel=1e-12)
     with pytest.raises(PacplanError, match="--rows 241: the certification matrix has 240 rows"):
         plan_n(out, 480, rows=241)
+
+
+def test_plan_n_reads_a_screened_run_still_computing_past_its_screen(tmp_path):
+    """Stopped after its 6 screening chunks and 2 of the 4 beyond them: plan-n starts from the
+    80 + 80 rows finished, the oracle the toy world's own costs of the kept policies."""
+    from pacplan.pacbayes.posterior import optimize_gibbs_columns
+    from pacplan.run.plan import plan_n
+
+    with pytest.raises(KeyboardInterrupt):
+        run(_cfg(), tmp_path, progress=False,
+            executor=StopAfter(8, chunk_policies=4, chunk_seeds=40))
+    plan = plan_n(tmp_path, 240)
+    thetas = np.load(tmp_path / "policies.npy")
+    world = ToyWorld(dim=6, shift=0.3)
+    first = world.costs(thetas, np.arange(10_000, 10_080))
+    kept = sorted(np.argsort(first.mean(axis=0), kind="stable")[:3].tolist())
+    rows = world.costs(thetas[kept], np.arange(10_000, 10_160))
+    assert plan.rows == 160 and plan.rollouts_more == 80 * 3
+    assert plan.certified_at_rows == pytest.approx(
+        optimize_gibbs_columns(rows, 12, 0.05, "best").value, rel=1e-12)
+
+
+def test_plan_n_prices_a_screened_run_by_all_its_certification_rollouts(screened, tmp_path):
+    """The screening rows' and the kept policies' rollouts both count towards the rate; an entry
+    whose cert-rest count exceeds what the run can fly (160 × 3) is left out, saying so."""
+    import shutil
+
+    from pacplan.run.plan import plan_n
+
+    out = Path(shutil.copytree(screened[0], tmp_path / "copy"))
+    entry = {"finished": "2026-01-01T00:00:00Z",
+             "seconds": {"cert costs": 9.6, "cert-rest costs": 2.4},
+             "rollouts": {"cert costs": 960, "cert-rest costs": 480}}
+    (out / "timings.json").write_text(json.dumps([entry]))
+    assert plan_n(out, 480).seconds_per_rollout == pytest.approx(12.0 / 1440, rel=1e-12)
+    bad = {**entry, "rollouts": {"cert costs": 960, "cert-rest costs": 481}}
+    (out / "timings.json").write_text(json.dumps([entry, bad]))
+    plan = plan_n(out, 480)
+    assert plan.seconds_per_rollout == pytest.approx(12.0 / 1440, rel=1e-12)
+    assert plan.timing_notes == ("timings.json entry 2 left out of the rate: cert-rest costs "
+                                 "computed 481 rollouts, more than the whole certification "
+                                 "matrix (480)",)

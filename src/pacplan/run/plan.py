@@ -6,9 +6,9 @@ the first K rows of the certification matrix fixed and re-optimizes the posterio
 exact Gibbs search, `optimize_gibbs_means`); only sampling noise in c̄ separates it from the
 certificate N environments would give. A screened run (`certificate.screen`) is predicted as
 it certifies: the posterior on the policies the first K rows keep, their KL against all m, and
-only those flown beyond its screening rows. Once it has certified, K may reach past the
-screening rows into the kept policies' own rows (`costs/cert-screened`), all of them by
-default. The cost comes from the run's own recorded time per
+only those flown beyond its screening rows; K may reach past the screening rows into the
+kept policies' own rows (`costs/cert-rest`, or the leading rows its chunk folder holds while
+it computes), all of them by default. The cost comes from the run's own recorded time per
 certification rollout on the machine that made it. A run still computing its matrix is
 predicted from the leading rows its chunk folder holds whole.
 
@@ -37,7 +37,7 @@ from pacplan.pacbayes.posterior import (
     optimize_gibbs_columns_means,
     optimize_gibbs_means,
 )
-from pacplan.run.rows import leading_cert_rows
+from pacplan.run.rows import kept_rows_beyond_screen, leading_cert_rows
 from pacplan.run.rundir import Manifest, RunDir, read_timings, timing_number, timing_raw
 from pacplan.run.stages import screen_columns
 from pacplan.validation import check_unit_costs
@@ -78,8 +78,11 @@ def plan_n(run_dir: str | Path, target_n: int, rows: int | None = None) -> NPlan
     rational = cfg.storage.cost_denominator is not None
     cert = _certification_matrix(rd, rational)
     have, screen = cert.shape[0], cfg.certificate.screen
-    kept_rows = None if screen is None else _kept_rows(rd, rational)
-    available = max(have, 0 if kept_rows is None else kept_rows.shape[0])
+    beyond = (None if screen is None or have < screen.rows
+              else kept_rows_beyond_screen(rd, screen_columns(cert, screen.keep)))
+    if beyond is not None:
+        beyond, _ = check_unit_costs(beyond, f"the rows past the screen in {rd.path}", False)
+    available = have + (0 if beyond is None else beyond.shape[0])
     k = available if rows is None else rows
     if not 1 <= k <= available:
         raise PacplanError(f"--rows {k}: the certification matrix has {available} rows "
@@ -94,22 +97,23 @@ def plan_n(run_dir: str | Path, target_n: int, rows: int | None = None) -> NPlan
         here = optimize_gibbs_means(cbar, k, delta, bound)
         there = optimize_gibbs_means(cbar, target_n, delta, bound)
         total = int(target_n) * m
-        whole = max(have, *(cfg.certificate.n or [1])) * m  # one invocation's most
+        wholes = {STEP: max(have, *(cfg.certificate.n or [1])) * m}  # one invocation's most
     else:  # a screened run: the policies the first K rows keep, and only those beyond its rows
-        if kept_rows is None or k <= have:
+        if beyond is None or k <= have:
             kept = cert[:k, screen_columns(cert[:k], screen.keep)]
         else:  # past the screening rows: the kept policies' own rows
-            kept = kept_rows[:k]
+            kept = np.vstack([cert[:, screen_columns(cert, screen.keep)], beyond])[:k]
         cbar = column_means(kept)
         here = optimize_gibbs_columns_means(cbar, k, m, delta, bound)
         there = optimize_gibbs_columns_means(cbar, target_n, m, delta, bound)
         rows_all = min(int(target_n), screen.rows)
         total = rows_all * m + (int(target_n) - rows_all) * screen.keep
-        whole = screen.rows * m  # its costs/cert: the screening rows
+        wholes = {STEP: screen.rows * m,  # its costs/cert: the screening rows
+                  REST_STEP: max(0, max(cfg.certificate.n or [1]) - screen.rows) * screen.keep}
     values = bounds.all_bounds(there.emp_cost, there.kl, target_n, delta)
     by = min(values, key=values.get)
-    more = max(0, total - have * m - _screened_rollouts(rd, cfg))
-    rate, notes = _seconds_per_rollout(rd, have * m, whole)
+    more = max(0, total - have * m - (0 if beyond is None else beyond.size))
+    rate, notes = _seconds_per_rollout(rd, have * m, wholes)
     predicted = None if rate is None else rate * more
     if predicted is not None and not math.isfinite(predicted):
         notes.append(f"{more:,} rollouts at {rate:.3g} s each overflow float64: no time predicted")
@@ -122,30 +126,6 @@ def plan_n(run_dir: str | Path, target_n: int, rows: int | None = None) -> NPlan
         rollouts=total, rollouts_more=more, seconds_per_rollout=rate,
         predicted_seconds=predicted, timing_notes=tuple(notes),
         screened=None if screen is None else [screen.rows, screen.keep])
-
-
-def _screened_rollouts(rd: RunDir, cfg: Any) -> int:
-    """The rollouts a screened run has flown beyond its screening rows (its finished
-    costs/cert-rest, by the seeds the manifest records; 0 for none)."""
-    if cfg.certificate.screen is None:
-        return 0
-    name = RunDir.costs("cert-rest", cfg.storage.cost_denominator is not None)
-    seeds = Manifest(rd.path).inputs(name).get("seeds")
-    if not (isinstance(seeds, list) and len(seeds) == 2):
-        return 0
-    return max(0, int(seeds[1]) - int(seeds[0])) * cfg.certificate.screen.keep
-
-
-def _kept_rows(rd: RunDir, rational: bool) -> np.ndarray | None:
-    """A certified screened run's kept policies on all its certification rows (its finished
-    costs/cert-screened, checked against its sha256), or None before it has one."""
-    name = RunDir.costs("cert-screened", rational)
-    data = Manifest(rd.path).read_finished(name)
-    if data is None:
-        return None
-    values, _ = check_unit_costs(matrix_from_bytes(data, f"{name} in {rd.path}"),
-                                 f"{name} in {rd.path}", False)
-    return values
 
 
 def _certification_matrix(rd: RunDir, rational: bool) -> np.ndarray:
@@ -167,35 +147,39 @@ def _certification_matrix(rd: RunDir, rational: bool) -> np.ndarray:
 
 
 STEP = "cert costs"
+REST_STEP = "cert-rest costs"  # a screened run's kept policies past its screening rows
 
 
-def _seconds_per_rollout(rd: RunDir, rollouts: int, whole: int) -> tuple[float | None, list[str]]:
+def _seconds_per_rollout(rd: RunDir, rollouts: int, wholes: dict[str, int]
+                         ) -> tuple[float | None, list[str]]:
     """Seconds per certification rollout on the machine that computed them, and the timings
-    entries left out (with why).
+    entries left out (with why). `wholes` gives each certification step timed ('cert costs',
+    and a screened run's 'cert-rest costs') the most rollouts one invocation can compute.
 
     Invocations that recorded how many rollouts they computed (chunks kept from an earlier
     invocation, or carried in from a stage run, are not counted) give the rate exactly. Only
     when none did (a run older than that record) is every invocation's 'cert costs' time spread
     over all of the matrix's `rollouts`, which overstates the rate if chunks came from
-    elsewhere. An entry is used only if plausible: seconds a finite number ≥ 0, rollouts a whole
-    number from 0 to `whole` (the full matrix, the most one invocation can compute), and
-    seconds > 0 where rollouts > 0."""
+    elsewhere. An entry is used only if plausible in every step: seconds a finite number ≥ 0,
+    rollouts a whole number from 0 to the step's whole, and seconds > 0 where rollouts > 0."""
     history, _ = read_timings(rd / RunDir.TIMINGS)
     counted_s = counted_n = legacy_s = 0.0
     notes: list[str] = []
     for number, entry in enumerate(history, start=1):
-        problem = _implausible(entry, whole)
+        problem = next(filter(None, (_implausible(entry, step, whole)
+                                     for step, whole in wholes.items())), None)
         if problem is not None:
             notes.append(f"{RunDir.TIMINGS} entry {number} left out of the rate: {problem}")
             continue
-        value = timing_number(entry, "seconds", STEP)
-        if value is None:  # no cert costs step in this invocation
-            continue
-        done = timing_number(entry, "rollouts", STEP)
-        if done is None:
-            legacy_s += value
-        else:
-            counted_s, counted_n = counted_s + value, counted_n + done
+        for step in wholes:
+            value = timing_number(entry, "seconds", step)
+            if value is None:  # no such step in this invocation
+                continue
+            done = timing_number(entry, "rollouts", step)
+            if done is not None:
+                counted_s, counted_n = counted_s + value, counted_n + done
+            elif step == STEP:  # from before rollouts were recorded (no screened run was)
+                legacy_s += value
     if counted_n > 0:
         rate = counted_s / counted_n
     else:
@@ -207,23 +191,23 @@ def _seconds_per_rollout(rd: RunDir, rollouts: int, whole: int) -> tuple[float |
     return rate, notes
 
 
-def _implausible(entry: Any, whole: int) -> str | None:
-    """Why a timings entry's 'cert costs' numbers cannot be this machine's, or None."""
-    seconds, rollouts = timing_raw(entry, "seconds", STEP), timing_raw(entry, "rollouts", STEP)
+def _implausible(entry: Any, step: str, whole: int) -> str | None:
+    """Why a timings entry's numbers for `step` cannot be this machine's, or None."""
+    seconds, rollouts = timing_raw(entry, "seconds", step), timing_raw(entry, "rollouts", step)
     if seconds is None:
         return None  # not recorded: nothing to use, nothing wrong
-    if timing_number(entry, "seconds", STEP) is None:
-        return f"{STEP} took {seconds!r} s, not a finite number ≥ 0"
+    if timing_number(entry, "seconds", step) is None:
+        return f"{step} took {seconds!r} s, not a finite number ≥ 0"
     if rollouts is None:
         return None
-    done = timing_number(entry, "rollouts", STEP)
+    done = timing_number(entry, "rollouts", step)
     if done is None or not done.is_integer():
-        return f"{STEP} computed {rollouts!r} rollouts, not a whole number ≥ 0"
+        return f"{step} computed {rollouts!r} rollouts, not a whole number ≥ 0"
     if done > whole:
-        return (f"{STEP} computed {rollouts!r} rollouts, more than the whole certification "
+        return (f"{step} computed {rollouts!r} rollouts, more than the whole certification "
                 f"matrix ({whole:,})")
     if done > 0 and seconds == 0:
-        return f"{STEP} computed {int(done):,} rollouts in 0 s"
+        return f"{step} computed {int(done):,} rollouts in 0 s"
     return None
 
 

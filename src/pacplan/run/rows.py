@@ -40,15 +40,51 @@ def leading_cert_rows(rd: RunDir) -> np.ndarray:
         return matrix_from_bytes(data, f"{name} in {rd.path}")[:n]
     policies_sha = manifest.sha(RunDir.POLICIES)
     first = cfg["seeds"]["cert"][0]
-    folder = rd.chunks("cert")
     inputs = (None if policies_sha is None
               else cost_inputs(policies_sha, cfg["world"], np.arange(first, first + n)))
-    if inputs is None or ChunkStore.stamped_inputs(folder) != inputs:
+    if inputs is None or ChunkStore.stamped_inputs(rd.chunks("cert")) != inputs:
         raise PacplanError(f"{rd.path} has neither a finished {name} nor certification chunks "
                            "of its own inputs")
+    rows = _leading_chunk_rows(rd, "cert", inputs, n, len(load_npy(rd / RunDir.POLICIES)),
+                               cfg["executor"])
+    if rows is None:
+        raise PacplanError(f"{rd.path} has no finished certification rows yet")
+    return rows
+
+
+def kept_rows_beyond_screen(rd: RunDir, columns: list[int]) -> np.ndarray | None:
+    """A screened run's kept policies (`columns`) on its certification rows past the screening
+    rows: its finished costs/cert-rest or, while it still computes, the leading rows its chunk
+    folder holds whole; None before it has any."""
+    cfg = config_to_dict(load_config(rd / RunDir.CONFIG))
+    screen, n = cfg["certificate"].get("screen"), max(cfg["certificate"]["n"] or [1])
+    if not screen or n <= screen["rows"]:
+        return None
+    name = RunDir.costs("cert-rest", cfg["storage"]["cost_denominator"] is not None)
+    manifest = Manifest(rd.path)
+    data = manifest.read_finished(name)
+    if data is not None:
+        return matrix_from_bytes(data, f"{name} in {rd.path}")
+    policies_sha = manifest.sha(RunDir.POLICIES)
+    if policies_sha is None:
+        return None
+    first = cfg["seeds"]["cert"][0]
+    seeds = np.arange(first + screen["rows"], first + n)
+    inputs = cost_inputs(policies_sha, cfg["world"], seeds) | {"columns": columns}
+    return _leading_chunk_rows(rd, "cert-rest", inputs, len(seeds), len(columns),
+                               cfg["executor"])
+
+
+def _leading_chunk_rows(rd: RunDir, role: str, inputs: dict[str, Any], n: int, m: int,
+                        executor: dict[str, Any]) -> np.ndarray | None:
+    """The leading rows a role's chunk folder holds for all m columns, each chunk checked
+    against the ledger's sha256; None when it holds none, or is stamped with other inputs
+    (left untouched: a ChunkStore opened on other inputs would clear it)."""
+    folder = rd.chunks(role)
+    if ChunkStore.stamped_inputs(folder) != inputs:
+        return None
     store = ChunkStore(folder, inputs)
-    m = len(load_npy(rd / RunDir.POLICIES))
-    grid = chunk_grid(n, m, cfg["executor"]["chunk_seeds"], cfg["executor"]["chunk_policies"])
+    grid = chunk_grid(n, m, executor["chunk_seeds"], executor["chunk_policies"])
     done = store.done(grid)
     rows = 0  # the end of the leading row blocks whose every chunk is finished
     for s, t in grid:  # row-major: a row block's chunks are consecutive, in row order
@@ -57,5 +93,5 @@ def leading_cert_rows(rd: RunDir) -> np.ndarray:
         if t.stop == m:
             rows = s.stop
     if rows == 0:
-        raise PacplanError(f"{rd.path} has no finished certification rows yet")
+        return None
     return store.assemble([(s, t) for s, t in grid if s.stop <= rows], (rows, m))
