@@ -327,9 +327,11 @@ def _write_report(rd: RunDir) -> Path:
                   paired_comparison(last.matrix_p(), test, baselines), ""]
     for title, rel in figures:
         lines += [f"## {title}", "", f"![{title}]({rel})", ""]
-    flown = [cert] if last.columns is None else [  # screened: every policy on the first rows
-        _checked_matrix(rd, manifest, _costs(cfg, role)) for role in ("cert", "cert-rest")]
-    sizes = sum(0 if a is None else a.size for a in [*flown, test, *baselines.values()])
+    screen = cfg.certificate.screen
+    flown = (cert.size if last.columns is None or screen is None  # screened: all m on its rows
+             else screen.rows * last.m + (cert.shape[0] - screen.rows) * cert.shape[1])
+    sizes = flown + sum(a.size for a in [*([] if test is None else [test]),
+                                         *baselines.values()])
     lines += (crossval_section(rd, last) + prior + trajectories
               + _timings_section(rd, int(sizes)))
     text = "\n".join(lines)

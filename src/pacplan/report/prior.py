@@ -157,9 +157,13 @@ def prior_section(rd: RunDir, manifest: Manifest, cfg: RunConfig) -> list[str]:
         found = None if source is None else _find_source(rd, str(source), sha)
         shipped_name = _shipped(found)
         papers = sha == paperdata.MINITAUR_PRIOR_SHA256
-        shown = (shipped_name or (_PAPERS.format(command=paperdata.restore_command(Path("OUT")),
-                                                 source=code(source)) if papers else None)
-                 or code(source))
+        if shipped_name is not None:
+            shown = shipped_name
+        elif papers:
+            shown = _PAPERS.format(command=paperdata.restore_command(Path("OUT")),
+                                   source=code(source))
+        else:
+            shown = code(source)
         lines += [f"Given as a file (`--prior` or `prior:` in the config): source {shown}, "
                   f"copied into the run as `{RunDir.PRIOR}` ({what}); {seeds}.", ""]
         if papers and found is None:

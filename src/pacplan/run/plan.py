@@ -78,8 +78,9 @@ def plan_n(run_dir: str | Path, target_n: int, rows: int | None = None) -> NPlan
     rational = cfg.storage.cost_denominator is not None
     cert = _certification_matrix(rd, rational)
     have, screen = cert.shape[0], cfg.certificate.screen
-    beyond = (None if screen is None or have < screen.rows
-              else kept_rows_beyond_screen(rd, screen_columns(cert, screen.keep)))
+    columns = (None if screen is None or have < screen.rows  # the run's kept policies
+               else screen_columns(cert, screen.keep))
+    beyond = None if columns is None else kept_rows_beyond_screen(rd, columns)
     if beyond is not None:
         beyond, _ = check_unit_costs(beyond, f"the rows past the screen in {rd.path}", False)
     available = have + (0 if beyond is None else beyond.shape[0])
@@ -102,7 +103,7 @@ def plan_n(run_dir: str | Path, target_n: int, rows: int | None = None) -> NPlan
         if beyond is None or k <= have:
             kept = cert[:k, screen_columns(cert[:k], screen.keep)]
         else:  # past the screening rows: the kept policies' own rows
-            kept = np.vstack([cert[:, screen_columns(cert, screen.keep)], beyond])[:k]
+            kept = np.vstack([cert[:, columns], beyond])[:k]
         cbar = column_means(kept)
         here = optimize_gibbs_columns_means(cbar, k, m, delta, bound)
         there = optimize_gibbs_columns_means(cbar, target_n, m, delta, bound)
