@@ -153,11 +153,14 @@ def _baselines(cfg: RunConfig, rd: RunDir, manifest: Manifest, ex: Executor, dim
                                        cfg.storage.cost_denominator, computed=counter(name)))
 
 
-def cost_inputs(policies_sha: str, world: dict[str, Any], seeds: np.ndarray) -> dict[str, Any]:
+def cost_inputs(policies_sha: str, world: dict[str, Any], seeds: np.ndarray,
+                columns: list[int] | None = None) -> dict[str, Any]:
     """What a policy cost matrix is computed from, as its manifest entry and its chunk folder's
-    stamp record it: the policies (sha256), the world (name and options) and the seed range."""
-    return {"policies": policies_sha, "world": world,
-            "seeds": [int(seeds[0]), int(seeds[-1]) + 1]}
+    stamp record it: the policies (sha256), the world (name and options), the seed range, and
+    for a screened run's kept policies their `columns`."""
+    inputs = {"policies": policies_sha, "world": world,
+              "seeds": [int(seeds[0]), int(seeds[-1]) + 1]}
+    return inputs if columns is None else inputs | {"columns": columns}
 
 
 def _worlds_key(cfg: RunConfig) -> str:
@@ -271,10 +274,10 @@ def _run(cfg: RunConfig, rd: RunDir, prior_file: str | Path | None, progress: bo
         seeds = _seed_array(cfg.seeds.cert, n_cert)
         matrices: dict[str, np.ndarray] = {}
         columns: list[int] | None = None
-        policies, extra = thetas, {}
+        policies = thetas
 
         def costs(role: str, role_seeds: np.ndarray) -> None:
-            inputs = cost_inputs(policies_sha, world, role_seeds) | extra
+            inputs = cost_inputs(policies_sha, world, role_seeds, columns)
             matrices[role] = step(f"{role} costs", lambda: ensure_costs(
                 role, spec, policies, role_seeds, rd, manifest, ex, inputs, progress,
                 cfg.storage.cost_denominator, log=say, computed=counter(f"{role} costs")))
@@ -284,12 +287,12 @@ def _run(cfg: RunConfig, rd: RunDir, prior_file: str | Path | None, progress: bo
             columns = screen_columns(matrices["cert"], screen.keep)
             say(f"screened: policies {columns} kept (least cost on the first "
                 f"{screen.rows} certification rows)")
-            policies, extra = thetas[columns], {"columns": columns}
+            policies = thetas[columns]
             if n_cert > screen.rows:
                 costs("cert-rest", seeds[screen.rows:])
             matrices["cert"] = ensure_screened(
                 rd, manifest, matrices["cert"], matrices.get("cert-rest"), columns,
-                cost_inputs(policies_sha, world, seeds) | extra, cfg.storage.cost_denominator)
+                cost_inputs(policies_sha, world, seeds, columns), cfg.storage.cost_denominator)
         costs("test", _seed_array(cfg.seeds.test))
         _baselines(cfg, rd, manifest, ex, thetas.shape[1], _seed_array(cfg.seeds.test), step,
                    progress, counter)

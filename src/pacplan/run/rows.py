@@ -70,7 +70,7 @@ def kept_rows_beyond_screen(rd: RunDir, columns: list[int]) -> np.ndarray | None
         return None
     first = cfg["seeds"]["cert"][0]
     seeds = np.arange(first + screen["rows"], first + n)
-    inputs = cost_inputs(policies_sha, cfg["world"], seeds) | {"columns": columns}
+    inputs = cost_inputs(policies_sha, cfg["world"], seeds, columns)
     return _leading_chunk_rows(rd, "cert-rest", inputs, len(seeds), len(columns),
                                cfg["executor"])
 
