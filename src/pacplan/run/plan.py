@@ -80,7 +80,7 @@ def plan_n(run_dir: str | Path, target_n: int, rows: int | None = None) -> NPlan
     have, screen = cert.shape[0], cfg.certificate.screen
     columns = (None if screen is None or have < screen.rows  # the run's kept policies
                else screen_columns(cert, screen.keep))
-    beyond = None if columns is None else kept_rows_beyond_screen(rd, columns)
+    beyond = None if columns is None else kept_rows_beyond_screen(rd, cfg, columns)
     if beyond is not None:
         beyond, _ = check_unit_costs(beyond, f"the rows past the screen in {rd.path}", False)
     available = have + (0 if beyond is None else beyond.shape[0])

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from pacplan.config import config_to_dict, load_config
+from pacplan.config import RunConfig, config_to_dict, load_config
 from pacplan.errors import PacplanError
 from pacplan.io.files import load_npy
 from pacplan.pacbayes.matrices import matrix_from_bytes
@@ -52,11 +52,12 @@ def leading_cert_rows(rd: RunDir) -> np.ndarray:
     return rows
 
 
-def kept_rows_beyond_screen(rd: RunDir, columns: list[int]) -> np.ndarray | None:
+def kept_rows_beyond_screen(rd: RunDir, config: RunConfig, columns: list[int]
+                            ) -> np.ndarray | None:
     """A screened run's kept policies (`columns`) on its certification rows past the screening
     rows: its finished costs/cert-rest or, while it still computes, the leading rows its chunk
-    folder holds whole; None before it has any."""
-    cfg = config_to_dict(load_config(rd / RunDir.CONFIG))
+    folder holds whole; None before it has any. `config` is the run's own, as loaded."""
+    cfg = config_to_dict(config)
     screen, n = cfg["certificate"].get("screen"), max(cfg["certificate"]["n"] or [1])
     if not screen or n <= screen["rows"]:
         return None
