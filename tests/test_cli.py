@@ -264,7 +264,7 @@ def test_run_and_train_prior_with_out_naming_a_file(tmp_path: Path, capsys):
     taken.write_text("not a folder")
     for command in ("run", "train-prior"):
         code, _, err = run([command, str(cfg), "--out", str(taken), "--quiet"], capsys)
-        _assert_os_error(code, err, taken, "File exists")
+        _assert_os_error(code, err, taken, "is a file, not a folder")
 
 
 def test_run_and_train_prior_into_read_only_dir(tmp_path: Path, read_only_dir: Path, capsys):

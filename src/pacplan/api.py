@@ -187,7 +187,8 @@ def _run(config: Any, out: PathLike | None, prior: PathLike | None, progress: bo
     run_dir = Path(out) if out is not None else Path("runs") / cfg.name
     adopt_prior_options(cfg, prior_source(cfg, prior_file, run_dir))
     check_worlds(cfg)  # before the run directory is made
-    refuse_overwriting(run_dir, "out", {"prior": prior_file}, resumes=True)
+    given = Path(config) if isinstance(config, str | os.PathLike) else None
+    refuse_overwriting(run_dir, "out", {"prior": prior_file, "config": given}, resumes=True)
     with discard_if_refused(run_dir), RunDir(run_dir).locked():
         result = run_pipeline(cfg, run_dir, prior_file=prior_file, progress=progress)
         if report:

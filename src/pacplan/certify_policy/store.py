@@ -30,6 +30,7 @@ import numpy as np
 from pacplan.errors import PacplanError
 from pacplan.io.files import atomic_write_json, npy_bytes, npy_from_bytes, read_file_bytes
 from pacplan.io.outputs import protecting_folder, refuse_overwriting, same_file
+from pacplan.io.undo import undone_on_failure
 from pacplan.pacbayes.record import Certificate
 from pacplan.run.chunks import ChunkStore, Ledger
 from pacplan.run.rundir import identity
@@ -75,21 +76,15 @@ def refuse_output(out: Path, inputs: dict[str, str | Path | None], option: str) 
                            "path outside it")
 
 
-@contextlib.contextmanager
-def removed_if_refused(out: Path) -> Iterator[None]:
+def removed_if_refused(out: Path) -> contextlib.AbstractContextManager[None]:
     """Undo a new folder (absent or empty before, `refuse_output`) when this command is
     refused (a `PacplanError`) or fails to write (an `OSError`: a full disk, a read-only
-    folder): removed, or emptied again, so a rerun is not blocked by a half-made folder; a kill
-    or Ctrl-C keeps it, to be resumed, and a folder being resumed is always kept."""
-    existed, fresh = out.exists(), not is_policy_dir(out)
-    try:
-        yield
-    except (PacplanError, OSError):
-        if fresh:
-            shutil.rmtree(out, ignore_errors=True)
-            if existed:
-                out.mkdir(exist_ok=True)
-        raise
+    folder): what this command made there is removed, so a rerun is not blocked by a half-made
+    folder; a kill or Ctrl-C keeps it, to be resumed, and a folder being resumed is always
+    kept."""
+    if is_policy_dir(out):
+        return contextlib.nullcontext()
+    return undone_on_failure(out, on=(PacplanError, OSError))
 
 
 def stamp(out: Path, inputs: dict[str, Any], option: str,

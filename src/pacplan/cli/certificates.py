@@ -113,9 +113,11 @@ def export_cmd(
     certificate) for `pacplan.runtime`; refuses a certificate that does not verify. RUN_DIR
     may be a certify-policy folder: its certified policies as ONNX (docs/certify-policy.md)."""
     from pacplan.export import export_planner, verify_planner
-    from pacplan.export.folder import whole_or_nothing
+    from pacplan.export.folder import refuse_nonempty, whole_or_nothing
 
-    refuse_overwriting(out, "--out", {"RUN_DIR": run_dir})  # not into a planner or run dir
+    # refused before anything is written: not an input, nor in or above one, nor a used folder
+    refuse_overwriting(out, "--out", {"RUN_DIR": run_dir})
+    refuse_nonempty(out)
     with whole_or_nothing(out):  # a planner that does not verify is not left behind
         export_planner(run_dir, out, n)
         c = verify_planner(out)

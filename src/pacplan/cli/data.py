@@ -73,8 +73,9 @@ def paper_cmd(
     """Download the paper's published UAV and Minitaur cost matrices and its priors, each
     checked against a pinned sha256 (a prior's torch files before they are read; stored as
     .npy)."""
-    if cache is not None:  # never into a planner or run directory
-        refuse_overwriting(cache, "--cache")
+    if cache is not None:  # never into a planner or run directory, nor the source folder
+        source = paperdata.local_folder(url)
+        refuse_overwriting(cache, "--cache", {"--url": source})
         if cache.exists() and not cache.is_dir():  # was "File exists", naming no option
             raise PacplanError(f"--cache {cache} is not a folder: give a folder for the "
                                "paper's files")

@@ -42,7 +42,8 @@ def run_cmd(
     from pacplan.run.prior_world import adopt_prior_options, prior_source
     from pacplan.run.rundir import RunDir
 
-    cfg = load_config(resolve_config(config))
+    config_file = resolve_config(config)
+    cfg = load_config(config_file)
     prior_file = resolve_prior(prior) if prior is not None else None
     run_dir = out or Path("runs") / cfg.name
     adopted = adopt_prior_options(cfg, prior_source(cfg, prior_file, run_dir))
@@ -50,7 +51,8 @@ def run_cmd(
     apply_executor_options(cfg, executor, workers, address)
     if adopted:
         console.print(f"[dim]{escape(adopted)}[/]", soft_wrap=True)
-    refuse_overwriting(run_dir, "--out", {"--prior": prior_file}, resumes=True)
+    refuse_overwriting(run_dir, "--out", {"--prior": prior_file, "CONFIG": config_file},
+                       resumes=True)
     # one lock for the run and its report; `kill` stops it as Ctrl-C does
     with sigterm_as_ctrl_c(), discard_if_refused(run_dir), RunDir(run_dir).locked():
         result = run(cfg, run_dir, prior_file=prior_file, progress=not quiet,
@@ -99,9 +101,11 @@ def train_prior_cmd(
     from pacplan.run.rundir import RunDir
     from pacplan.run.training import train_prior
 
-    cfg = load_config(resolve_config(config))
+    config_file = resolve_config(config)
+    cfg = load_config(config_file)
     check_worlds(cfg)  # the whole config is checked, baselines included
-    refuse_overwriting(out, "--out", resumes=True)  # not into a planner or another run
+    # not into a planner, another run, a folder of other files or one holding the config
+    refuse_overwriting(out, "--out", {"CONFIG": config_file}, resumes=True)
     apply_executor_options(cfg, executor, workers, address)
     with discard_if_refused(out):
         state = train_prior(cfg, out, progress=not quiet,

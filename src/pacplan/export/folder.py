@@ -4,12 +4,11 @@ sealed by manifest.json (the sha256 of every file, which the runtime checks on l
 from __future__ import annotations
 
 import contextlib
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 from pacplan.errors import PacplanError
 from pacplan.io.files import atomic_write_json, sha256_file
+from pacplan.io.undo import undone_on_failure
 from pacplan_runtime.bundle import MANIFEST, MANIFEST_FORMAT
 
 
@@ -19,23 +18,11 @@ def refuse_nonempty(out: Path) -> None:
         raise PacplanError(f"{out} exists and is not an empty folder; choose a new --out")
 
 
-@contextlib.contextmanager
-def whole_or_nothing(out: Path) -> Iterator[None]:
-    """An export that fails (refused, a full disk, Ctrl-C) leaves `out` as it found it: removed
-    if it was not there, emptied if it was an empty folder (export writes only into those)."""
-    existed = out.exists()
-    try:
-        yield
-    except BaseException:
-        if existed and out.is_dir() and not out.is_symlink():
-            for entry in out.iterdir():
-                if entry.is_dir() and not entry.is_symlink():
-                    shutil.rmtree(entry, ignore_errors=True)
-                else:
-                    entry.unlink(missing_ok=True)
-        elif not existed:
-            shutil.rmtree(out, ignore_errors=True)
-        raise
+def whole_or_nothing(out: Path) -> contextlib.AbstractContextManager[None]:
+    """An export that fails (refused, a full disk, Ctrl-C) removes what it wrote and nothing
+    else: a new `out` (and the parents it made) goes, an empty one is left empty
+    (`refuse_nonempty` runs before, outside this block)."""
+    return undone_on_failure(out)
 
 
 def write_manifest(out: Path) -> None:

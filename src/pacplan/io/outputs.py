@@ -6,7 +6,8 @@ OUT`):
 
 - an output that is one of the command's inputs is refused: `monitor P costs.csv --plot
   costs.csv` would replace the cost log with a PNG (a hard link or another spelling of the same
-  path is the same file);
+  path is the same file); so is one inside an input folder or one holding an input (`export
+  runs/x --out .`), except a run directory resumed, whose config and prior may lie in it;
 - an output that is, or lies inside, a planner directory or a run directory is refused:
   `--plot P/planner.json` replaces the planner, and even a new file there is one its
   manifest.json does not record, which `verify` and a resumed run refuse. `run` and
@@ -111,6 +112,28 @@ def protecting_folder(out: str | Path, itself: bool = True) -> tuple[str, Path] 
     return None
 
 
+def _real(path: str | Path) -> Path | None:
+    try:
+        return Path(path).resolve()
+    except (OSError, RuntimeError):  # a symlink loop
+        return None
+
+
+def overlap(out: str | Path, given: str | Path) -> str | None:
+    """"is inside" when `out` lies in the folder `given`, "holds" when the input `given` lies
+    in the folder `out` (`--out .` above the run being exported), else None; by path as
+    written and with symlinks resolved."""
+    pairs = [(Path(os.path.abspath(out)), Path(os.path.abspath(given)))]
+    if (a := _real(out)) is not None and (b := _real(given)) is not None:
+        pairs.append((a, b))
+    for o, g in pairs:
+        if o != g and o.is_relative_to(g) and os.path.isdir(given):
+            return "is inside"
+        if o != g and g.is_relative_to(o):
+            return "holds"
+    return None
+
+
 def refuse_non_file(out: str | Path, option: str) -> None:
     """Refuse a file output that does not name a regular file or a new one (module docstring):
     writing it atomically would replace a device or FIFO, or fail with a traceback or an
@@ -141,16 +164,31 @@ def refuse_non_file(out: str | Path, option: str) -> None:
             return
 
 
+def refuse_foreign_folder(out: str | Path, option: str) -> None:
+    """A run directory to make must be new or empty (or hold only the lock of a run stopped
+    before its first file): a run writes config.yaml, manifest.json, costs/ … there, which
+    would mix with, or replace, files of the same names."""
+    try:
+        entries = [e.name for e in os.scandir(out)] if os.path.isdir(out) else None
+    except OSError:
+        return  # unreadable: making the run directory names the problem
+    if entries is None and os.path.lexists(out):
+        raise PacplanError(f"{option} {out} is a file, not a folder: give a run directory")
+    if entries and set(entries) != {_RUN_MARKS[1]}:
+        raise PacplanError(f"{option} {out} holds files and is not a run directory: choose a "
+                           "new folder (or an empty one) for the run")
+
+
 def refuse_overwriting(out: str | Path, option: str,
                        inputs: dict[str, str | Path | None] | None = None, *,
                        resumes: bool = False, file: bool = False, writer: bool = False) -> None:
-    """Refuse an output path that is one of the command's inputs, or that is or lies inside a
-    planner or run directory (module docstring); `resumes`: `out` may itself be a run
-    directory (run and train-prior resume it); `file`: `out` is a file to write, so it must
-    not be a folder, device or FIFO (`refuse_non_file`, after the rules above, whose message
-    says more); `writer`: a run or certify-policy directory whose lock this process holds
-    (`owning`) is its own work in progress (a run saving its certificates), not a thing to
-    protect."""
+    """Refuse an output path that is one of the command's inputs, lies in or holds one, or
+    that is or lies inside a planner or run directory (module docstring); `resumes`: `out` may
+    itself be a run directory (run and train-prior resume it), else it must be new or empty;
+    `file`: `out` is a file to write, so it must not be a folder, device or FIFO
+    (`refuse_non_file`, after the rules above, whose message says more); `writer`: a run or
+    certify-policy directory whose lock this process holds (`owning`) is its own work in
+    progress (a run saving its certificates), not a thing to protect."""
     for name, path in (inputs or {}).items():
         if path is not None and same_file(out, path):
             raise PacplanError(f"{option} {out} is the input {name}; writing there would "
@@ -159,8 +197,16 @@ def refuse_overwriting(out: str | Path, option: str,
     if found is not None and writer and found[0] != "planner directory" and owns(found[1]):
         found = None
     if found is None:
+        for name, path in (inputs or {}).items():
+            where = overlap(out, path) if path is not None else None
+            if where is not None and not (file and where == "holds"):  # a folder: said below
+                raise PacplanError(f"{option} {out} {where} the input {name} ({path}); writing "
+                                   "there could change or destroy it: choose a path apart "
+                                   "from it")
         if file:
             refuse_non_file(out, option)
+        if resumes:
+            refuse_foreign_folder(out, option)
         return
     kind, folder = found
     if resumes and kind == "run directory" and same_file(folder, out):

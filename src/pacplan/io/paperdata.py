@@ -211,6 +211,14 @@ def _file_url(base_url: str, name: str) -> str:
     return base_url.rstrip("/") + "/" + urllib.parse.quote(name)
 
 
+def local_folder(base_url: str) -> Path | None:
+    """The folder a file:// URL names (an input a cache must not be written over), else None."""
+    parts = urllib.parse.urlsplit(base_url)
+    if parts.scheme.lower() != "file":
+        return None
+    return Path(urllib.request.url2pathname(parts.path))
+
+
 def _network_error(url: str, exc: BaseException, timeout: float) -> PacplanError:
     """One line naming the URL and why it could not be read."""
     if isinstance(exc, urllib.error.HTTPError):
