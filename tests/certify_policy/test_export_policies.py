@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import venv
 from pathlib import Path
@@ -313,6 +314,44 @@ def test_verify_and_load_name_an_edited_planner(planner: Path, tmp_path: Path) -
     (p / "policies" / "0.onnx").write_bytes(b"changed")
     with pytest.raises(PlannerError, match=r"0\.onnx: sha256 .* \(the file was changed\)"):
         Planner.load(p)
+
+    p = edited(lambda copy: _onnx_endless_loop(copy / "policies" / "0.onnx"))
+    previous = signal.signal(signal.SIGALRM, _too_long)
+    signal.alarm(30)  # the load used to hang here for ever
+    try:
+        with pytest.raises(PlannerError, match=r"0\.onnx: node 'spin' \(Loop\) in its graph "
+                                               r"is control flow"):
+            Planner.load(p)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _too_long(*_: Any) -> None:
+    raise AssertionError("Planner.load did not return within 30 s")
+
+
+def _onnx_endless_loop(path: Path) -> None:
+    """A Loop with no trip count and a condition that stays true: it never ends."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Identity", ["v_in"], ["v_out"])], "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v_in", TensorProto.FLOAT, [1, 2])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v_out", TensorProto.FLOAT, [1, 2])])
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["", "cond", "start"], ["out"], name="spin", body=body)],
+        "policy", [helper.make_tensor_value_info("obs", TensorProto.FLOAT, ["batch", 4])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array(True), "cond"),
+         numpy_helper.from_array(np.zeros((1, 2), np.float32), "start")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path.write_bytes(model.SerializeToString())
 
 
 def test_monitor_of_a_certify_policy_folder_says_export_it_first(certified: Path,

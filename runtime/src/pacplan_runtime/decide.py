@@ -84,15 +84,34 @@ def _array(obs: Any, name: str, shape: tuple[int, ...], low: float | None = None
     return arr.astype(np.float32)
 
 
+def output_problem(out: Any) -> str | None:
+    """Why a model's first output is not a tensor of numbers (a ZipMap's sequence of maps,
+    strings), in words, else None: such an output is refused, never turned into an action."""
+    if isinstance(out, list | tuple | dict):
+        inner = " of maps (a ZipMap's)" if out and isinstance(out[0], dict) else ""
+        return (f"its first output is a sequence{inner}, not a tensor of numbers; a policy's "
+                "first output must be its scores or action values")
+    dtype = np.asarray(out).dtype
+    if dtype.kind not in "biuf":
+        what = "strings" if dtype.kind in "OUS" else f"values of dtype {dtype}"
+        return (f"its first output holds {what}, not numbers; a policy's first output must be "
+                "its scores or action values")
+    return None
+
+
 def run_net(session: Any, feeds: dict[str, np.ndarray]) -> np.ndarray:
-    """The net's output on `feeds`; an onnxruntime failure or a non-finite output is one
-    PlannerError, never a decision from non-finite scores."""
+    """The net's output on `feeds`; an onnxruntime failure, an output that is not numbers or
+    a non-finite output is one PlannerError, never a decision from non-finite scores."""
     try:
-        out = np.asarray(session.run(None, feeds)[0])
+        raw = session.run(None, feeds)[0]
     except Exception as exc:  # onnxruntime's own error types
         reason = " ".join(str(exc).split())[:300]
         raise PlannerError(f"the planner's net failed on this observation "
                            f"({type(exc).__name__}: {reason})") from None
+    problem = output_problem(raw)
+    if problem is not None:
+        raise PlannerError(f"the planner's net: {problem}")
+    out = np.asarray(raw)
     if not np.isfinite(out).all():
         raise PlannerError("the planner's net gave a non-finite output for this observation; "
                            "no decision is made from it")

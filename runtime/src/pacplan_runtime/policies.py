@@ -15,10 +15,11 @@ over the support), each model's output size on a zero observation, and the ties 
 evidence that are cheap: the posterior, certified cost and δ are those of
 evidence/certificate.json, each policy is the certificate's (its sha256), and a model shipped
 as certified is the file whose sha256 the certificate records. Whether the certificate holds,
-whether a converted model is its zip's, and whether a model holds control flow (Loop, Scan,
-If: read from its protobuf, which needs the `onnx` package the robot does not have) is
-`pacplan verify`'s to say. Sessions run with graph optimizations off, so loading a model
-computes nothing of it.
+and whether a converted model is its zip's, is `pacplan verify`'s to say. A model holding
+control flow (Loop, Scan, If or any subgraph, read from its protobuf by
+`pacplan_runtime.onnx_graph`) is refused before a session is made, as certify-policy refuses
+it, and sessions run with graph optimizations off, so loading a model computes nothing of it.
+An output that is not a tensor of numbers (strings, a ZipMap's maps) is one PlannerError.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ from typing import Any
 import numpy as np
 
 from pacplan_runtime.bundle import PlannerError, parse_json, read_checked
-from pacplan_runtime.decide import GymDecision, run_net
+from pacplan_runtime.decide import GymDecision, output_problem, run_net
+from pacplan_runtime.onnx_graph import OnnxGraphError, control_flow
 from pacplan_runtime.spec import GYM_DTYPES, _check_posterior, _Spec
 
 POLICY_PLANNER_FORMAT = "pacplan-policy-planner/1"
@@ -137,12 +139,16 @@ class OnnxPolicies:
     def _check_size(self, slot: int, where: Path) -> None:
         """The output size on a zero observation (the values may be undefined there)."""
         try:
-            out = np.asarray(self.sessions[slot].run(
-                None, {self.inputs[slot]: np.zeros((1, self.obs_dim), np.float32)})[0])
+            raw = self.sessions[slot].run(
+                None, {self.inputs[slot]: np.zeros((1, self.obs_dim), np.float32)})[0]
         except Exception as exc:  # onnxruntime's own error types
             reason = " ".join(str(exc).split())[:200]
             raise PlannerError(f"{where}: does not take a float32 batch of {self.obs_dim} "
                                f"observation values ({type(exc).__name__}: {reason})") from None
+        problem = output_problem(raw)
+        if problem is not None:
+            raise PlannerError(f"{where}: {problem}")
+        out = np.asarray(raw)
         want = (self.n, 1) if self.discrete else (math.prod(self.shape),)
         if out.size not in want:
             raise PlannerError(f"{where}: gives {out.size} outputs; the action space needs "
@@ -181,8 +187,18 @@ def _box(values: list[Any], unbounded: float, size: int) -> np.ndarray:
 
 def _session(data: bytes, threads: int, where: Path) -> Any:
     """An onnxruntime session with graph optimizations off: nothing of the model is computed
-    while it loads (constant folding would)."""
+    while it loads (constant folding would); control flow (Loop, Scan, If, a subgraph) is
+    refused from the protobuf first, as `pacplan certify-policy` refuses it (a tampered
+    planner's endless Loop made this load hang)."""
     import onnxruntime as ort
+
+    try:
+        found = control_flow(data)
+    except OnnxGraphError as exc:
+        raise PlannerError(f"{where}: not a readable ONNX model ({exc})") from None
+    if found is not None:
+        raise PlannerError(f"{where}: {found}, which a policy does not need and which can run "
+                           "without end: refused")
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads

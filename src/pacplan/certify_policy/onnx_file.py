@@ -12,15 +12,16 @@ An ONNX file is a protobuf of operators, not code: reading one runs nothing of i
 It can still be built to run for ever, so a model is held to what a policy needs:
 
 - control flow (Loop, Scan, If, or any node carrying a subgraph, in the graph or in its
-  model-local functions) is refused when the file is read, from its protobuf (`onnx`), before
-  onnxruntime sees it;
-- graph optimizations are off, so no computation happens while the session is built (constant
-  folding would run the model's constant part there, where nothing can stop it);
-- every call into onnxruntime runs under a deadline (`RUN_LIMIT_S`) that one watchdog thread
-  enforces through `RunOptions.terminate`, and SIGINT/SIGTERM stop the call the same way: the
-  main thread is inside onnxruntime, where Python cannot run its signal handlers, so the
-  watchdog learns of the signal from the signal wakeup fd. onnxruntime checks `terminate`
-  between nodes, so a single node that computes for long finishes first.
+  model-local functions) is refused when the file is read, from its protobuf
+  (`pacplan_runtime.onnx_graph`), before onnxruntime sees it;
+- the models run in a child process of their own (`onnx_server`), with graph optimizations
+  off, so building a session computes nothing; every call has a deadline (`RUN_LIMIT_S`, and
+  `LOAD_LIMIT_S` to build the session), and a call past it is ended by killing that process:
+  onnxruntime checks `RunOptions.terminate` only between nodes, so one slow node used to run
+  on regardless. SIGINT/SIGTERM reach pacplan while it waits for the child, so Ctrl-C stops a
+  call in flight too; the child is started again for the next call;
+- an output that is not a tensor of numbers (strings, a ZipMap's sequence of maps) is refused
+  in one line.
 
 A non-finite output (NaN, ±inf) is refused, never turned into an action, as pacplan's own
 runtime refuses one. The shapes are checked once on a zero observation when the file is
@@ -29,28 +30,34 @@ loaded, so a model of the wrong shape is refused before any rollout.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import itertools
 import math
 import os
-import signal
-import socket
-import threading
+import select
+import struct
+import subprocess
+import sys
 import time
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
 
+from pacplan.certify_policy.onnx_server import FAIL, HEADER, frame
 from pacplan.errors import PacplanError
 
 RUN_LIMIT_S = 10.0
 """The longest one call into onnxruntime may run (one observation: an MLP takes microseconds)."""
 
-TICK_S = 0.1
-"""How often the watchdog checks the deadlines (signals wake it at once)."""
+LOAD_LIMIT_S = 60.0
+"""The longest building a model's session may take (it computes nothing; a large file parses)."""
 
-CONTROL_FLOW = ("Loop", "Scan", "If")
-"""Operators a policy does not need that can run without end (with any op holding a graph)."""
+_START = ("import sys; sys.path[:] = [p for p in sys.path if p not in ('', '.')]; "
+          "from pacplan.certify_policy.onnx_server import main; main()")
+"""The child's command: the working folder is not on its path (a user's `onnx.py` there is
+never imported)."""
 
 
 def _one_line(exc: BaseException, limit: int = 160) -> str:
@@ -58,110 +65,99 @@ def _one_line(exc: BaseException, limit: int = 160) -> str:
 
 
 def check_graph(path: str, data: bytes) -> None:
-    """Refuse control flow, read from the protobuf alone (no onnxruntime, nothing runs)."""
-    import onnx
+    """Refuse control flow, read from the protobuf alone (nothing runs), as the runtime does."""
+    from pacplan_runtime.onnx_graph import OnnxGraphError, control_flow
 
     try:
-        model = onnx.load_model_from_string(data)
-    except Exception as exc:  # protobuf's DecodeError and its kin
-        raise PacplanError(f"{path}: not a readable ONNX model ({_one_line(exc)})") from None
-    places = [("graph", model.graph.node)]
-    places += [(f"function {f.domain + '.' if f.domain else ''}{f.name}", f.node)
-               for f in model.functions]
-    for where, nodes in places:
-        for i, node in enumerate(nodes):
-            subgraph = any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
-                           for a in node.attribute)
-            if node.op_type in CONTROL_FLOW or subgraph:
-                name = repr(node.name) if node.name else f"#{i}"
-                raise PacplanError(f"{path}: node {name} ({node.op_type}) in its {where} is "
-                                   "control flow (Loop, Scan, If or a subgraph), which a policy "
-                                   "does not need and which can run without end: refused")
+        found = control_flow(data)
+    except OnnxGraphError as exc:
+        raise PacplanError(f"{path}: not a readable ONNX model ({exc})") from None
+    if found is not None:
+        raise PacplanError(f"{path}: {found}, which a policy does not need and which can run "
+                           "without end: refused")
 
 
-class _Call:
-    """One call into onnxruntime the watchdog may stop; `stopped` says why it did."""
-
-    __slots__ = ("deadline", "options", "stopped")
-
-    def __init__(self, options: Any, deadline: float) -> None:
-        self.options, self.deadline, self.stopped = options, deadline, ""
-
-    def stop(self, why: str) -> None:
-        self.stopped = self.stopped or why
-        self.options.terminate = True
+class _Stopped(Exception):
+    """The child was killed at a call's deadline."""
 
 
-class _Watchdog:
-    """One daemon thread for the whole process: it stops the calls in flight that pass their
-    deadline, and all of them on SIGINT/SIGTERM. The main thread pays only for registering a
-    call (a thread handoff per call would cost far more than a small MLP's run)."""
+class _Server:
+    """The child process that runs every `.onnx` policy of this process (one, however many
+    policies: a child each would cost memory per policy). A fork gets its own at first use."""
+
+    _generations = itertools.count()
 
     def __init__(self) -> None:
-        self.calls: set[_Call] = set()
-        # CPython's signal handler writes each signal's number to the writer (the signal
-        # wakeup fd), from whatever thread the signal lands on
-        self._reader, self._writer = socket.socketpair()
-        self._reader.settimeout(TICK_S)  # a tick without a signal (poll(): no FD_SETSIZE)
-        self._writer.setblocking(False)  # as set_wakeup_fd requires
-        threading.Thread(target=self._loop, name="pacplan-onnx-watchdog", daemon=True).start()
+        self.pid = os.getpid()
+        self.generation = next(self._generations)
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-c", _START], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                         close_fds=True)
+        except OSError as exc:
+            raise PacplanError(f"cannot start the process that runs .onnx policies "
+                               f"({exc.strerror or exc})") from None
 
-    def claim_signals(self) -> None:
-        """Point the signal wakeup fd here, unless another user holds it (an asyncio loop):
-        then, or off the main thread, only deadlines stop calls."""
-        if threading.current_thread() is not threading.main_thread():
-            return
-        mine = self._writer.fileno()
-        previous = signal.set_wakeup_fd(mine, warn_on_full_buffer=False)
-        if previous not in (-1, mine):
-            signal.set_wakeup_fd(previous)
+    def call(self, op: bytes, handle: int, payload: bytes, limit: float) -> tuple[bool, bytes]:
+        """(ok, answer) of one frame; the child is killed when the answer is not back within
+        `limit` seconds (`_Stopped`) or the wait is interrupted (Ctrl-C)."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        deadline = time.monotonic() + limit
+        try:
+            self.proc.stdin.write(frame(op, handle, payload))
+            self.proc.stdin.flush()
+            head = self._read(HEADER.size, deadline)
+            size = HEADER.unpack(head)[2]
+            answer = self._read(size, deadline)
+        except BaseException:
+            self.kill()
+            raise
+        return answer[:1] != FAIL, answer[1:]
 
-    def _loop(self) -> None:
-        wanted = {int(signal.SIGINT), int(signal.SIGTERM)}
-        while True:
-            signalled = False
-            try:
-                signalled = not wanted.isdisjoint(self._reader.recv(512))
-            except TimeoutError:
-                pass
-            except OSError:  # never seen; still no busy loop
-                time.sleep(TICK_S)
-            now = time.monotonic()
-            for call in tuple(self.calls):
-                if signalled:
-                    call.stop("signal")
-                elif now > call.deadline:
-                    call.stop("time")
+    def _read(self, size: int, deadline: float) -> bytes:
+        assert self.proc.stdout is not None
+        fd, chunks, left = self.proc.stdout.fileno(), [], size
+        while left:
+            wait = deadline - time.monotonic()
+            if wait <= 0 or not select.select([fd], [], [], wait)[0]:
+                raise _Stopped
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                raise PacplanError("the process that runs .onnx policies ended unexpectedly "
+                                   f"(exit status {self.proc.poll()})")
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
 
-    def forget(self) -> None:
-        """In a forked child: the thread is gone, and the sockets are the parent's."""
-        with contextlib.suppress(ValueError):  # not the main thread
-            previous = signal.set_wakeup_fd(-1)
-            if previous != self._writer.fileno():
-                signal.set_wakeup_fd(previous)
-        self._writer.close()
-        self._reader.close()
+    def kill(self) -> None:
+        with contextlib.suppress(OSError):
+            self.proc.kill()
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            self.proc.wait(timeout=5)
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            with contextlib.suppress(OSError):
+                if pipe is not None:
+                    pipe.close()
+        self.pid = -1  # never used again
 
-
-_WATCHDOG: _Watchdog | None = None
-
-
-def _watchdog() -> _Watchdog:
-    global _WATCHDOG
-    if _WATCHDOG is None:
-        _WATCHDOG = _Watchdog()
-    return _WATCHDOG
-
-
-def _after_fork_in_child() -> None:
-    global _WATCHDOG
-    if _WATCHDOG is not None:
-        _WATCHDOG.forget()
-        _WATCHDOG = None
+    def alive(self) -> bool:
+        return self.pid == os.getpid() and self.proc.poll() is None
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+_SERVER: _Server | None = None
+
+
+def _server() -> _Server:
+    global _SERVER
+    if _SERVER is None or not _SERVER.alive():
+        _SERVER = _Server()
+    return _SERVER
+
+
+@atexit.register
+def _stop_server() -> None:
+    if _SERVER is not None and _SERVER.pid == os.getpid():
+        _SERVER.kill()
 
 
 class OnnxPolicy:
@@ -173,27 +169,17 @@ class OnnxPolicy:
                  action_space: spaces.Space) -> None:
         self.label = path
         try:
-            import onnxruntime as ort
+            import onnxruntime  # noqa: F401  (the child imports it; say so here, in one line)
         except ImportError:
             raise PacplanError(f"{path}: reading an .onnx policy needs onnxruntime (pip install "
                                "onnxruntime)") from None
         check_graph(path, data)
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = 1  # one observation at a time: threads only cost
-        options.log_severity_level = 3
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-        try:
-            self._session = ort.InferenceSession(data, options,
-                                                 providers=["CPUExecutionProvider"])
-        except Exception as exc:  # onnxruntime raises its own types for a bad model
-            raise PacplanError(f"{path}: not a readable ONNX model ({_one_line(exc)})") from None
-        self._run_options = ort.RunOptions
-        self._input = self._session.get_inputs()[0].name
+        self._data = data
+        self._handle, self._generation = -1, -1
         self._obs_space, self._action_space = observation_space, action_space
         if not isinstance(action_space, spaces.Discrete | spaces.Box):
             raise PacplanError(f"{path}: action space {action_space} is not supported (Discrete "
                                "or Box)")
-        _watchdog().claim_signals()  # the loading (main) thread can take the wakeup fd
         # the shapes only: a model may be undefined (NaN) at the zero observation
         self._shape_checked(self._run(np.zeros((1, spaces.flatdim(observation_space)),
                                                np.float32), "the zero observation at load"))
@@ -205,28 +191,36 @@ class OnnxPolicy:
         return action_from_output(self.label, self._run(x, "an observation"), x[0],
                                   self._action_space)
 
-    def _run(self, x: np.ndarray, what: str) -> np.ndarray:
-        """The model's first output on the batch `x`, the call under the watchdog: past
-        `RUN_LIMIT_S` it is stopped with a PacplanError, on SIGINT/SIGTERM with
-        KeyboardInterrupt (the CLI turns SIGTERM into one)."""
-        options = self._run_options()
-        call = _Call(options, time.monotonic() + RUN_LIMIT_S)
-        calls = _watchdog().calls  # not kept: a forked child starts its own
+    def _session(self) -> tuple[_Server, int]:
+        """The child and this model's handle there, loading the model into a new child."""
+        server = _server()
+        if self._generation != server.generation:
+            ok, answer = self._call(server, b"L", 0, self._data, LOAD_LIMIT_S,
+                                    "building its session")
+            if not ok:
+                raise PacplanError(f"{self.label}: {answer.decode(errors='replace')}")
+            self._handle, self._generation = struct.unpack("<I", answer)[0], server.generation
+        return server, self._handle
+
+    def _call(self, server: _Server, op: bytes, handle: int, payload: bytes, limit: float,
+              what: str) -> tuple[bool, bytes]:
         try:
-            calls.add(call)
-            out = self._session.run(None, {self._input: x}, options)[0]
-        except Exception as exc:
-            if call.stopped == "signal":
-                raise KeyboardInterrupt from None
-            if call.stopped == "time":
-                raise PacplanError(f"{self.label}: the model ran past the {RUN_LIMIT_S:g} s "
-                                   f"limit on {what} and was stopped (a policy acts in "
-                                   "milliseconds)") from None
-            raise PacplanError(f"{self.label}: the model does not take a float32 batch of "
-                               f"{x.shape[1]} observation values ({_one_line(exc)})") from None
-        finally:
-            calls.discard(call)
-        return np.asarray(out, dtype=np.float64).reshape(-1)
+            return server.call(op, handle, payload, limit)
+        except _Stopped:
+            raise PacplanError(f"{self.label}: the model ran past the {limit:g} s limit on "
+                               f"{what} and was stopped (a policy acts in milliseconds)"
+                               ) from None
+
+    def _run(self, x: np.ndarray, what: str) -> np.ndarray:
+        """The model's first output on the batch `x`, in the child under `RUN_LIMIT_S`: past
+        it, a PacplanError; Ctrl-C (or SIGTERM, which the CLI turns into one) while waiting
+        stops the call as KeyboardInterrupt."""
+        server, handle = self._session()
+        ok, answer = self._call(server, b"R", handle, np.ascontiguousarray(x, np.float32)
+                                .tobytes(), RUN_LIMIT_S, what)
+        if not ok:
+            raise PacplanError(f"{self.label}: {answer.decode(errors='replace')}")
+        return np.frombuffer(answer, dtype=np.float64).copy()
 
     def _shape_checked(self, out: np.ndarray) -> np.ndarray:
         return shape_checked(self.label, out, self._action_space)
