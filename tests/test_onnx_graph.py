@@ -5,6 +5,8 @@ that are not a model give an OnnxGraphError, never another exception or a hang."
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -84,10 +86,9 @@ def test_control_flow_is_found_as_the_onnx_package_reads_it(data: bytes) -> None
 
 @given(st.binary(max_size=200))
 def test_bytes_that_are_not_a_model_are_one_error(data: bytes) -> None:
-    try:
+    """Either an answer or an OnnxGraphError: any other exception fails the test."""
+    with contextlib.suppress(OnnxGraphError):
         control_flow(data)
-    except OnnxGraphError:
-        pass
 
 
 def test_a_truncated_model_is_refused() -> None:

@@ -151,6 +151,7 @@ def certify_policy(env_id: Any, policies: Sequence[Any], *, n: int,
             or not policies:
         raise PacplanError("give one or more policies (a list of paths of SB3 .zip or .onnx "
                            "files, 'module:callable' or Python objects)")
+    _check_matrix_memory(seeds, len(policies), names)
     world, environment, cost_id = make_world_for(env_id, env_kwargs, cost, success_key,
                                                  success_needs_terminated, return_bounds,
                                                  reward_bounds, horizon, names)
@@ -200,6 +201,17 @@ def certify_policy(env_id: Any, policies: Sequence[Any], *, n: int,
         certificate.save(out / CERTIFICATE)
         certificate.save(out / CERTIFICATES / certificate_name(certificate))
     return PolicyCertification(certificate, out, inputs, [p.label for p in loaded])
+
+
+def _check_matrix_memory(seeds: dict[str, list[int] | None], m: int, names: Names) -> None:
+    """The largest matrix is held twice at its end (the array and its .npy bytes), beside
+    the bookkeeping of its chunks of ten rows (a flag per row, ranges and slices: about 64
+    bytes a row): refused before any rollout or folder when that cannot fit."""
+    from pacplan.io.memory import check_fits
+
+    rows = max(b - a for a, b in (r for k, r in seeds.items() if k != "train" and r))
+    check_fits(rows * (16 * m + 64), f"a cost matrix of {rows:,} seeds × {m} policies",
+               f"certify fewer seeds ({names.n}, {names.test_n})")
 
 
 def _say_unidentified(inputs: dict[str, Any], log: Callable[[str], None] | None) -> None:

@@ -51,11 +51,14 @@ def read_obs_normalization(path: str | Path, observation_space: spaces.Space,
                            what: str = "obs_normalization") -> ObsNormalization:
     """The statistics in `path` (an .npz of KEYS), checked against the observation space."""
     data = read_file_bytes(path, f"{what} {path}")
-    arrays = npz_arrays(data, str(path), KEYS, "VecNormalize statistics (.npz of mean, var, "
-                        "clip_obs, epsilon)")
     if not isinstance(observation_space, spaces.Box):
         raise PacplanError(f"{what} {path}: VecNormalize normalizes Box observations; the "
                            f"environment's are {observation_space}")
+    # mean and var hold one number per observation value: nothing larger is inflated
+    largest = 16 * max(1, math.prod(observation_space.shape))
+    arrays = npz_arrays(data, str(path), KEYS, "VecNormalize statistics (.npz of mean, var, "
+                        "clip_obs, epsilon)", max_bytes=largest,
+                        hint="convert the statistics again (docs/certify-policy.md)")
     mean, var = (np.asarray(arrays[k], dtype=np.float64) for k in ("mean", "var"))
     if mean.shape != observation_space.shape or var.shape != observation_space.shape:
         raise PacplanError(f"{what} {path}: mean {mean.shape} and var {var.shape} must have the "

@@ -185,8 +185,12 @@ def cost_matrix(out: Path, role: str, name: str, offset: int, rows: int, m: int,
         if started is not None:
             started(rows)
         return folder / found
-    matrix = np.empty((rows, m), dtype=np.float64)
-    have = np.zeros(rows, dtype=bool)
+    try:
+        matrix = np.empty((rows, m), dtype=np.float64)
+        have = np.zeros(rows, dtype=bool)
+    except MemoryError:  # `certify._check_matrix_memory` estimates; this is the last word
+        raise PacplanError(f"a cost matrix of {rows:,} seeds × {m} policies does not fit in "
+                           "memory: certify fewer seeds") from None
     for listed, entry in ledger.entries.items():
         lo, hi = max(offset, entry["offset"]), min(offset + rows, entry["offset"] + entry["rows"])
         if lo >= hi or have[lo - offset: hi - offset].all():
@@ -215,18 +219,16 @@ def cost_matrix(out: Path, role: str, name: str, offset: int, rows: int, m: int,
 
 def _missing(have: np.ndarray, offset: int) -> list[tuple[int, int]]:
     """The offset ranges not yet held, cut at multiples of CHUNK_ROWS (so the chunks of a
-    killed command line up with the next one's)."""
-    ranges, start = [], None
-    for i, held in enumerate([*have.tolist(), True]):
-        if not held and start is None:
-            start = i
-        elif held and start is not None:
-            a, b = offset + start, offset + i
-            while a < b:
-                cut = min(b, (a // CHUNK_ROWS + 1) * CHUNK_ROWS)
-                ranges.append((a, cut))
-                a = cut
-            start = None
+    killed command line up with the next one's); found with numpy, not a Python list a row."""
+    edges = np.diff(np.concatenate(([False], ~have, [False])).astype(np.int8))
+    starts, stops = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    ranges = []
+    for start, stop in zip(starts.tolist(), stops.tolist(), strict=True):
+        a, b = offset + start, offset + stop
+        while a < b:
+            cut = min(b, (a // CHUNK_ROWS + 1) * CHUNK_ROWS)
+            ranges.append((a, cut))
+            a = cut
     return ranges
 
 

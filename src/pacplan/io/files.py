@@ -294,12 +294,35 @@ def npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
     return buf.getvalue()
 
 
-def npz_arrays(data: bytes, name: str, keys: tuple[str, ...], what: str) -> dict[str, np.ndarray]:
+def npz_arrays(data: bytes, name: str, keys: tuple[str, ...], what: str,
+               max_bytes: int | None = None, hint: str = "delete it to recompute it"
+               ) -> dict[str, np.ndarray]:
     """The arrays `keys` of .npz bytes already checked (never a pickle); an unreadable file is
-    an error naming it (`what`: what the file holds, for the message)."""
+    an error naming it (`what`: what the file holds, for the message). `max_bytes`: each
+    array's size as its .npy header states it is checked first, so a small archive that
+    inflates to gigabytes is refused before it is decompressed (a 2 MB file once took 2.2 GB)."""
     try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            if max_bytes is not None:
+                for key in keys:
+                    _check_member_size(archive, key, name, max_bytes)
         with np.load(io.BytesIO(data), allow_pickle=False) as z:
             return {k: z[k] for k in keys}
+    except PacplanError:
+        raise
     except (ValueError, OSError, KeyError, zipfile.BadZipFile, EOFError) as exc:
-        raise PacplanError(f"{name}: unreadable {what} file ({exc}); delete it to recompute "
-                           "it") from None
+        reason = " ".join(str(exc).split())[:200]
+        raise PacplanError(f"{name}: unreadable {what} file ({reason}); {hint}") from None
+
+
+def _check_member_size(archive: zipfile.ZipFile, key: str, name: str, max_bytes: int) -> None:
+    """`key`.npy in `archive` holds at most `max_bytes` of data, by its header (read without
+    inflating the rest); a KeyError when it is missing, as np.load's."""
+    info = archive.getinfo(f"{key}.npy")
+    with archive.open(info) as member:
+        shape, dtype = _npy_header(member, f"{name}: array {key!r}")
+    claimed = math.prod(shape) * dtype.itemsize if all(d >= 0 for d in shape) else -1
+    if not 0 <= claimed <= max_bytes or info.file_size > max_bytes + 4096:
+        raise PacplanError(f"{name}: array {key!r} is far larger than it can be (shape {shape} "
+                           f"of {dtype}, {max(info.file_size, claimed)} bytes uncompressed; at "
+                           f"most {max_bytes} expected): refused before reading it")

@@ -1,0 +1,67 @@
+"""Sizes are checked against what this process may hold before it holds them: a huge N is
+refused before any rollout or folder, and a small .npz that inflates to gigabytes is refused
+from its headers, before it is decompressed."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from numpy.lib import format as npy_format
+
+import user_policies
+from pacplan.certify_policy import certify_policy
+from pacplan.errors import PacplanError
+from pacplan.io import memory
+
+
+def test_a_matrix_larger_than_memory_is_refused_before_anything(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(memory, "available_bytes", lambda: 50 * 2**20)
+    with pytest.raises(PacplanError) as info:
+        certify_policy("CartPole-v1", [user_policies.balance], n=10**6, return_bounds=(0, 500),
+                       out=tmp_path / "out")
+    text = str(info.value)
+    assert "\n" not in text and "1,000,000 seeds × 1 policies needs" in text, text
+    assert "about 50.0 MiB" in text and "fewer seeds (n, test_n)" in text, text
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_address_space_limit_counts(tmp_path: Path) -> None:
+    """Under `ulimit -v` the limit, not the machine's free memory, is what is available."""
+    code = ("import resource; from pacplan.io.memory import available_bytes; "
+            "resource.setrlimit(resource.RLIMIT_AS, (3 * 2**30, resource.RLIM_INFINITY)); "
+            "print(available_bytes())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, check=True).stdout
+    assert 0 < int(out) < 3 * 2**30
+
+
+def _inflating_npz(path: Path, rows: int) -> None:
+    """mean.npy claims `rows` float64 zeros (they compress ~1000:1), var, clip_obs, epsilon."""
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for key, shape in (("mean", (rows,)), ("var", (4,)), ("clip_obs", ()),
+                           ("epsilon", ())):
+            header = io.BytesIO()
+            npy_format.write_array_header_1_0(header, {"descr": "<f8", "fortran_order": False,
+                                                       "shape": shape})
+            with archive.open(f"{key}.npy", "w", force_zip64=True) as member:
+                member.write(header.getvalue())
+                member.write(bytes(8 * int(np.prod(shape))))
+
+
+def test_an_inflating_npz_is_refused_from_its_headers(tmp_path: Path) -> None:
+    path = tmp_path / "stats.npz"
+    _inflating_npz(path, 5_000_000)  # 40 MB inflated from ~40 kB
+    assert path.stat().st_size < 200_000
+    with pytest.raises(PacplanError) as info:
+        certify_policy("CartPole-v1", [user_policies.balance], n=10, return_bounds=(0, 500),
+                       obs_normalization=path, out=tmp_path / "out")
+    text = str(info.value)
+    assert "\n" not in text and "array 'mean' is far larger than it can be" in text, text
+    assert "shape (5000000,)" in text and "refused before reading it" in text, text
