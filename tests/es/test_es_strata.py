@@ -173,3 +173,21 @@ def test_run_es_refuses_strata_without_their_plan(tmp_path: Path) -> None:
     cfg = _cfg()
     with pytest.raises(PacplanError, match=r"es\.strata is set: pass its plan"):
         run_es(cfg.es, 4, lambda th, sd: np.zeros(th.shape[:2]), RANGE, tmp_path / "r")
+
+
+@pytest.mark.parametrize("command", ["train-prior", "run"])
+def test_the_cli_refuses_an_unknown_stratum_in_one_line(
+        tmp_path: Path, command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    import yaml
+
+    from helpers import cli
+
+    cfg = _cfg(strata={"steep": {"share": 0.3}}).model_dump(mode="json")
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    out = tmp_path / "out"
+    code, _, err = cli([command, str(path), "--out", str(out), "--quiet"], capsys)
+    assert code == 2, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert "unknown stratum 'steep'; world 'toy' names: far" in err
+    assert not out.exists()
