@@ -167,6 +167,9 @@ def test_a_killed_stratified_run_resumes_bit_for_bit(tmp_path: Path) -> None:
     mb = checkpoint.read_metrics(RunDir(tmp_path / "cut") / RunDir.METRICS)
     assert [r["cost"] for r in ma] == [r["cost"] for r in mb]
     assert all(r["cost"] != r["cost_plain"] for r in ma)
+    from pacplan.report.prior import _es_record_summary
+
+    assert "importance-weighted mean" in _es_record_summary(ma, {})
 
 
 def test_run_es_refuses_strata_without_their_plan(tmp_path: Path) -> None:
