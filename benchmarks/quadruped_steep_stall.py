@@ -16,6 +16,10 @@ draws and from every certificate and test range: overlap with those is refused).
 `stalls` when time ran out (no fall, no finish) with the torso still within 0.9 m of the start
 (cost ≥ 0.85): it never got over the first tent. Prints, per prior: stall, fall, finish and
 timeout shares, mean cost with a 95 % interval, CPU-s per rollout.
+
+Measured (PyBullet, the default 30 terrains, one draw each, 32 s on one core): the shipped
+twin-trained `quadruped-paper-code` prior stalls on 0.70 (timeouts 0.83, falls 0.17, no
+finish), mean cost 0.872 [0.771, 0.972], 1.06 CPU-s per rollout.
 """
 
 from __future__ import annotations
