@@ -22,6 +22,13 @@ MAX_BATCH = 10_000_000
 (a larger count overflows an allocation, never a useful run)."""
 
 
+class StratumConfig(Section):
+    """One terrain stratum over-drawn by ES (`pacplan.es.strata`)."""
+
+    share: float = Field(gt=0, lt=1, description="fraction of each iteration's environments "
+                         "drawn from this stratum (their costs are importance-weighted)")
+
+
 class ESConfig(Section):
     """Evolution Strategies on N(mu, diag exp(logvar)); see `pacplan.es.algorithm`."""
 
@@ -69,6 +76,11 @@ class ESConfig(Section):
         1.0, gt=0, le=1, description="the prior file's σ is ES's σ times this (ES never sees "
         "it): below 1 the policies drawn stay nearer the trained mean, worth it when ES's σ is "
         "wider than the basin its mean found; choose it on held-out prior-side terrains only")
+    strata: dict[str, StratumConfig] | None = Field(
+        None, description="over-draw strata the world names (e.g. the quadruped's steep: "
+        "{share: 0.333}): each iteration draws that share of its environments from the stratum "
+        "and the rest from seeds in no stratum, and weights each cost by the stratum's true "
+        "probability over its drawn share, so the objective stays the world's expected cost")
 
     @model_validator(mode="after")
     def _bounds(self) -> ESConfig:
@@ -76,6 +88,13 @@ class ESConfig(Section):
             raise ValueError("logvar_min must be below logvar_max")
         if not isinstance(self.init_var, str) and not self.init_var > 0:
             raise ValueError(f"init_var must be > 0, got {self.init_var:g}")
+        if self.strata is not None:
+            total = sum(s.share for s in self.strata.values())
+            if not self.strata:
+                raise ValueError("strata: name at least one stratum, or leave strata out")
+            if total >= 1:
+                raise ValueError(f"strata: the shares sum to {total:g}; they must sum below 1 "
+                                 "to leave room for environments in no stratum")
         return self
 
 

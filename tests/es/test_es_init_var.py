@@ -14,7 +14,7 @@ from pacplan.config import load_config, parse_config
 from pacplan.errors import PacplanError
 from pacplan.es import checkpoint
 from pacplan.run.rundir import RunDir
-from pacplan.run.training import es_fingerprint, run_es
+from pacplan.run.training import es_fingerprint, read_start_files, run_es
 from pacplan.worlds.toy import ToyWorld
 
 _SEEDS = {"prior": [0, 500], "cert": [1000, 2000], "test": [3000, 4000]}
@@ -175,3 +175,22 @@ def test_a_run_resumes_with_the_same_variances_from_another_path(tmp_path: Path)
     first = run(parse_config(config("a")), tmp_path / "run", progress=False)
     again = run(parse_config(config("b")), tmp_path / "run", progress=False)
     assert again.certificates[20].certified == first.certificates[20].certified
+
+
+def test_a_prior_file_starts_es_at_its_mean_and_variance(tmp_path: Path) -> None:
+    """Fine-tuning a prior: es.init_mean and es.init_var both naming a prior file (mu, logvar)
+    start ES at mu and exp(logvar), not at mu read as variances."""
+    mu = np.array([0.5, -0.25, 1.0, 0.0, 2.0])
+    logvar = np.log(np.array([1e-4, 4e-4, 1e-2, 1e-3, 2.5e-5]))
+    checkpoint.save_prior(tmp_path / "p.safetensors", mu, logvar, iteration=7)
+    path = _write_config(tmp_path, "p.safetensors")
+    raw = yaml.safe_load(path.read_text())
+    raw["es"]["init_mean"] = "p.safetensors"
+    path.write_text(yaml.safe_dump(raw))
+    cfg = load_config(path)
+    files = read_start_files(cfg.es, 5)
+    np.testing.assert_allclose(files["init_mean"], mu, rtol=1e-7)
+    np.testing.assert_allclose(files["init_var"], np.exp(logvar), rtol=1e-12)
+    with pytest.raises(PacplanError, match=r"p\.safetensors: expected 6 es\.init_var weights, "
+                       r"got a prior of 5"):
+        read_start_files(cfg.es.model_copy(update={"init_mean": 0.0}), 6)

@@ -18,7 +18,9 @@ that a batching world (the UAV's) evaluates as one tensor program. Rank-utility 
 iteration's cost with the best so far; with `utility_criterion: ema` the criterion is an
 exponential moving average of the cost instead, so one lucky noisy batch does not keep shaping
 on for hundreds of iterations. `lr_schedule: cosine` decays both learning rates along a half
-cosine over `iterations`.
+cosine over `iterations`. With `strata` (`pacplan.es.strata`) the environments are drawn by
+stratum and each one's cost (or rank utility) is multiplied by its importance weight before the
+estimator and the logged cost, which then stay unbiased for the world's expected cost.
 
 The algorithm is ask/tell and pure: `ask` says which policies to fly on which environments,
 the caller computes their costs however it likes (`pacplan.run.training` uses an executor),
@@ -38,6 +40,7 @@ import numpy as np
 from pacplan import portable
 from pacplan.config import ESConfig
 from pacplan.errors import PacplanError
+from pacplan.es.strata import REST, StrataPlan
 from pacplan.validation import check_unit_costs
 
 
@@ -174,7 +177,8 @@ class Ask:
     """What iteration `iteration` needs evaluated: thetas[i] (2m̂ policies) on seeds[i].
 
     thetas (n, 2m̂, d) float32, the m̂ "+" policies first; with shared perturbations every row
-    is the same (a broadcast view) and eps has one row.
+    is the same (a broadcast view) and eps has one row. weights (n,): each environment's
+    importance weight (1 without strata); cells (n,): its stratum cell, or None without strata.
     """
 
     iteration: int
@@ -182,13 +186,22 @@ class Ask:
     eps: np.ndarray
     thetas: np.ndarray
     shared: bool
+    weights: np.ndarray | None = None
+    cells: np.ndarray | None = None
 
 
-def ask(state: ESState, cfg: ESConfig, seed_range: tuple[int, int]) -> Ask:
-    """The environments and antithetic policies of the next iteration (a pure function)."""
+def ask(state: ESState, cfg: ESConfig, seed_range: tuple[int, int],
+        strata: StrataPlan | None = None) -> Ask:
+    """The environments and antithetic policies of the next iteration (a pure function);
+    `strata`, the checked plan of `cfg.strata`, draws the environments by stratum."""
     t = state.iteration
     rng = iteration_rng(cfg.seed, t)
-    seeds = sample_envs(rng, seed_range, cfg.envs_per_iter)
+    weights = cells = None
+    if strata is None:
+        seeds = sample_envs(rng, seed_range, cfg.envs_per_iter)
+    else:
+        seeds, weights = strata.sample(rng, seed_range)
+        cells = strata.classify(seeds)
     n, m, d = len(seeds), cfg.pairs_per_env, state.mu.size
     shared = bool(cfg.shared_perturbations)
     # shared: one set of m pairs flown on every environment (common random numbers)
@@ -197,7 +210,8 @@ def ask(state: ESState, cfg: ESConfig, seed_range: tuple[int, int]) -> Ask:
     thetas = np.concatenate([state.mu + step, state.mu - step], axis=1).astype(np.float32)
     if shared:
         thetas = np.broadcast_to(thetas, (n, *thetas.shape[1:]))
-    return Ask(iteration=t, seeds=seeds, eps=eps, thetas=thetas, shared=shared)
+    return Ask(iteration=t, seeds=seeds, eps=eps, thetas=thetas, shared=shared, weights=weights,
+               cells=cells)
 
 
 def tell(state: ESState, cfg: ESConfig, asked: Ask, costs: np.ndarray
@@ -210,7 +224,8 @@ def tell(state: ESState, cfg: ESConfig, asked: Ask, costs: np.ndarray
     costs, _ = check_unit_costs(costs, f"ES iteration {asked.iteration} costs", shape=(n, 2 * m))
     t = state.iteration
     sigma = state.sigma
-    cost = float(costs.mean())
+    w = np.ones(n) if asked.weights is None else np.asarray(asked.weights, dtype=np.float64)
+    cost = float((costs * w[:, None]).mean())
     extra = dict(state.extra)
     criterion = cost
     if cfg.utility_criterion == "ema":
@@ -227,7 +242,7 @@ def tell(state: ESState, cfg: ESConfig, asked: Ask, costs: np.ndarray
         stall += 1
     utility = stall >= cfg.utility_patience
 
-    fitness = -rank_utilities(costs) if utility else costs
+    fitness = (-rank_utilities(costs) if utility else costs) * w[:, None]
     if asked.shared:  # same ε on every environment: the estimator of the env-averaged fitness
         fitness = fitness.mean(axis=0, keepdims=True)
     g_mu, g_lv = es_gradients(asked.eps, fitness[:, :m], fitness[:, m:], sigma)
@@ -241,6 +256,9 @@ def tell(state: ESState, cfg: ESConfig, asked: Ask, costs: np.ndarray
                   best_mu=best_mu, best_logvar=best_lv, iteration=k, best_cost=best_cost,
                   best_iteration=best_it, stall=stall, utility=utility, extra=extra)
     record = _record(t, costs, best_cost, sigma, g_mu, g_lv, state.mu, utility, stall)
+    record["cost"] = cost
+    if asked.cells is not None:
+        record.update(_strata_record(costs, asked.cells, cfg))
     if cfg.utility_criterion == "ema":
         record["cost_ema"] = criterion
     if cfg.lr_schedule != "constant":
@@ -256,6 +274,18 @@ def lr_factor(cfg: ESConfig, t: int) -> float:
     frac = min(t, cfg.iterations - 1) / (cfg.iterations - 1)
     final = cfg.lr_final_fraction
     return final + (1.0 - final) * 0.5 * (1.0 + float(portable.cos(math.pi * frac)))
+
+
+def _strata_record(costs: np.ndarray, cells: np.ndarray, cfg: ESConfig) -> dict[str, Any]:
+    """The plain (unweighted) mean cost and each cell's environments and mean cost."""
+    names = (*(cfg.strata or {}), REST)
+    per_env = costs.mean(axis=1)
+    strata = {}
+    for j, name in enumerate(names):
+        here = cells == j
+        strata[name] = {"envs": int(here.sum()),
+                        "cost": float(per_env[here].mean()) if here.any() else None}
+    return {"cost_plain": float(costs.mean()), "strata": strata}
 
 
 def _record(t: int, costs: np.ndarray, best: float, sigma: np.ndarray, g_mu: np.ndarray,

@@ -67,8 +67,11 @@ def _es_record_summary(records: list[dict[str, Any]], meta: dict[str, str]) -> s
     seconds = sum(float(r["seconds"]) for r in records
                   if isinstance(r.get("seconds"), int | float) and math.isfinite(r["seconds"]))
     lowest = min(r["cost"] for r in records)
+    how = ("importance-weighted mean over an iteration's perturbed policies and stratified "
+           "environments" if "cost_plain" in last else "mean over an iteration's perturbed "
+           "policies")
     summary = (f"{sizes}: {total:,} rollouts in {duration(seconds)} of ES time. Training cost "
-               f"(mean over an iteration's perturbed policies) {records[0]['cost']:.3f} at the "
+               f"({how}) {records[0]['cost']:.3f} at the "
                f"first iteration, {last['cost']:.3f} at the last, lowest {lowest:.3f}.")
     recorded = meta.get("iteration")  # the prior's metadata: any string
     if recorded is not None:

@@ -24,6 +24,7 @@ from pacplan.config import (
     parse_config,
 )
 from pacplan.errors import PacplanError
+from pacplan.es.strata import plan_strata
 from pacplan.io.files import load_npy, remove_stale_temps, sha256_bytes
 from pacplan.io.weights import load_theta
 from pacplan.io.yamlio import read_yaml
@@ -193,13 +194,17 @@ def check_worlds(cfg: RunConfig) -> None:
 def check_files(cfg: RunConfig) -> None:
     """Read and check every weights file the config names (es.init_mean, es.init_var and each
     baseline's weights) against the policy's size; the world is built only when one is named.
-    A given prior is checked by the first stage, before any other runs (`ensure_prior`)."""
+    A given prior is checked by the first stage, before any other runs (`ensure_prior`). So
+    are es.strata against the world's strata and the prior seeds (`plan_strata`)."""
     bases = [b for b in cfg.baselines if b.weights is not None]
-    if not bases and not any(isinstance(v, str) for v in (cfg.es.init_mean, cfg.es.init_var)):
+    starts = any(isinstance(v, str) for v in (cfg.es.init_mean, cfg.es.init_var))
+    if not bases and not starts and cfg.es.strata is None:
         return
     world = make_world(cfg.world.name, **cfg.world.options)
     dim, note = int(world.policy_dim()), policy_note(world)
     read_start_files(cfg.es, dim, note)
+    if cfg.es.strata is not None:
+        plan_strata(cfg.es.strata, cfg.es.envs_per_iter, world, tuple(cfg.seeds.prior))
     for base in bases:
         assert base.weights is not None
         try:

@@ -19,6 +19,7 @@ from pacplan.config import ESConfig, RunConfig, dump_config
 from pacplan.errors import PacplanError
 from pacplan.es import checkpoint as ckpt
 from pacplan.es.algorithm import ESState, ask, init_state, tell
+from pacplan.es.strata import StrataPlan, plan_strata
 from pacplan.io.files import sha256_file
 from pacplan.io.weights import load_theta
 from pacplan.run.curve import plot_training_curve
@@ -53,7 +54,7 @@ def es_fingerprint(cfg: RunConfig) -> str:
     for name in _NOT_ITERATES:
         es.pop(name)
     defaults = ESConfig().model_dump(mode="json")
-    for name in ("utility_criterion", "ema_decay", "lr_schedule", "lr_final_fraction"):
+    for name in ("utility_criterion", "ema_decay", "lr_schedule", "lr_final_fraction", "strata"):
         if es.get(name) == defaults[name]:
             es.pop(name)
     for field in _WEIGHT_FILES:
@@ -70,8 +71,10 @@ def es_fingerprint(cfg: RunConfig) -> str:
 def read_start_files(cfg: ESConfig, dim: int, note: str = "") -> dict[str, np.ndarray]:
     """The files es.init_mean and es.init_var name, read and checked as ES starts from them
     (found, .npy or .safetensors, `dim` finite values, every variance > 0), so that the run's
-    boundary can refuse a bad one before any stage (distillation) runs. `note`: the world's
-    policy family (`policy_note`), named when a file has the wrong size."""
+    boundary can refuse a bad one before any stage (distillation) runs. A prior file (tensors
+    mu and logvar) gives init_mean its mu and init_var its variance exp(logvar), so a prior can
+    be fine-tuned from where it stands. `note`: the world's policy family (`policy_note`), named
+    when a file has the wrong size."""
     files = {}
     for field in _WEIGHT_FILES:
         value = getattr(cfg, field)
@@ -79,13 +82,37 @@ def read_start_files(cfg: ESConfig, dim: int, note: str = "") -> dict[str, np.nd
             if not Path(value).is_file():
                 raise PacplanError(f"es.{field} file not found: {value}")
             try:
-                files[field] = load_theta(value, dim, world=f"es.{field}")
+                files[field] = (_prior_variance(value, dim) if field == "init_var"
+                                and _is_prior_file(value) else
+                                load_theta(value, dim, world=f"es.{field}"))
             except PacplanError as exc:
                 from pacplan.worlds.base import noted
 
                 raise noted(exc, note) from None
     init_state(cfg, dim, files.get("init_mean"), files.get("init_var"))  # refuses as ES would
     return files
+
+
+def _is_prior_file(path: str) -> bool:
+    """Whether `path` is a .safetensors file holding a prior (tensors mu and logvar)."""
+    if not path.endswith(".safetensors"):
+        return False
+    from safetensors import safe_open
+
+    try:
+        with safe_open(path, framework="numpy") as fh:
+            return {"mu", "logvar"} <= set(fh.keys())
+    except Exception:  # unreadable: load_theta names the problem
+        return False
+
+
+def _prior_variance(path: str, dim: int) -> np.ndarray:
+    """exp(logvar) of a prior file, checked (`read_prior_file`) and of `dim` weights."""
+    prior = ckpt.read_prior_file(path)
+    if prior.logvar.size != dim:
+        raise PacplanError(f"{path}: expected {dim} es.init_var weights, got a prior of "
+                           f"{prior.logvar.size}")
+    return np.exp(prior.logvar.astype(np.float64))
 
 
 def _refuse_other(state: ESState, fingerprint: str, rd: RunDir) -> None:
@@ -150,6 +177,7 @@ def run_es(
     evaluate: Callable[[np.ndarray], float] | None = None,
     log: Callable[[str], None] | None = None,
     notes: dict[str, Any] | None = None,
+    strata: StrataPlan | None = None,
 ) -> ESState:
     """Run ES for `cfg.iterations` iterations (resuming from `run_dir` when it has a checkpoint).
 
@@ -163,7 +191,12 @@ def run_es(
     rd = RunDir(run_dir) if run_dir is not None else None
     if rd is not None:
         rd.path.mkdir(parents=True, exist_ok=True)
-    state = _start(cfg, dim, rd, fingerprint, seed_range, notes or {})
+    if cfg.strata is not None and strata is None:
+        raise PacplanError("es.strata is set: pass its plan (pacplan.es.strata.plan_strata)")
+    notes = dict(notes or {})
+    if strata is not None:
+        notes["strata"] = strata.summary()
+    state = _start(cfg, dim, rd, fingerprint, seed_range, notes)
     todo = max(0, cfg.iterations - state.iteration)
     if state.iteration > 0 and log is not None:
         log(f"resumed: ES at iteration {state.iteration} of {cfg.iterations}"
@@ -173,7 +206,7 @@ def run_es(
     board = open_log(rd.path, ckpt.read_metrics(rd / RunDir.METRICS)) if rd is not None else None
     try:
         state = _iterate(cfg, state, todo, cost_fn, seed_range, rd, progress, on_iteration,
-                         evaluate, board)
+                         evaluate, board, strata)
     finally:
         if board is not None:
             board.close()
@@ -185,13 +218,13 @@ def run_es(
 def _iterate(cfg: ESConfig, state: ESState, todo: int, cost_fn: PairedCostFn,
              seed_range: tuple[int, int], rd: RunDir | None, progress: bool,
              on_iteration: Callable[[ESState, dict[str, Any]], None] | None,
-             evaluate: Callable[[np.ndarray], float] | None, board: ScalarLog | None
-             ) -> ESState:
+             evaluate: Callable[[np.ndarray], float] | None, board: ScalarLog | None,
+             strata: StrataPlan | None = None) -> ESState:
     """`todo` ES iterations from `state`, each logged and checkpointed; the last state."""
     with progress_bar(progress, "ES", cfg.iterations, state.iteration) as bar:
         for _ in range(todo):
             t0 = time.perf_counter()
-            asked = ask(state, cfg, seed_range)
+            asked = ask(state, cfg, seed_range, strata)
             state, record = tell(state, cfg, asked, cost_fn(asked.thetas, asked.seeds))
             record["seconds"] = round(time.perf_counter() - t0, 6)
             if evaluate is not None and cfg.eval_every and state.iteration % cfg.eval_every == 0:
@@ -233,14 +266,17 @@ def train_prior(
     dim = int(world.policy_dim())
     # before the run directory is made or distillation runs
     read_start_files(cfg.es, dim, policy_note(world))
+    strata = (None if cfg.es.strata is None else
+              plan_strata(cfg.es.strata, cfg.es.envs_per_iter, world, tuple(cfg.seeds.prior)))
     rd = RunDir(run_dir)
     with rd.locked():
-        return _train_prior(cfg, rd, spec, dim, executor, progress, stop_after, log)
+        return _train_prior(cfg, rd, spec, dim, executor, progress, stop_after, log, strata)
 
 
 def _train_prior(cfg: RunConfig, rd: RunDir, spec: WorldSpec, dim: int,
                  executor: Executor | None, progress: bool, stop_after: int | None,
-                 log: Callable[[str], None] | None = None) -> ESState:
+                 log: Callable[[str], None] | None = None,
+                 strata: StrataPlan | None = None) -> ESState:
     notes: dict[str, Any] = {"world": {"name": spec.name, "options": dict(spec.options)}}
     given = cfg
     if cfg.distill is not None:  # a taught net is where ES starts (`pacplan.run.distill`)
@@ -274,7 +310,7 @@ def _train_prior(cfg: RunConfig, rd: RunDir, spec: WorldSpec, dim: int,
 
         return run_es(cfg.es, dim, cost_fn, tuple(cfg.seeds.prior), rd.path, fingerprint=fp,
                       progress=progress, stop_after=stop_after, evaluate=evaluate, log=log,
-                      notes=notes)
+                      notes=notes, strata=strata)
     finally:
         if own:
             ex.close()

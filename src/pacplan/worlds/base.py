@@ -37,6 +37,42 @@ class World(Protocol):
         ...
 
 
+@runtime_checkable
+class StratifiedWorld(Protocol):
+    """A world that names strata of its environments: predicates on a seed evaluated without
+    simulating (the quadruped's `steep`: the first tent's slope), so ES can over-draw the hard
+    ones and still estimate the world's expected cost (`pacplan.es.strata`)."""
+
+    def strata(self) -> dict[str, str]:
+        """Stratum name -> what its environments share (one line)."""
+        ...
+
+    def in_stratum(self, name: str, seeds: np.ndarray) -> np.ndarray:
+        """(n,) bool: which of `seeds` (n,) int64 lie in stratum `name`; never simulates."""
+        ...
+
+
+def world_strata(world: Any) -> dict[str, str]:
+    """The strata `world` names ({} when it names none)."""
+    return dict(world.strata()) if isinstance(world, StratifiedWorld) else {}
+
+
+def stratum_members(world: Any, name: str, seeds: np.ndarray) -> np.ndarray:
+    """(n,) bool membership of `seeds` in stratum `name` of `world`; an unknown name is refused
+    listing the world's strata."""
+    known = world_strata(world)
+    if name not in known:
+        listed = ", ".join(sorted(known)) if known else "none"
+        raise PacplanError(f"unknown stratum {name!r} of world {world.name!r}; its strata: "
+                           f"{listed}")
+    sd = np.asarray(seeds, dtype=np.int64).reshape(-1)
+    mask = np.asarray(world.in_stratum(name, sd))
+    if mask.shape != sd.shape or mask.dtype != np.bool_:
+        raise PacplanError(f"world {world.name!r}: in_stratum({name!r}) must return {sd.size} "
+                           f"booleans, got {mask.dtype} of shape {mask.shape}")
+    return mask
+
+
 @dataclass(frozen=True)
 class WorldEntry:
     """A registered world: "package.module:attribute" paths, resolved only when used.

@@ -6,6 +6,10 @@ Because the shift is symmetric, the expected cost over environments is minimized
 `target`, and the expected cost of a Gaussian prior has a closed form (`expected_cost`), which the
 tests use as an independent oracle.
 
+Stratum `far` (`strata`): environments whose goal's first weight lies more than one `shift`
+above the target's (about 16 % of seeds; none when shift is 0), so stratified ES can be
+tested against the plain expected cost in seconds.
+
 `work` adds busy CPU work per rollout so executor speed-ups can be measured on a CPU-bound world.
 The cost of one (θ, seed) pair never depends on which other pairs share the call, so results are
 bit-identical however the work is chunked.
@@ -59,6 +63,20 @@ class ToyWorld:
         """θ*_seed: the zero-cost weights of environment `seed`."""
         rng = np.random.default_rng(int(seed))
         return self.target + self.shift * rng.standard_normal(self.dim)
+
+    def strata(self) -> dict[str, str]:
+        """The strata this world names (`pacplan.worlds.base.StratifiedWorld`)."""
+        return {"far": "the goal's first weight lies more than one shift above the target's"}
+
+    def in_stratum(self, name: str, seeds: np.ndarray) -> np.ndarray:
+        """Membership of `seeds` in stratum `name` (`far`), from the goals alone."""
+        if name != "far":
+            raise PacplanError(f"unknown stratum {name!r} of world 'toy'; its strata: far")
+        sd = np.asarray(seeds, dtype=np.int64).reshape(-1)
+        if self.shift == 0:
+            return np.zeros(sd.size, dtype=bool)
+        first = np.array([self.goal(int(s))[0] for s in sd], dtype=np.float64)
+        return first - self.target[0] > self.shift
 
     def costs(self, thetas: np.ndarray, seeds: np.ndarray) -> np.ndarray:
         """(k, d) float32 weights × (n,) seeds -> (n, k) float64 costs in [0, 1]."""

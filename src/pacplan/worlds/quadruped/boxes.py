@@ -111,6 +111,23 @@ def sample_box_terrain(seed: int, max_slope_deg: float = PAPER_MAX_SLOPE_DEG) ->
     return BoxTerrain(seed=seed, thetas=draws * math.radians(max_slope_deg))
 
 
+def first_slopes_deg(seeds: np.ndarray, max_slope_deg: float = PAPER_MAX_SLOPE_DEG
+                     ) -> np.ndarray:
+    """θ_0 in degrees (the first tent's slope, `BoxTerrain.slopes_deg[0]`) of each seed's
+    terrain: the first draw of `RandomState(seed)`, one generator reseeded per seed, which is
+    fast enough to classify a whole prior range (about 4 µs a seed) without building terrains."""
+    sd = np.asarray(seeds, dtype=np.int64).reshape(-1)
+    if sd.size and (int(sd.min()) < 0 or int(sd.max()) >= 2**32):
+        raise PacplanError("the paper-code terrain takes seeds in [0, 2**32)")
+    rng = np.random.RandomState()
+    out = np.empty(sd.size, dtype=np.float64)
+    scale = math.radians(max_slope_deg)
+    for i, seed in enumerate(sd):
+        rng.seed(int(seed))
+        out[i] = rng.random_sample() * scale
+    return np.degrees(out)
+
+
 def box_poses(terrain: BoxTerrain) -> tuple[np.ndarray, np.ndarray]:
     """(50, 3) centres and (50, 4) quaternions (w, x, y, z) of the boxes, pair by pair."""
     l = BOX_EDGE_M  # noqa: E741 - the code's name for the edge

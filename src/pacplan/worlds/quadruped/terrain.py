@@ -80,6 +80,14 @@ def sample_terrain(seed: int, max_slope_deg: float = 23.3, plank_length: float =
     return Terrain(seed=seed, plank_length=float(plank_length), slopes_deg=slopes)
 
 
+def first_slopes_deg(seeds: np.ndarray, max_slope_deg: float = 23.3,
+                     plank_length: float = 0.5) -> np.ndarray:
+    """The first ridge's slope (`Terrain.slopes_deg[0]`) of each seed's terrain, without
+    building the terrains' profiles."""
+    return np.array([sample_terrain(int(s), max_slope_deg, plank_length).slopes_deg[0]
+                     for s in np.asarray(seeds, dtype=np.int64).reshape(-1)], dtype=np.float64)
+
+
 def grid_axes(plank_length: float) -> tuple[np.ndarray, np.ndarray]:
     """x and y sample positions of the heightfield; x steps by one plank, so every kink of
     the profile is a grid line."""

@@ -10,6 +10,7 @@ import numpy as np
 from pacplan.errors import PacplanError
 from pacplan.validation import check_policies, check_seeds, check_unit_costs
 from pacplan.worlds.quadruped.boxes import PAPER_MAX_SLOPE_DEG, BoxTerrain, sample_box_terrain
+from pacplan.worlds.quadruped.boxes import first_slopes_deg as first_box_slopes
 from pacplan.worlds.quadruped.camera import CameraConfig
 from pacplan.worlds.quadruped.episode import RolloutConfig
 from pacplan.worlds.quadruped.policy import POLICY_DIM
@@ -23,8 +24,10 @@ from pacplan.worlds.quadruped.scene import DEFAULT_ROBOT, robot_spec
 from pacplan.worlds.quadruped.sim import MinitaurSim, PhysicsConfig
 from pacplan.worlds.quadruped.simulator import QuadrupedSim
 from pacplan.worlds.quadruped.terrain import Terrain, sample_terrain
+from pacplan.worlds.quadruped.terrain import first_slopes_deg as first_ridge_slopes
 
 ENGINES = ("bullet", "mujoco")
+STEEP_FIRST_SLOPE_DEG = 20.0  # stratum `steep`: where the MuJoCo-trained prior stalls (issue 65)
 VARIANTS = ("text", "paper-code")  # the paper's text (default); the paper's code as it ran
 ACTION_REPEAT = 5  # variant 'paper-code': physics steps per control step
 PLANNERS = ("policy", "teacher")  # who walks: θ, or the privileged teacher (a baseline row)
@@ -245,6 +248,24 @@ class QuadrupedWorld:
         if self.variant == "paper-code":
             return sample_box_terrain(int(seed), self.max_slope_deg)
         return sample_terrain(int(seed), self.max_slope_deg, self.plank_length)
+
+    def strata(self) -> dict[str, str]:
+        """The strata this world names (`pacplan.worlds.base.StratifiedWorld`)."""
+        return {"steep": f"the first tent (ridge) rises at {STEEP_FIRST_SLOPE_DEG:g}° or more"}
+
+    def in_stratum(self, name: str, seeds: np.ndarray) -> np.ndarray:
+        """Membership of `seeds` in stratum `name` (`steep`), from each terrain's first slope
+        (no simulator)."""
+        if name != "steep":
+            raise PacplanError(f"unknown stratum {name!r} of world 'quadruped'; its strata: "
+                               "steep")
+        return self.first_slopes_deg(seeds) >= STEEP_FIRST_SLOPE_DEG
+
+    def first_slopes_deg(self, seeds: np.ndarray) -> np.ndarray:
+        """The first tent's (ridge's) slope in degrees of each seed's terrain."""
+        if self.variant == "paper-code":
+            return first_box_slopes(seeds, self.max_slope_deg)
+        return first_ridge_slopes(seeds, self.max_slope_deg, self.plank_length)
 
     def rollout(self, theta: np.ndarray, seed: int, record: bool = False,
                 sim: QuadrupedSim | None = None) -> RolloutResult:
