@@ -10,6 +10,7 @@ a file or the name of a shipped preset (`pacplan presets`); `--version` and shel
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import typer
 
@@ -34,6 +35,7 @@ from pacplan.cli.plan import plan_n_cmd
 from pacplan.cli.run import presets_cmd, report_cmd, run_cmd, train_prior_cmd
 from pacplan.cli.worlds import check_world_cmd, render
 from pacplan.errors import PacplanError
+from pacplan.io.user_code import find_modules_in_working_folder, working_folder_modules
 
 app = typer.Typer(
     name="pacplan",
@@ -73,13 +75,34 @@ def _main_options(
 
 
 def main() -> None:
-    """Console-script entry point: one-line errors, exit code 2, no traceback."""
+    """Console-script entry point: one-line errors, exit code 2, no traceback.
+
+    One rule for every command that loads user code (a policy, cost or env module named
+    `module:…`): the working folder is searched after the installed libraries, never a folder
+    that merely holds someone's planner or run, and what was imported from it is said."""
     usage_errors, exits, aborts = click_exception_types()
     command = typer.main.get_command(app)
     show_flags_as_flags(command)
     one_paragraph_summaries(command)
+    before = set(working_folder_modules())
+    find_modules_in_working_folder()
     try:
-        rc = command(standalone_mode=False, prog_name="pacplan")
+        rc = _run(command, usage_errors, exits, aborts)
+    finally:
+        ran = [f for f in working_folder_modules() if f not in before]
+        if ran:
+            err_console.print(f"user code imported from the working folder: {', '.join(ran)}",
+                              style="dim", highlight=False, markup=False, soft_wrap=True)
+    if isinstance(rc, int) and rc:  # Typer returns 130 for Ctrl-C in non-standalone mode
+        if rc == 130:
+            err_console.print(interrupted_line(sys.argv), highlight=False, markup=False)
+        sys.exit(rc)
+
+
+def _run(command: Any, usage_errors: Any, exits: Any, aborts: Any) -> Any:
+    """The command's return code; each kind of failure printed as one line and exited."""
+    try:
+        return command(standalone_mode=False, prog_name="pacplan")
     except PacplanError as exc:
         fail(error_line(exc, sys.argv))
     except OSError as exc:  # a read-only folder, a full disk, --out naming a file
@@ -93,10 +116,6 @@ def main() -> None:
         sys.exit(exc.exit_code)
     except aborts:
         sys.exit(1)
-    if isinstance(rc, int) and rc:  # Typer returns 130 for Ctrl-C in non-standalone mode
-        if rc == 130:
-            err_console.print(interrupted_line(sys.argv), highlight=False, markup=False)
-        sys.exit(rc)
 
 
 if __name__ == "__main__":

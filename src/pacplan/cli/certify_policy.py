@@ -133,9 +133,7 @@ def certify_policy_cmd(
     """Roll policies trained elsewhere out on fresh seeds and certify their expected cost
     (one policy: a test-set bound; several: a PAC-Bayes posterior over them); resumable."""
     from pacplan.certify_policy import certify_policy
-    from pacplan.io.user_code import find_modules_in_working_folder
 
-    find_modules_in_working_folder()  # searched after the libraries: never a stray torch.py
     with sigterm_as_ctrl_c():
         result = certify_policy(
             env_id, policies, n=n, out=out, env_kwargs=_env_kwargs(env_kwargs),

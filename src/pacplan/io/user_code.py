@@ -53,6 +53,24 @@ def find_modules_in_working_folder() -> None:
         sys.path.append(cwd)
 
 
+def working_folder_modules() -> list[str]:
+    """The files of the modules imported so far from the working folder as a `sys.path` entry
+    (`name.py` or a package `name/` right there: the user's code found there, which a command
+    says it ran), relative to it."""
+    cwd = Path(os.getcwd()).resolve()
+    found = []
+    for name, module in list(sys.modules.items()):
+        source = getattr(module, "__file__", None)
+        if not isinstance(source, str):
+            continue
+        path = Path(source).resolve()
+        top = name.partition(".")[0]
+        if path.is_relative_to(cwd) and path.relative_to(cwd).parts[0] in (top, f"{top}.py") \
+                and is_user_file(path):
+            found.append(path.relative_to(cwd).as_posix())
+    return sorted(found)
+
+
 def import_target(spec: str, what: str) -> Any:
     """`module:attribute` imported and looked up; any failure, an exception raised while the
     module runs (a SyntaxError, `sys.exit`) included, is one line naming `what`."""
