@@ -222,7 +222,10 @@ def test_an_onnx_policy_ships_as_certified_and_acts_the_same(env_id: str, n_out:
     assert sha256_file(out / "policies" / "0.onnx") == sha256_file(model)
     assert not (out / "sources").exists()
     reader = OnnxPolicy(str(model), model.read_bytes(), env.observation_space, env.action_space)
-    ep = Planner.load(out).episode(np.random.default_rng(0))
+    planner = Planner.load(out)
+    assert planner.horizon == 20  # what the costs were measured under, for the integrator
+    assert planner.cost_rule is not None and planner.cost_rule["cost"] == cost
+    ep = planner.episode(np.random.default_rng(0))
     obs = np.random.default_rng(1).normal(0.0, 2.0, (500, spaces_dim(env))).astype(np.float32)
     got = [ep.act(o).action for o in obs]
     want = [reader.act(o) for o in obs]
@@ -296,6 +299,11 @@ def test_verify_and_load_name_an_edited_planner(planner: Path, tmp_path: Path) -
     p = edited(spec_edit("action", {"space": "discrete", "n": 2, "start": 1}))
     with pytest.raises(PacplanError, match=r"planner\.json: field action is not what"):
         verify_planner(p)
+    for bad in (0, "50", True):
+        with pytest.raises(PlannerError, match="field horizon must be a whole number of steps"):
+            Planner.load(edited(spec_edit("horizon", bad)))
+    with pytest.raises(PlannerError, match="field cost must be the cost rule"):
+        Planner.load(edited(spec_edit("cost", "return")))
     p = edited(spec_edit("certified_cost", 0.01))
     with pytest.raises(PlannerError, match="certified_cost or delta is not the certificate's"):
         Planner.load(p)

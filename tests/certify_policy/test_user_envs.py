@@ -166,3 +166,16 @@ def test_the_command_line_spells_bounds_as_its_flags_take_them(
     assert code == 2
     assert "--return-bounds LO,HI is needed" in err and "--reward-bounds LO,HI per step" in err
     assert "R_min" not in err
+
+
+def test_a_second_key_value_after_one_env_kwargs_is_named(
+        poles: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--env-kwargs length=2.0 hard=1` puts `hard=1` among the policies: the error says to
+    repeat the flag (it said `policy 'hard=1' … no such file`), and nothing is made."""
+    code, _, err = cli(["certify-policy", poles, "user_policies:lean", "--env-kwargs",
+                        "length=2.0", "hard=1", "--n", "8", "--return-bounds", "0,60",
+                        "--out", str(tmp_path / "out")], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "POLICY 'hard=1' looks like an environment keyword argument" in err
+    assert "repeat it: --env-kwargs hard=1" in err
+    assert not (tmp_path / "out").exists()

@@ -78,7 +78,15 @@ class Planner:
         self.world = str(spec["world"]["name"]) if "world" in spec else "policies"
         """The world's name; "policies" for policies certified with `certify-policy`."""
         self.environment = spec.get("environment")
-        """For certified policies: the Gymnasium environment they were certified on."""
+        """For certified policies: the Gymnasium environment they were certified on (id,
+        kwargs, Gymnasium's version, its code's sha256)."""
+        self.horizon: int | None = spec.get("horizon")
+        """For certified policies: the most steps an episode had when its cost was measured
+        (the certificate holds for episodes ended there, or earlier by the environment)."""
+        self.cost_rule: dict[str, Any] | None = spec.get("cost")
+        """For certified policies: how an episode's cost was computed, as certified (`cost`:
+        return, terminated, success or module:function, with its bounds or success key); feed
+        the monitor costs computed the same way."""
         self.policy_index = np.asarray(spec["posterior"]["policy_index"], dtype=np.int64)
         self.probability = np.asarray(spec["posterior"]["probability"], dtype=np.float64)
         self.certified_cost = float(spec["certified_cost"])

@@ -66,6 +66,12 @@ def check_policy_spec(data: dict[str, Any], where: Path) -> dict[str, Any]:
                 or not _SHA256.fullmatch(str(entry.get("sha256"))):
             raise spec.fail(f"policies[{i}]", "{onnx: file, kind, sha256 of the certified "
                             "policy, …}")
+    horizon = data.get("horizon")
+    if horizon is not None and (not isinstance(horizon, int) or isinstance(horizon, bool)
+                                or horizon < 1):
+        raise spec.fail("horizon", "a whole number of steps ≥ 1 or null")
+    if not isinstance(data.get("cost"), dict):
+        raise spec.fail("cost", "the cost rule certified (an object)")
     dim = spec.get("observation.dim", int, f"an integer in [1, {_MAX_SIZE}]")
     if not 1 <= dim <= _MAX_SIZE:
         raise spec.fail("observation.dim", f"an integer in [1, {_MAX_SIZE}]")

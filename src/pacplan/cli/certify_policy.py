@@ -53,6 +53,16 @@ def _pair(text: str | None, option: str) -> list[float] | None:
         raise PacplanError(f"{option} must be LO,HI (two numbers), got {text!r}") from None
 
 
+def _refuse_stray_kwargs(policies: list[str]) -> None:
+    """`--env-kwargs size=6 slip=0.2` leaves `slip=0.2` among the policies: say so, not "no
+    such policy"."""
+    for text in policies:
+        if re.fullmatch(r"[A-Za-z_]\w*=.*", text) and not Path(text).exists():
+            raise PacplanError(f"POLICY {text!r} looks like an environment keyword argument: "
+                               "--env-kwargs takes one KEY=VALUE (or one JSON object), so "
+                               f"repeat it: --env-kwargs {text}")
+
+
 def _env_kwargs(texts: list[str] | None) -> dict[str, Any] | None:
     """Each --env-kwargs a JSON object or KEY=VALUE (VALUE read as JSON when it is, e.g. 0.5,
     true or [1, 2], else as a string), merged in order."""
@@ -134,6 +144,7 @@ def certify_policy_cmd(
     (one policy: a test-set bound; several: a PAC-Bayes posterior over them); resumable."""
     from pacplan.certify_policy import certify_policy
 
+    _refuse_stray_kwargs(policies)
     with sigterm_as_ctrl_c():
         result = certify_policy(
             env_id, policies, n=n, out=out, env_kwargs=_env_kwargs(env_kwargs),
