@@ -8,3 +8,10 @@ class PacplanError(ValueError):
 class CostRangeError(PacplanError):
     """A world's raw outcome lies outside the range its options declare (a Gymnasium return
     outside `return_bounds`): `check_world` names it `in_declared_range`, not a shape problem."""
+
+
+class UnidentifiedInputWarning(UserWarning):
+    """A certificate's input is a Python object whose state is in no file (a lambda, a closure,
+    a callable object, an environment instance): it cannot be re-verified from files and its
+    folder cannot be resumed. Filter it like any warning (`warnings.simplefilter("ignore",
+    pacplan.UnidentifiedInputWarning)`) once you have read it."""

@@ -74,6 +74,19 @@ def test_what_cannot_be_identified_is_said_and_never_resumed(tmp_path: Path) -> 
         certify_policy("CartPole-v1", [lambda obs: int(obs[2] > 0)], out=out, **ARGS)
 
 
+def test_python_warns_of_an_unidentified_input_as_the_command_says_it(tmp_path: Path) -> None:
+    """Without a log, Python gets a warning of its own category (filterable), and n defaults
+    to the command's 500 seeds."""
+    from pacplan import UnidentifiedInputWarning
+    from pacplan.certify_policy.seeds import DEFAULT_N
+
+    args = {k: v for k, v in ARGS.items() if k != "n"}
+    with pytest.warns(UnidentifiedInputWarning, match="policy #0: Python objects whose state"):
+        result = certify_policy("CartPole-v1", [lambda obs: int(obs[2] > 0)],
+                                out=tmp_path / "o", **args)
+    assert result.certificate.n == DEFAULT_N == 500
+
+
 def test_a_torch_module_acts_as_its_onnx_convention_says(tmp_path: Path) -> None:
     torch = pytest.importorskip("torch")
     torch.manual_seed(0)

@@ -30,7 +30,7 @@ from pacplan.certify_policy.inputs import (
 )
 from pacplan.certify_policy.policies import ImportedPolicy
 from pacplan.certify_policy.rollout import cost_rows
-from pacplan.certify_policy.seeds import DEFAULT_FIRST_SEED, Names, seed_ranges
+from pacplan.certify_policy.seeds import DEFAULT_FIRST_SEED, DEFAULT_N, Names, seed_ranges
 from pacplan.certify_policy.store import (
     CERTIFICATE,
     CERTIFICATES,
@@ -92,7 +92,7 @@ class PolicyCertification:
         return lines
 
 
-def certify_policy(env_id: Any, policies: Sequence[Any], *, n: int,
+def certify_policy(env_id: Any, policies: Sequence[Any], *, n: int = DEFAULT_N,
                    out: str | Path | None = None, env_kwargs: Mapping[str, Any] | None = None,
                    first_seed: int = DEFAULT_FIRST_SEED,
                    test_n: int = 0, cost: Any = "return", success_key: str | None = None,
@@ -217,10 +217,19 @@ def _check_matrix_memory(seeds: dict[str, list[int] | None], m: int, names: Name
 def _say_unidentified(inputs: dict[str, Any], log: Callable[[str], None] | None) -> None:
     """Say which inputs are objects the certificate cannot be re-verified from files for."""
     which = unidentified(inputs)
-    if which and log is not None:
-        log(f"{', '.join(which)}: Python objects whose state is in no file (a lambda, a closure, "
-            "a callable object or an environment instance): the certificate says so, cannot be "
-            "re-verified from files, and this folder cannot be resumed")
+    if not which:
+        return
+    message = (f"{', '.join(which)}: Python objects whose state is in no file (a lambda, a "
+               "closure, a callable object or an environment instance): the certificate says "
+               "so, cannot be re-verified from files, and this folder cannot be resumed")
+    if log is not None:
+        log(message)
+    else:  # Python: a warning the caller can filter (the command prints the line instead)
+        import warnings
+
+        from pacplan.errors import UnidentifiedInputWarning
+
+        warnings.warn(message, UnidentifiedInputWarning, stacklevel=3)
 
 
 @dataclass

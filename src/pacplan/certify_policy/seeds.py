@@ -19,6 +19,9 @@ from pacplan.validation import (
 DEFAULT_FIRST_SEED = 1_000_000
 """Certification seeds start here by default: far from the small seeds training runs use."""
 
+DEFAULT_N = 500
+"""Certification seeds when none are given (the command's --n and Python's n= alike)."""
+
 
 @dataclass(frozen=True)
 class Names:

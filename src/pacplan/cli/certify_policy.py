@@ -11,7 +11,7 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-from pacplan.certify_policy.seeds import DEFAULT_FIRST_SEED, Names
+from pacplan.certify_policy.seeds import DEFAULT_FIRST_SEED, DEFAULT_N, Names
 from pacplan.cli.output import certificate_table, console, print_json, shown, sigterm_as_ctrl_c
 from pacplan.errors import PacplanError
 from pacplan.validation import check_real
@@ -96,7 +96,7 @@ def certify_policy_cmd(
     policies: list[str] = typer.Argument(..., metavar="POLICY", help="A Stable-Baselines3 "
                                          ".zip, an .onnx file or module:callable; several give "
                                          "a posterior over them."),
-    n: int = typer.Option(500, "--n", help="Certification seeds N."),
+    n: int = typer.Option(DEFAULT_N, "--n", help="Certification seeds N."),
     env_kwargs: list[str] | None = typer.Option(None, "--env-kwargs", metavar="KWARGS",
                                                 help="Keyword arguments for the environment: "
                                                 "a JSON object or KEY=VALUE; repeatable."),
