@@ -179,3 +179,76 @@ def test_a_second_key_value_after_one_env_kwargs_is_named(
     assert "POLICY 'hard=1' looks like an environment keyword argument" in err
     assert "repeat it: --env-kwargs hard=1" in err
     assert not (tmp_path / "out").exists()
+
+
+MISSION_ENV = textwrap.dedent("""\
+    import gymnasium as gym
+    import numpy as np
+    from gymnasium import spaces
+
+
+    class Mission(spaces.Space):
+        '''Like MiniGrid's MissionSpace: strings gymnasium cannot flatten.'''
+
+        def __init__(self):
+            super().__init__(None, str)
+
+        def contains(self, x):
+            return isinstance(x, str)
+
+
+    class Corridor(gym.Env):
+        '''Walk right to the goal; the observation holds a mission text.'''
+
+        def __init__(self, size=6):
+            self.size = size
+            self.observation_space = spaces.Dict({
+                "pos": spaces.Box(0, size, (1,), np.float32), "mission": Mission()})
+            self.action_space = spaces.Discrete(2)
+
+        def reset(self, seed=None, options=None):
+            super().reset(seed=seed)
+            self.pos = int(self.np_random.integers(0, self.size - 1))
+            return self._obs(), {}
+
+        def _obs(self):
+            return {"pos": np.array([self.pos], np.float32), "mission": "reach the goal"}
+
+        def step(self, action):
+            self.pos = max(0, self.pos + (1 if action == 1 else -1))
+            done = self.pos >= self.size - 1
+            return self._obs(), float(done), done, False, {}
+
+
+    gym.register("Corridor-v0", entry_point=Corridor, max_episode_steps=12)
+    """)
+
+
+def test_a_dict_observation_with_text_reaches_a_callable_raw(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """MiniGrid's shape of observation (a Dict holding a mission string gymnasium cannot
+    flatten): a callable gets it raw and is certified (it crashed in `flatdim`); an .onnx
+    policy, which takes flattened observations, is one line naming the space and the way out."""
+    (tmp_path / "user_corridor.py").write_text(MISSION_ENV)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(gym.registry, "Corridor-v0", raising=False)
+    monkeypatch.delitem(sys.modules, "user_corridor", raising=False)
+    seen: list[str] = []
+
+    def walk_right(obs: dict) -> int:
+        seen.append(obs["mission"])
+        return 1
+
+    result = certify_policy("user_corridor:Corridor-v0", [walk_right], n=10,
+                            cost="terminated", out=tmp_path / "ok")
+    assert seen and set(seen) == {"reach the goal"}
+    # cost "terminated" is 1 when an episode ends by itself: here, every one reached the goal
+    assert np.load(result.certificate.cert_matrix.path).min() == 1.0
+    onnx = tmp_path / "policy.onnx"
+    onnx.write_bytes(b"unused: refused before it is read as a model")
+    with pytest.raises(PacplanError) as info:
+        certify_policy("user_corridor:Corridor-v0", [str(onnx)], n=10, cost="terminated",
+                       out=tmp_path / "onnx")
+    text = str(info.value)
+    assert "\n" not in text and "cannot flatten the observation space Dict(" in text, text
+    assert "certify a 'module:callable' policy" in text, text

@@ -180,9 +180,13 @@ class OnnxPolicy:
         if not isinstance(action_space, spaces.Discrete | spaces.Box):
             raise PacplanError(f"{path}: action space {action_space} is not supported (Discrete "
                                "or Box)")
+        from pacplan.worlds.gym_policies import flat_size
+
+        size = flat_size(observation_space, f"{path}: an .onnx policy", "certify a "
+                         "'module:callable' policy, which is handed the raw observation")
         # the shapes only: a model may be undefined (NaN) at the zero observation
-        self._shape_checked(self._run(np.zeros((1, spaces.flatdim(observation_space)),
-                                               np.float32), "the zero observation at load"))
+        self._shape_checked(self._run(np.zeros((1, size), np.float32),
+                                      "the zero observation at load"))
 
     def act(self, obs: Any, flat: bool = False) -> Any:
         """The action for one observation (`flat`: already flattened)."""

@@ -127,14 +127,28 @@ class MLPPolicy:
         return self.head(_affine(w2, thetas[:, i: i + a], hid))
 
 
+def flat_size(space: spaces.Space, who: str, way_out: str) -> int:
+    """The length of `space`'s flattened observations, or one line naming the space gymnasium
+    cannot flatten (MiniGrid's mission text, a custom Space) and `way_out`."""
+    try:
+        return int(spaces.flatdim(space))
+    except (NotImplementedError, ValueError, TypeError, AttributeError):
+        shown = " ".join(str(space).split())
+        shown = shown if len(shown) <= 160 else shown[:159] + "…"
+        raise PacplanError(f"{who} takes flattened observations, and gymnasium cannot flatten "
+                           f"the observation space {shown}: {way_out}") from None
+
+
 def make_policy(policy: str, observation_space: spaces.Space, action_space: spaces.Space,
                 hidden: int) -> PolicyFamily:
     """A built-in family by name, or `module:factory` called as
-    factory(observation_space, action_space) -> an object with `dim` and `act`."""
-    obs_dim = int(spaces.flatdim(observation_space))
-    if policy == "linear":
-        return LinearPolicy(obs_dim, action_space)
-    if policy == "mlp":
+    factory(observation_space, action_space) -> an object with `dim` and `act` (handed the raw
+    spaces: only the built-in families flatten observations)."""
+    if policy in ("linear", "mlp"):
+        obs_dim = flat_size(observation_space, f"gym world: policy {policy!r}",
+                            "give a 'module:factory' family that reads the raw observations")
+        if policy == "linear":
+            return LinearPolicy(obs_dim, action_space)
         return MLPPolicy(obs_dim, action_space, hidden)
     if ":" not in policy:
         raise PacplanError(f"gym world: unknown policy {policy!r}; choose linear, mlp or "
