@@ -173,6 +173,10 @@ class OnnxPolicy:
         except ImportError:
             raise PacplanError(f"{path}: reading an .onnx policy needs onnxruntime (pip install "
                                "onnxruntime)") from None
+        from pacplan.worlds.gym_policies import flat_size
+
+        size = flat_size(observation_space, f"{path}: an .onnx policy", "certify a "
+                         "'module:callable' policy, which is handed the raw observation")
         check_graph(path, data)
         self._data = data
         self._handle, self._generation = -1, -1
@@ -180,10 +184,6 @@ class OnnxPolicy:
         if not isinstance(action_space, spaces.Discrete | spaces.Box):
             raise PacplanError(f"{path}: action space {action_space} is not supported (Discrete "
                                "or Box)")
-        from pacplan.worlds.gym_policies import flat_size
-
-        size = flat_size(observation_space, f"{path}: an .onnx policy", "certify a "
-                         "'module:callable' policy, which is handed the raw observation")
         # the shapes only: a model may be undefined (NaN) at the zero observation
         self._shape_checked(self._run(np.zeros((1, size), np.float32),
                                       "the zero observation at load"))
