@@ -197,3 +197,20 @@ def test_every_usage_line_names_its_values_one_way(capsys) -> None:  # type: ign
         options = [line for line in out.splitlines() if re.match(r"\W*--", line)]
         assert options and not any(re.search(r"<(path|int|str|float)>", line)
                                    for line in options), (command, options)
+
+
+def test_a_bound_of_100_percent_or_more_is_shown_vacuous() -> None:
+    """A bound ≥ 1 says nothing of a cost in [0, 1]: it is never printed as 109.17 %, and the
+    table says why (FrozenLake's certificates printed 109.17 % and 120.09 %)."""
+    from types import SimpleNamespace
+
+    from pacplan.cli.output import bound_percent, vacuous_note
+    from pacplan.report.tables import bound_pct
+
+    assert bound_percent(1.0917) == bound_pct(1.0917) == "≥ 100 % (vacuous)"
+    assert bound_percent(1.0) == "≥ 100 % (vacuous)"
+    assert bound_percent(0.9974) == "99.74 %" and bound_pct(0.9974) == "99.74 %"
+    assert bound_percent(float("inf")) == "∞"
+    note = vacuous_note(SimpleNamespace(certified=1.2009, n=100, emp_cost=0.93))  # type: ignore[arg-type]
+    assert note is not None and "N = 100" in note and "93.00 %" in note
+    assert vacuous_note(SimpleNamespace(certified=0.5, n=100, emp_cost=0.3)) is None  # type: ignore[arg-type]

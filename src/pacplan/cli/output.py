@@ -89,6 +89,23 @@ def percent(value: float) -> str:
     return number_text(100 * value, 2) + (" %" if math.isfinite(value) else "")
 
 
+def bound_percent(value: float) -> str:
+    """A bound for a table: ≥ 100 % (vacuous) when it is 1 or more (a cost in [0, 1] is
+    always below it), ∞ when infinite."""
+    from pacplan.report.tables import VACUOUS
+
+    return VACUOUS if 1.0 <= value < math.inf else percent(value)
+
+
+def vacuous_note(c: Certificate) -> str | None:
+    """Why a certificate of 100 % or more says nothing, and what would make it say something."""
+    if c.certified < 1.0:
+        return None
+    return (f"the certified bound is vacuous: with N = {c.n} environments and an empirical "
+            f"cost of {percent(c.emp_cost)}, the data cannot bound the expected cost below "
+            "100 %; certify on more environments, or policies of lower cost")
+
+
 def certificate_table(c: Certificate) -> Table:
     table = Table(title=f"PAC-Bayes certificate (δ = {c.delta:g}, N = {c.n}, m = {c.m})")
     table.add_column("quantity")
@@ -97,8 +114,8 @@ def certificate_table(c: Certificate) -> Table:
     table.add_row("KL(p‖p0)", f"{c.kl:.4f}")
     for name in BOUNDS:
         mark = "  ← certified" if name == c.certified_by else ""
-        table.add_row(f"{name} bound", f"{percent(getattr(c, name))}{mark}")
-    table.add_row("[bold]certified cost ≤[/]", f"[bold]{percent(c.certified)}[/]")
+        table.add_row(f"{name} bound", f"{bound_percent(getattr(c, name))}{mark}")
+    table.add_row("[bold]certified cost ≤[/]", f"[bold]{bound_percent(c.certified)}[/]")
     if c.test_cost is not None and c.test_ci is not None:
         lo, hi = c.test_ci
         table.add_row(f"test cost ({c.test_n} envs)",
@@ -108,6 +125,7 @@ def certificate_table(c: Certificate) -> Table:
     if c.clip:
         table.add_row("clipped entries", str(c.cert_matrix.clipped +
                                               (c.test_matrix.clipped if c.test_matrix else 0)))
+    table.caption = vacuous_note(c)
     return table
 
 

@@ -43,6 +43,16 @@ def pct(x: float | None) -> str:
     return "—" if x is None else f"{100 * x:.2f} %"
 
 
+VACUOUS = "≥ 100 % (vacuous)"
+"""How a bound of 1 or more is shown: a cost in [0, 1] is below it anyway, so it says nothing
+(109.17 % printed as a figure read as if it were one)."""
+
+
+def bound_pct(x: float | None) -> str:
+    """A bound in percent, or `VACUOUS` when it is 1 or more."""
+    return VACUOUS if x is not None and x >= 1.0 else pct(x)
+
+
 def reproduces_paper_setting(world: str, c: Certificate,
                              options: dict[str, Any] | None = None) -> bool:
     """True when certificate `c` is in a setting of the paper's Table 1: a world of the paper
@@ -170,8 +180,9 @@ def table1(certs: dict[int, Certificate], baselines: dict[str, np.ndarray],
         ci = f" [{pct(c.test_ci[0])}, {pct(c.test_ci[1])}]" if c.test_ci else ""
         gap = "—" if c.test_cost is None else f"{100 * (c.certified - c.test_cost):.2f} pts"
         extra = f" {paper.get(n, '')} |" if paper else ""
-        lines.append(f"| {n} | {pct(c.emp_cost)} | {c.kl:.3f} | {pct(c.mcallester)} | "
-                     f"{pct(c.quadratic)} | {pct(c.klinv)} | **{pct(c.certified)}** | "
+        lines.append(f"| {n} | {pct(c.emp_cost)} | {c.kl:.3f} | {bound_pct(c.mcallester)} | "
+                     f"{bound_pct(c.quadratic)} | {bound_pct(c.klinv)} | "
+                     f"**{bound_pct(c.certified)}** | "
                      f"{pct(c.test_cost)}{ci} | {gap} |{extra}")
     test_n = max((c.test_n or 0 for c in certs.values()), default=0)
     for name, costs in baselines.items():
