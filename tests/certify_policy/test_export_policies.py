@@ -362,13 +362,24 @@ def _onnx_endless_loop(path: Path) -> None:
     path.write_bytes(model.SerializeToString())
 
 
-def test_monitor_of_a_certify_policy_folder_says_export_it_first(certified: Path,
-                                                                  tmp_path: Path,
-                                                                  capsys) -> None:
-    (tmp_path / "costs.csv").write_text("0\n")
-    code, _, err = cli(["monitor", str(certified), str(tmp_path / "costs.csv")], capsys)
-    assert code == 2 and len(err.strip().splitlines()) == 1
-    assert "is a certify-policy directory, not a planner directory: export it first" in err
+def test_a_certify_policy_folder_is_monitored_directly(certified: Path, tmp_path: Path,
+                                                       capsys) -> None:
+    """The monitor needs the certificate, not a planner (a callable cannot be exported): a
+    certify-policy folder is watched against its verified certificate.json, as its planner
+    would be; a folder whose matrix was changed is refused."""
+    certified_cost = json.loads((certified / "certificate.json").read_text())["certified"]
+    (tmp_path / "ok.csv").write_text("0\n" * 50)
+    (tmp_path / "bad.csv").write_text("1\n" * 400)
+    code, out, err = cli(["monitor", str(certified), str(tmp_path / "ok.csv")], capsys)
+    assert code == 0, err
+    assert f"certified cost ≤ {100 * certified_cost:.2f} %" in out and "holding" in out
+    code, out, _ = cli(["monitor", str(certified), str(tmp_path / "bad.csv")], capsys)
+    assert code == 1 and "ALARM" in out
+    tampered = Path(shutil.copytree(certified, tmp_path / "tampered"))
+    matrix = tampered / "costs" / "cert.npy"
+    np.save(matrix, np.zeros_like(np.load(matrix)))
+    code, _, err = cli(["monitor", str(tampered), str(tmp_path / "ok.csv")], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "cert.npy" in err, err
 
 
 def test_report_of_a_certify_policy_folder(certified: Path, tmp_path: Path, capsys) -> None:

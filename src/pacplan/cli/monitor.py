@@ -224,7 +224,8 @@ class _Trace:
 
 
 def monitor_cmd(
-    planner: Path = typer.Argument(..., help="Planner directory (pacplan export) whose "
+    planner: Path = typer.Argument(..., help="Planner directory (pacplan export), or a "
+                                             "certify-policy folder or run directory, whose "
                                              "certificate is watched."),
     costs: Path = typer.Argument(..., help="CSV (one cost per line, or a header with a 'cost' "
                                            "column) or JSON lines (.jsonl): one episode's cost "
@@ -237,17 +238,13 @@ def monitor_cmd(
     """Test, after every episode, whether a deployed planner's mean cost has risen above its
     certified cost (anytime-valid); print the verdict and a lower bound on the mean cost.
     Exit 1 on an alarm."""
-    from pacplan.runtime import CertificateMonitor, Planner, PlannerError
+    from pacplan.runtime import CertificateMonitor, PlannerError
 
     if plot is not None:  # a PNG over the log or into the planner would destroy it
         refuse_overwriting(plot, "--plot", {"COSTS": costs, "PLANNER": planner},
                            file=True)
-    if folder_kind(planner) in ("certify-policy directory", "run directory"):
-        raise PacplanError(f"{planner} is a {folder_kind(planner)}, not a planner directory: "
-                           f"export it first (pacplan export {planner} --out PLANNER), then "
-                           "monitor the planner")
     try:
-        certified = Planner.load(planner).certified_cost
+        certified = _certified_cost(planner)
         monitor = CertificateMonitor(certified, alpha)
     except PlannerError as exc:
         fail(str(exc))
@@ -263,7 +260,9 @@ def monitor_cmd(
         raise PacplanError(f"{costs}: no costs (one episode's cost per line)")
     mean = total / monitor.episodes
     level = _level(monitor.alpha)
-    console.print(f"planner {shown(planner)}: certified cost ≤ {100 * certified:.2f} %; "
+    what = folder_kind(planner) or "planner"
+    console.print(f"{what.removesuffix(' directory')} {shown(planner)}: certified cost ≤ "
+                  f"{100 * certified:.2f} %; "
                   f"{monitor.episodes} episodes, mean cost {100 * mean:.2f} %",
                   soft_wrap=True, highlight=False)
     if monitor.alarm:
@@ -280,6 +279,25 @@ def monitor_cmd(
         console.print(f"wrote {shown(plot)}", soft_wrap=True, highlight=False)
     if monitor.alarm:
         raise typer.Exit(1)
+
+
+def _certified_cost(watched: Path) -> float:
+    """The certified cost the monitor watches: a planner's (every file checked as on load), or
+    the certificate.json of a certify-policy folder or run directory, verified from its
+    matrices (what is monitored needs the certificate, not a planner: a callable policy cannot
+    be exported, yet its deployment can be watched)."""
+    from pacplan.runtime import Planner
+
+    kind = folder_kind(watched)
+    if kind in ("certify-policy directory", "run directory"):
+        from pacplan.certify_policy.provenance import verify_saved_certificate
+
+        certificate = watched / "certificate.json"
+        if not certificate.is_file():
+            raise PacplanError(f"{watched}: no certificate.json yet; finish the run that "
+                               "certifies it first")
+        return verify_saved_certificate(certificate).certified
+    return Planner.load(watched).certified_cost
 
 
 def _level(alpha: float) -> str:
@@ -306,6 +324,6 @@ def _plot(path: Path, trace: _Trace, episodes: int, mean: float, certified: floa
         ax.axvline(alarm, color="tab:red", lw=1, label=f"alarm at episode {alarm}")
     ax.set_xlabel("episode")
     ax.set_ylabel("cost (%)")
-    ax.set_ylim(0, max(100 * certified * 2, 100 * mean * 1.3, 1))
+    ax.set_ylim(0, min(100, max(100 * certified * 2, 100 * mean * 1.3, 1)))  # costs ≤ 100 %
     ax.legend(loc="upper right", fontsize=8)
     save_figure(fig, path)
