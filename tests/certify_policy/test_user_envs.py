@@ -255,3 +255,44 @@ def test_a_dict_observation_with_text_reaches_a_callable_raw(
     text = str(info.value)
     assert "\n" not in text and "cannot flatten the observation space Dict(" in text, text
     assert "certify a 'module:callable' policy" in text, text
+
+
+def test_the_library_providing_the_env_is_recorded_and_a_resume_after_its_upgrade_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An env of an installed library (MiniGrid's, say) records that library's version in the
+    certificate's identity, so rows of two versions never mix; and a `module:callable` policy
+    is named in the certificate. The library here is a distribution of the test's own (a
+    .dist-info beside its package), counted as a library, not as the user's code."""
+    import pacplan.io.user_code as user_code
+
+    lib = tmp_path / "site"
+    (lib / "fakegrid").mkdir(parents=True)
+    (lib / "fakegrid" / "__init__.py").write_text(textwrap.dedent("""\
+        import gymnasium as gym
+        from gymnasium.envs.classic_control.cartpole import CartPoleEnv
+
+        gym.register("FakeGrid-v0", entry_point=CartPoleEnv, max_episode_steps=30)
+        """).replace("entry_point=CartPoleEnv", "entry_point='fakegrid.env:Pole'"))
+    (lib / "fakegrid" / "env.py").write_text(
+        "from gymnasium.envs.classic_control.cartpole import CartPoleEnv as Pole\n")
+    info = lib / "fakegrid-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fakegrid\nVersion: 1.0\n")
+    (info / "RECORD").write_text("fakegrid/__init__.py,,\nfakegrid/env.py,,\n")
+    monkeypatch.syspath_prepend(str(lib))
+    monkeypatch.delitem(gym.registry, "FakeGrid-v0", raising=False)
+    for name in ("fakegrid", "fakegrid.env"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    library = user_code.user_files
+    monkeypatch.setattr(user_code, "user_files",
+                        lambda module: [] if module.startswith("fakegrid") else library(module))
+    args = {"n": 6, "return_bounds": (0, 30), "out": tmp_path / "out"}
+    result = certify_policy("fakegrid:FakeGrid-v0", ["user_policies:lean"], **args)
+    record = json.loads(result.certificate_path.read_text())["provenance"]["certify_policy"]
+    assert record["env"]["provider"] == {"fakegrid": "1.0"}
+    assert record["policy_names"] == ["user_policies:lean"]
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fakegrid\nVersion: 1.1\n")
+    with pytest.raises(PacplanError, match=r"holds a certify-policy run of other inputs "
+                                           r"\(env\.provider\.fakegrid was \"1\.0\", now "
+                                           r"\"1\.1\"\)"):
+        certify_policy("fakegrid:FakeGrid-v0", ["user_policies:lean"], **{**args, "n": 12})

@@ -7,6 +7,7 @@ that is the folder's identity (`identify`) and, with the seeds, the certificate'
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -199,7 +200,27 @@ def _env_record(world: Any, env: Environment) -> dict[str, Any]:
               else getattr(entry, "__module__", None))
     if module and user_files(module):
         record["source_sha256"] = user_code_sha256(module, world.env_id)
+    elif module and (provider := providing_distribution(module)) is not None:
+        record["provider"] = provider  # minigrid 3.2.0: a resume after an upgrade is refused
     return record
+
+
+def providing_distribution(module: str) -> dict[str, str] | None:
+    """{distribution: version} of the installed library whose code `module` is (MiniGrid's
+    envs: minigrid), when it is not Gymnasium itself (whose version is recorded anyway)."""
+    from importlib import metadata
+
+    top = module.partition(".")[0]
+    if top == "gymnasium":
+        return None
+    names = metadata.packages_distributions().get(top, [])  # reads every RECORD: not for
+    if not names:                                           # gymnasium's own envs above
+        return None
+    found = {}
+    for name in sorted(set(names)):
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            found[name] = metadata.version(name)
+    return found or None
 
 
 def unidentified(inputs: dict[str, Any]) -> list[str]:

@@ -50,7 +50,7 @@ def provenance(inputs: dict[str, Any], loaded: list[ImportedPolicy],
             files.append({"label": p.label, "path": str(path.resolve()), "sha256": p.sha256})
     ranges = {"cert": seeds["cert"], "test": seeds["test"]}
     return {KEY: {**inputs, "seeds": {**inputs["seeds"], **ranges}, "policy_files": files,
-                  "versions": versions()}}
+                  "policy_names": [p.label for p in loaded], "versions": versions()}}
 
 
 def versions() -> dict[str, str]:

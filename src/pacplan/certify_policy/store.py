@@ -103,11 +103,10 @@ def stamp(out: Path, inputs: dict[str, Any], option: str,
         raise PacplanError(f"{path}: not a readable certify-policy stamp; choose a new "
                            f"{option}") from None
     if old.get("identity") != record["identity"] or identity(old_inputs) != record["identity"]:
-        differs = next((k for k in inputs if old_inputs.get(k) != inputs[k]), "inputs")
-        was, now = _short(old_inputs.get(differs)), _short(inputs.get(differs))
+        differs, was, now = _first_difference(old_inputs, inputs)
         raise PacplanError(f"{option} {out} holds a certify-policy run of other inputs "
-                           f"({differs} was {was}, now {now}): choose a new {option} or delete "
-                           "that folder")
+                           f"({differs} was {_short(was)}, now {_short(now)}): choose a new "
+                           f"{option} or delete that folder")
 
 
 def policy_labels(out: Path, m: int) -> list[str]:
@@ -118,6 +117,17 @@ def policy_labels(out: Path, m: int) -> list[str]:
         given = None
     ok = isinstance(given, list) and len(given) == m and all(isinstance(v, str) for v in given)
     return list(given) if ok else [f"policy {j}" for j in range(m)]
+
+
+def _first_difference(old: Any, new: Any, path: str = "") -> tuple[str, Any, Any]:
+    """(dotted key, old value, new value) of the first difference between two records,
+    descending into objects (`env.provider`, not the whole env record cut short)."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in [*new, *(k for k in old if k not in new)]:
+            if old.get(key) != new.get(key):
+                return _first_difference(old.get(key), new.get(key),
+                                         f"{path}.{key}" if path else str(key))
+    return path or "inputs", old, new
 
 
 def _short(value: Any, limit: int = 80) -> str:
