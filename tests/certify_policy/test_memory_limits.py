@@ -65,3 +65,12 @@ def test_an_inflating_npz_is_refused_from_its_headers(tmp_path: Path) -> None:
     text = str(info.value)
     assert "\n" not in text and "array 'mean' is far larger than it can be" in text, text
     assert "shape (5000000,)" in text and "refused before reading it" in text, text
+
+
+@pytest.mark.parametrize("arg", ["out", "obs_normalization"])
+def test_a_path_argument_of_the_wrong_type_is_one_line(tmp_path: Path, arg: str) -> None:
+    """`certify_policy(out=123)` ended in a TypeError traceback."""
+    with pytest.raises(PacplanError) as info:
+        certify_policy("CartPole-v1", [user_policies.balance], n=5, return_bounds=(0, 500),
+                       **{"out": tmp_path / "o", arg: 123})
+    assert str(info.value) == f"{arg} must be a path (a str or os.PathLike), got int"

@@ -146,6 +146,10 @@ def certify_policy(env_id: Any, policies: Sequence[Any], *, n: int = DEFAULT_N,
     for flag, value in (("success_needs_terminated", success_needs_terminated),
                         ("clip_actions", clip_actions), ("progress", progress)):
         check_flag(value, names.spelling(flag))
+    for name, value in (("out", out), ("obs_normalization", obs_normalization)):
+        if value is not None and not isinstance(value, str | os.PathLike):
+            raise PacplanError(f"{names.spelling(name) if name != 'out' else names.out} must "
+                               f"be a path (a str or os.PathLike), got {type(value).__name__}")
     seeds = seed_ranges(n, test_n, first_seed, train_seeds, names)
     if isinstance(policies, str | os.PathLike) or not isinstance(policies, Sequence) \
             or not policies:
