@@ -1,4 +1,5 @@
-"""Sizes are checked against what this process may hold before it holds them: a huge N is
+"""Inputs are checked before they are used: a path argument of the wrong type is one line, and
+sizes are checked against what this process may hold before it holds them: a huge N is
 refused before any rollout or folder, and a small .npz that inflates to gigabytes is refused
 from its headers, before it is decompressed."""
 
