@@ -296,3 +296,31 @@ def test_the_library_providing_the_env_is_recorded_and_a_resume_after_its_upgrad
                                            r"\(env\.provider\.fakegrid was \"1\.0\", now "
                                            r"\"1\.1\"\)"):
         certify_policy("fakegrid:FakeGrid-v0", ["user_policies:lean"], **{**args, "n": 12})
+
+
+def test_key_value_has_one_rule_and_nesting_is_bounded(
+        poles: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """VALUE is a JSON literal, or Python's True/False/None (it was the string "False"), else
+    the string as written; a value nested beyond reason is one line from the command (a
+    RecursionError traceback before) and from Python, before anything is made."""
+    from pacplan.cli.certify_policy import _env_kwargs
+
+    assert _env_kwargs(["a=False", "b=None", "c=True", "d=0.5", "e=4x4", 'f="6"', "g=[1, 2]",
+                        "h=false"]) == {"a": False, "b": None, "c": True, "d": 0.5, "e": "4x4",
+                                        "f": "6", "g": [1, 2], "h": False}
+    deep = "[" * 5000 + "]" * 5000
+    for given in (f"x={deep}", f'{{"x": {deep}}}', f"x={'[' * 40 + ']' * 40}"):
+        code, _, err = cli(["certify-policy", poles, "user_policies:lean", "--env-kwargs",
+                            given, "--n", "4", "--return-bounds", "0,60", "--out",
+                            str(tmp_path / "out")], capsys)
+        assert code == 2 and len(err.strip().splitlines()) == 1, err
+        assert "nests" in err and "refused" in err, err
+    nested: list = []
+    inner = nested
+    for _ in range(10_000):
+        inner.append([])
+        inner = inner[0]
+    with pytest.raises(PacplanError, match="env_kwargs nests deeper than 32 levels"):
+        certify_policy(poles, ["user_policies:lean"], n=4, return_bounds=(0, 60),
+                       env_kwargs={"x": nested}, out=tmp_path / "out")
+    assert not (tmp_path / "out").exists()

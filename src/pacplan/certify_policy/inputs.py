@@ -48,6 +48,32 @@ def _short(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+MAX_KWARGS_DEPTH = 32
+"""How deeply keyword arguments may nest (a deeper value ended in a RecursionError traceback)."""
+MAX_KWARGS_VALUES = 100_000
+"""How many values keyword arguments may hold in all (a cycle counts without end)."""
+
+
+def check_nesting(value: Any, what: str) -> None:
+    """Refuse a value nested deeper than `MAX_KWARGS_DEPTH` or holding more than
+    `MAX_KWARGS_VALUES` values (or a cycle), walked without recursion, before anything prints
+    or serializes it."""
+    stack, seen = [(value, 1)], 0
+    while stack:
+        item, depth = stack.pop()
+        seen += 1
+        if depth > MAX_KWARGS_DEPTH:
+            raise PacplanError(f"{what} nests deeper than {MAX_KWARGS_DEPTH} levels: refused "
+                               "(an environment's keyword arguments are small)")
+        if seen > MAX_KWARGS_VALUES:
+            raise PacplanError(f"{what} holds more than {MAX_KWARGS_VALUES:,} values (or refers "
+                               "to itself): refused")
+        if isinstance(item, Mapping):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend((v, depth + 1) for v in item)
+
+
 def environment(env: Any, env_kwargs: Mapping[str, Any] | None, names: Names) -> Environment:
     """The environment argument, checked: kwargs must be JSON values with string keys, since
     they are recorded; a Python environment or factory takes no kwargs (it makes its own)."""
@@ -76,6 +102,7 @@ def environment(env: Any, env_kwargs: Mapping[str, Any] | None, names: Names) ->
     if not env.strip():
         raise PacplanError(f"{what} must be a Gymnasium environment id, got {env!r}")
     if env_kwargs is not None:
+        check_nesting(env_kwargs, names.spelling("env_kwargs"))
         if not isinstance(env_kwargs, Mapping) or not all(isinstance(k, str)
                                                           for k in env_kwargs):
             raise PacplanError(f"{names.spelling('env_kwargs')} must be a mapping of names to "

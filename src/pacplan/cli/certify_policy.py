@@ -63,28 +63,49 @@ def _refuse_stray_kwargs(policies: list[str]) -> None:
                                f"repeat it: --env-kwargs {text}")
 
 
+_PYTHON_WORDS = {"True": True, "False": False, "None": None}
+"""Python's spellings of JSON's true, false and null, read as those in KEY=VALUE."""
+
+
+def _json(text: str, what: str) -> Any:
+    """`text` as JSON; JSONDecodeError when it is not; a nesting too deep for the parser is
+    one PacplanError line (it was a RecursionError traceback)."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise PacplanError(f"{what} nests too deeply: refused (an environment's keyword "
+                           "arguments are small)") from None
+
+
 def _env_kwargs(texts: list[str] | None) -> dict[str, Any] | None:
-    """Each --env-kwargs a JSON object or KEY=VALUE (VALUE read as JSON when it is, e.g. 0.5,
-    true or [1, 2], else as a string), merged in order."""
+    """Each --env-kwargs a JSON object or KEY=VALUE, merged in order. One rule for VALUE: a
+    JSON literal (0.5, true, null, "text", [1, 2], {"a": 1}) or Python's True, False, None is
+    that value; anything else is the string as written (size=6 → 6, slip=0.2 → 0.2,
+    hard=False → false, map=4x4 → "4x4")."""
     if not texts:
         return None
     merged: dict[str, Any] = {}
     for text in texts:
         if text.lstrip().startswith("{"):
             try:
-                value = json.loads(text)
-            except ValueError as exc:
-                raise PacplanError(f"--env-kwargs {text!r} is not a JSON object ({exc})") from None
+                value = _json(text, "--env-kwargs")
+            except json.JSONDecodeError as exc:
+                raise PacplanError(f"--env-kwargs {text[:80]!r} is not a JSON object "
+                                   f"({exc})") from None
             if not isinstance(value, dict):
-                raise PacplanError(f"--env-kwargs {text!r} is not a JSON object")
+                raise PacplanError(f"--env-kwargs {text[:80]!r} is not a JSON object")
             merged.update(value)
             continue
         key, sep, raw = text.partition("=")
         if not sep or not key.strip().isidentifier():
-            raise PacplanError(f"--env-kwargs must be a JSON object or KEY=VALUE, got {text!r}")
+            raise PacplanError(f"--env-kwargs must be a JSON object or KEY=VALUE, got "
+                               f"{text[:80]!r}")
+        if raw.strip() in _PYTHON_WORDS:
+            merged[key.strip()] = _PYTHON_WORDS[raw.strip()]
+            continue
         try:
-            merged[key.strip()] = json.loads(raw)
-        except ValueError:
+            merged[key.strip()] = _json(raw, f"--env-kwargs {key.strip()}")
+        except json.JSONDecodeError:  # not JSON: the string as written
             merged[key.strip()] = raw
     return merged
 

@@ -208,8 +208,10 @@ class GymWorld:
         except (Exception, SystemExit) as exc:  # an unknown id, a missing extra, a bad kwarg
             from pacplan.io.user_code import reason
 
-            raise PacplanError(f"gym world: cannot make {self.env_id!r} with "
-                               f"{self.env_kwargs}: {reason(exc)}") from None
+            kwargs = " ".join(repr(self.env_kwargs).split())
+            kwargs = kwargs if len(kwargs) <= 120 else kwargs[:119] + "…"
+            raise PacplanError(f"gym world: cannot make {self.env_id!r} with {kwargs}: "
+                               f"{reason(exc)}") from None
 
     def _pool(self, k: int) -> list[Any]:
         while len(self._envs) < k:
