@@ -37,6 +37,8 @@ hashing a home directory's worth of scripts through a stray `sys.path` entry).""
 
 def reason(exc: BaseException) -> str:
     """An exception as one short line: its type and first 200 characters."""
+    if isinstance(exc, ExitCalled):
+        return f"it called os._exit({exc.code!r}), which would end pacplan with no certificate"
     if isinstance(exc, SystemExit):
         return f"SystemExit({exc.code!r})"
     text = " ".join(str(exc).split())
@@ -91,7 +93,8 @@ def import_module(module_name: str, what: str) -> Any:
     """Module `module_name` imported; any failure, an exception raised while the module runs
     (a SyntaxError, `sys.exit`) included, is one line naming `what`."""
     try:
-        return importlib.import_module(module_name)
+        with exit_refused():  # an os._exit at import would end pacplan with exit 0
+            return importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         if exc.name and module_name.startswith(exc.name):
             raise PacplanError(f"{what} is not available: no module named {exc.name!r} (looked "
@@ -103,18 +106,49 @@ def import_module(module_name: str, what: str) -> Any:
                            f"({reason(exc)})") from None
 
 
+class ExitCalled(SystemExit):
+    """User code called `os._exit`: in this process that would end pacplan at once, with exit
+    status 0 and no certificate, so it is raised instead (`calling_user_code`)."""
+
+
+_REAL_EXIT = os._exit
+
+
+def _exit_in_user_code(owner: int) -> Any:
+    def refused(status: int = 0) -> None:
+        if os.getpid() != owner:  # a process the user's code forked: its own exit is real
+            _REAL_EXIT(status)
+        raise ExitCalled(status)
+    return refused
+
+
 @contextlib.contextmanager
 def calling_user_code(what: str) -> Iterator[None]:
-    """Run user code; its exception or `SystemExit` becomes `PacplanError(what (reason))`.
+    """Run user code; its exception, `SystemExit` or `os._exit` becomes
+    `PacplanError(what (reason))`.
 
     A `PacplanError` passes through unchanged (pacplan's own checks inside the call, e.g. an
-    imported policy's reader, already say what went wrong)."""
+    imported policy's reader, already say what went wrong). While the block runs, `os._exit`
+    raises `ExitCalled` in this process (a policy's `os._exit(0)` ended certify-policy with
+    exit 0 and no certificate); a child the user's code forks keeps the real one."""
     try:
-        yield
+        with exit_refused():
+            yield
     except PacplanError:
         raise
     except (Exception, SystemExit) as exc:
         raise PacplanError(f"{what} ({reason(exc)})") from None
+
+
+@contextlib.contextmanager
+def exit_refused() -> Iterator[None]:
+    """`os._exit` raises `ExitCalled` in this process while the block runs."""
+    previous = os._exit
+    os._exit = _exit_in_user_code(os.getpid())
+    try:
+        yield
+    finally:
+        os._exit = previous
 
 
 @functools.cache
