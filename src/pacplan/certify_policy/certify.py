@@ -174,8 +174,11 @@ def certify_policy(env_id: Any, policies: Sequence[Any], *, n: int = DEFAULT_N,
     out = Path(out) if out is not None else default_out(world.env_id)
     refuse_unidentified_resume(out, inputs, names.out)
     _say_unidentified(inputs, log)
-    refuse_output(out, {f"POLICY {p}": p for p in policies
-                        if isinstance(p, str | os.PathLike) and Path(p).exists()}, names.out)
+    given = {f"POLICY {p}": p for p in policies
+             if isinstance(p, str | os.PathLike) and Path(p).exists()}
+    if obs_normalization is not None:
+        given[names.spelling("obs_normalization")] = obs_normalization
+    refuse_output(out, given, names.out)
     from pacplan.run.lock import hold
 
     pool, spec = _parallel(executor, workers, policies, environment, loaded,
