@@ -173,3 +173,20 @@ def swap_on_second_open(monkeypatch: pytest.MonkeyPatch, target: Path, forged: b
 
     monkeypatch.setattr(builtins, "open", fake_open)
     monkeypatch.setattr(os, "open", fake_os_open)
+
+
+def onnx_linear(path: Path, n_in: int, n_out: int, scale: float = 1.0) -> None:
+    """A tiny .onnx policy: scores = obs · Wᵀ (the convention's float32 batch in), W drawn
+    from a fixed seed."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = (np.random.default_rng(3).normal(size=(n_out, n_in)) * scale).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("Gemm", ["obs", "w"], ["out"], transB=1)], "linear",
+        [helper.make_tensor_value_info("obs", TensorProto.FLOAT, ["batch", n_in])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, ["batch", n_out])],
+        initializer=[numpy_helper.from_array(w, "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path.write_bytes(model.SerializeToString())

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import yaml
 
-from helpers import SMALL_TOY_RUN, cli
+from helpers import SMALL_TOY_RUN, cli, onnx_linear
 from pacplan.errors import PacplanError
 
 CASES = ("nonempty", "dot", "input", "parent")
@@ -63,7 +63,7 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         run(parse_config(GYM_RUN), base / "run", progress=False)
     export_planner(base / "run", base / "planner")
     onnx = base / "policy.onnx"
-    _onnx_policy(onnx)
+    onnx_linear(onnx, 4, 2)
     cert = subprocess.run(
         [sys.executable, "-m", "pacplan", "certify-policy", "CartPole-v1", str(onnx),
          "--return-bounds", "0,10", "--horizon", "10", "--n", "20", "--out",
@@ -73,21 +73,6 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     (base / "toy.yaml").write_text(yaml.safe_dump(SMALL_TOY_RUN))
     return {"run": base / "run", "planner": base / "planner", "certified": base / "certified",
             "onnx": onnx, "costs": base / "costs.csv", "toy": base / "toy.yaml"}
-
-
-def _onnx_policy(path: Path) -> None:
-    """A linear CartPole policy as ONNX (the convention's float32 batch in, 2 scores out)."""
-    from onnx import TensorProto, helper, numpy_helper
-
-    w = np.random.default_rng(3).normal(size=(2, 4)).astype(np.float32)
-    graph = helper.make_graph(
-        [helper.make_node("Gemm", ["obs", "w"], ["out"], transB=1)], "linear",
-        [helper.make_tensor_value_info("obs", TensorProto.FLOAT, ["batch", 4])],
-        [helper.make_tensor_value_info("out", TensorProto.FLOAT, ["batch", 2])],
-        initializer=[numpy_helper.from_array(w, "w")])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    path.write_bytes(model.SerializeToString())
 
 
 @pytest.fixture

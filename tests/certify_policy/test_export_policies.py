@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import user_policies
-from helpers import cli
+from helpers import cli, onnx_linear
 from pacplan.certify_policy import certify_policy
 from pacplan.certify_policy.stable_baselines import SB3Policy
 from pacplan.errors import PacplanError
@@ -188,21 +188,6 @@ def spaces_dim(env: gym.Env) -> int:
     return gym.spaces.flatdim(env.observation_space)
 
 
-def _onnx_linear(path: Path, n_in: int, n_out: int, scale: float) -> None:
-    """A tiny .onnx policy: scores = obs · Wᵀ (the convention's float32 batch in)."""
-    from onnx import TensorProto, helper, numpy_helper
-
-    w = (np.random.default_rng(3).normal(size=(n_out, n_in)) * scale).astype(np.float32)
-    graph = helper.make_graph(
-        [helper.make_node("Gemm", ["obs", "w"], ["out"], transB=1)], "linear",
-        [helper.make_tensor_value_info("obs", TensorProto.FLOAT, ["batch", n_in])],
-        [helper.make_tensor_value_info("out", TensorProto.FLOAT, ["batch", n_out])],
-        initializer=[numpy_helper.from_array(w, "w")])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    path.write_bytes(model.SerializeToString())
-
-
 @pytest.mark.parametrize(("env_id", "n_out", "cost"), [("CartPole-v1", 2, "return"),
                                                        ("Pendulum-v1", 1, "terminated")])
 def test_an_onnx_policy_ships_as_certified_and_acts_the_same(env_id: str, n_out: int,
@@ -213,7 +198,7 @@ def test_an_onnx_policy_ships_as_certified_and_acts_the_same(env_id: str, n_out:
 
     env = gym.make(env_id)
     model = tmp_path / "policy.onnx"
-    _onnx_linear(model, spaces_dim(env), n_out, scale=3.0)
+    onnx_linear(model, spaces_dim(env), n_out, scale=3.0)
     bounds = {"return_bounds": [0, 20]} if cost == "return" else {}
     certify_policy(env_id, [str(model)], n=10, cost=cost, horizon=20, out=tmp_path / "c",
                    **bounds)
@@ -315,7 +300,7 @@ def test_verify_and_load_name_an_edited_planner(planner: Path, tmp_path: Path) -
         verify_planner(p)
 
     def swap_model(copy: Path) -> None:
-        _onnx_linear(copy / "policies" / "0.onnx", 4, 2, scale=1.0)
+        onnx_linear(copy / "policies" / "0.onnx", 4, 2, scale=1.0)
     p = edited(swap_model)
     with pytest.raises(PacplanError, match=r"0\.onnx: not the ONNX conversion of sources/0\.zip"):
         verify_planner(p)

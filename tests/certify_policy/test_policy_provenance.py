@@ -41,7 +41,8 @@ def test_the_certificate_names_what_it_certifies(certified: Path,
     cert = json.loads((certified / "certificate.json").read_text())
     record = cert["provenance"]["certify_policy"]
     stamp = json.loads((certified / "certify-policy.json").read_text())["inputs"]
-    shared = {k: v for k, v in record.items() if k not in ("policy_files", "versions")}
+    shared = {k: v for k, v in record.items()
+              if k not in ("policy_files", "policy_names", "versions")}
     shared["seeds"] = {k: shared["seeds"][k] for k in ("first", "train")}
     assert shared == stamp
     assert record["env"] == {"id": "CartPole-v1", "kwargs": {}, "gymnasium": gym.__version__}
@@ -50,6 +51,8 @@ def test_the_certificate_names_what_it_certifies(certified: Path,
                                "cert": [1_000_000, 1_000_006], "test": [1_000_006, 1_000_010]}
     assert [p["kind"] for p in record["policies"]] == ["onnx", "callable"]
     assert [f["label"] for f in record["policy_files"]] == [str(certified.parent / "model.onnx")]
+    assert record["policy_names"][0] == str(certified.parent / "model.onnx")
+    assert len(record["policy_names"]) == 2  # the callable is named too, not only its kind
     assert record["versions"] == versions() and "python" in record["versions"]
     code, out, err = cli(["verify", str(certified / "certificate.json")], capsys)
     assert code == 0, err

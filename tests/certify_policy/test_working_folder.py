@@ -14,8 +14,9 @@ import sys
 import textwrap
 from pathlib import Path
 
-import numpy as np
 import pytest
+
+from helpers import onnx_linear
 
 ENV_MODULE = textwrap.dedent("""\
     import gymnasium as gym
@@ -39,27 +40,13 @@ def _pacplan(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
                           timeout=300, env=env)
 
 
-def _onnx_policy(path: Path) -> None:
-    from onnx import TensorProto, helper, numpy_helper
-
-    w = np.random.default_rng(3).normal(size=(2, 4)).astype(np.float32)
-    graph = helper.make_graph(
-        [helper.make_node("Gemm", ["obs", "w"], ["out"], transB=1)], "linear",
-        [helper.make_tensor_value_info("obs", TensorProto.FLOAT, ["batch", 4])],
-        [helper.make_tensor_value_info("out", TensorProto.FLOAT, ["batch", 2])],
-        initializer=[numpy_helper.from_array(w, "w")])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    path.write_bytes(model.SerializeToString())
-
-
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A user's folder: their env module, an ONNX policy, a certificate and its planner."""
     pytest.importorskip("onnx")
     folder = tmp_path_factory.mktemp("project")
     (folder / "mygrid.py").write_text(ENV_MODULE)
-    _onnx_policy(folder / "policy.onnx")
+    onnx_linear(folder / "policy.onnx", 4, 2)
     made = _pacplan(["certify-policy", "mygrid:Grid-v0", "policy.onnx", "--env-kwargs",
                      "size=6", "--return-bounds", "0,30", "--n", "20", "--out", "runs/grid",
                      "--quiet"], folder)

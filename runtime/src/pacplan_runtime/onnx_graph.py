@@ -138,3 +138,15 @@ def control_flow(data: bytes) -> str | None:
         if found is not None:
             return found
     return None
+
+
+def refusal(data: bytes) -> str | None:
+    """Why a policy model is refused before a session is made, as one sentence (control flow,
+    or bytes that are not a model), else None: certify-policy and the runtime say the same."""
+    try:
+        found = control_flow(data)
+    except OnnxGraphError as exc:
+        return f"not a readable ONNX model ({exc})"
+    if found is None:
+        return None
+    return f"{found}, which a policy does not need and which can run without end: refused"

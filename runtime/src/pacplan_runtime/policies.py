@@ -34,7 +34,7 @@ import numpy as np
 
 from pacplan_runtime.bundle import PlannerError, parse_json, read_checked
 from pacplan_runtime.decide import GymDecision, output_problem, run_net
-from pacplan_runtime.onnx_graph import OnnxGraphError, control_flow
+from pacplan_runtime.onnx_graph import refusal
 from pacplan_runtime.spec import GYM_DTYPES, _check_posterior, _Spec
 
 POLICY_PLANNER_FORMAT = "pacplan-policy-planner/1"
@@ -198,13 +198,9 @@ def _session(data: bytes, threads: int, where: Path) -> Any:
     planner's endless Loop made this load hang)."""
     import onnxruntime as ort
 
-    try:
-        found = control_flow(data)
-    except OnnxGraphError as exc:
-        raise PlannerError(f"{where}: not a readable ONNX model ({exc})") from None
-    if found is not None:
-        raise PlannerError(f"{where}: {found}, which a policy does not need and which can run "
-                           "without end: refused")
+    refused = refusal(data)
+    if refused is not None:
+        raise PlannerError(f"{where}: {refused}")
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads

@@ -66,15 +66,11 @@ def _one_line(exc: BaseException, limit: int = 160) -> str:
 
 def check_graph(path: str, data: bytes) -> None:
     """Refuse control flow, read from the protobuf alone (nothing runs), as the runtime does."""
-    from pacplan_runtime.onnx_graph import OnnxGraphError, control_flow
+    from pacplan_runtime.onnx_graph import refusal
 
-    try:
-        found = control_flow(data)
-    except OnnxGraphError as exc:
-        raise PacplanError(f"{path}: not a readable ONNX model ({exc})") from None
-    if found is not None:
-        raise PacplanError(f"{path}: {found}, which a policy does not need and which can run "
-                           "without end: refused")
+    refused = refusal(data)
+    if refused is not None:
+        raise PacplanError(f"{path}: {refused}")
 
 
 class _Stopped(Exception):

@@ -30,7 +30,7 @@ from pacplan.run.rundir import identity
 KEY = "certify_policy"
 """The one key of a certify-policy certificate's provenance."""
 
-NOT_INPUTS = ("policy_files", "versions")
+NOT_INPUTS = ("policy_files", "policy_names", "versions")
 """Provenance fields that are records, not inputs the costs depend on."""
 RANGES = ("cert", "test")
 """provenance.seeds' ranges of this certificate; the stamp holds the first seed they count
@@ -113,6 +113,10 @@ def _check(folder: Path, loaded: Loaded) -> list[str]:
     problems += _check_seeds(record.get("seeds"), loaded)
     problems += _check_matrices(folder, loaded)
     problems += _check_policy_files(record.get("policy_files"))
+    names, given = record.get("policy_names"), stamp.get("policy_files")
+    if names is not None and names != given:  # both: each policy as it was given
+        problems.append(f"provenance.{KEY}.policy_names is {_short(names)} but {MARK} says "
+                        f"{_short(given)}")
     return problems
 
 
