@@ -52,6 +52,12 @@ def test_what_counts_as_a_planner_or_run_directory(tmp_path: Path, planner_dir: 
     (started / "config.yaml").write_text("name: x\n")
     (started / "run.lock").write_text("")
     assert folder_kind(started) == "run directory"
+    copied = tmp_path / "copied"  # a prior in training committed as a stage: no lock, no manifest
+    copied.mkdir()
+    (copied / "config.yaml").write_text("name: x\n")
+    (copied / "es_state.json").write_text("{}")
+    assert folder_kind(copied) == "run directory"
+    refuse_overwriting(copied, "--out", resumes=True)  # resumed, not refused as foreign
     for files in (["manifest.json"], ["config.yaml"], ["planner.json"]):  # a web app's, …
         other = tmp_path / "-".join(files)
         other.mkdir()

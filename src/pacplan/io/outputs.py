@@ -14,7 +14,8 @@ OUT`):
   `train-prior` may name a run directory itself: they resume it.
 
 A planner directory holds planner.json and manifest.json (`pacplan export`); a run directory
-holds config.yaml with manifest.json or run.lock (`pacplan run`, from its first step on); a
+holds config.yaml with manifest.json, run.lock or es_state.json (`pacplan run` or
+`train-prior`, from its first step on); a
 certify-policy directory holds certify-policy.json (`pacplan certify-policy`, which alone may
 write there: it resumes it).
 
@@ -42,7 +43,9 @@ from pacplan.errors import PacplanError
 
 _PLANNER_FILES = ("planner.json", "manifest.json")  # pacplan_runtime.bundle.PLANNER, MANIFEST
 _RUN_CONFIG = "config.yaml"  # RunDir.CONFIG
-_RUN_MARKS = ("manifest.json", "run.lock")  # RunDir.MANIFEST, RunDir.LOCK
+_RUN_MARKS = ("manifest.json", "run.lock", "es_state.json")
+"""RunDir.MANIFEST, RunDir.LOCK, RunDir.ES_STATE_JSON: a prior still training has no manifest,
+and a copy of it (a committed stage) may have no lock."""
 _POLICY_RUN = "certify-policy.json"  # pacplan.certify_policy.store.MARK
 
 
@@ -174,7 +177,7 @@ def refuse_foreign_folder(out: str | Path, option: str) -> None:
         return  # unreadable: making the run directory names the problem
     if entries is None and os.path.lexists(out):
         raise PacplanError(f"{option} {out} is a file, not a folder: give a run directory")
-    if entries and set(entries) != {_RUN_MARKS[1]}:
+    if entries and set(entries) != {"run.lock"}:
         raise PacplanError(f"{option} {out} holds files and is not a run directory: choose a "
                            "new folder (or an empty one) for the run")
 
