@@ -387,3 +387,26 @@ def test_report_of_a_certify_policy_folder(certified: Path, tmp_path: Path, caps
 
     with pytest.raises(PacplanError, match="is a certify-policy folder, not a run directory"):
         write_report(folder)
+
+
+def test_a_certify_policy_report_shows_every_n_and_the_figures(tmp_path: Path, capsys) -> None:
+    """Certified at N = 20, then grown to N = 40: the report has a row for each (their
+    certified values those of certificates/), the run report's figures in figures/, embedded in
+    report.html, and the folder still verifies."""
+    out = tmp_path / "grown"
+    args = {"return_bounds": (0, 50), "horizon": 50, "test_n": 10, "out": out}
+    certify_policy("CartPole-v1", ["user_policies:lean"], n=20, **args)
+    certify_policy("CartPole-v1", ["user_policies:lean"], n=40, **args)
+    code, _, err = cli(["report", str(out)], capsys)
+    assert code == 0, err
+    report = (out / "report.md").read_text()
+    for path in sorted((out / "certificates").glob("N*.json")):
+        c = json.loads(path.read_text())
+        assert f"| {c['n']} |" in report and f"**{100 * c['certified']:.2f} %**" in report
+    assert len(list((out / "certificates").glob("N*.json"))) == 2
+    for name in ("bounds_vs_n.png", "posterior.png", "costs.png"):
+        assert (out / "figures" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f"figures/{name}" in report
+    assert (out / "report.html").read_text().count("data:image/png;base64,") == 3
+    code, _, err = cli(["verify", str(out / "certificate.json")], capsys)
+    assert code == 0, err

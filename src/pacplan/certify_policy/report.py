@@ -2,11 +2,13 @@
 certificate.
 
 What a run's report holds that a certify-policy folder has not (a prior, drawn policies, ES
-curves, trajectories) is left out; what is printed is checked first: the certificate is
-verified with the folder's own checks (every number recomputed from the ledgered matrices,
+curves, trajectories) is left out; what is printed is checked first: every certificate shown
+is verified with the folder's own checks (every number recomputed from the ledgered matrices,
 what it certifies against certify-policy.json), under the folder's lock, so no certify-policy
-command changes the folder while the report reads it. The folder gains report.md and
-report.html only: no run.lock, no figures.
+command changes the folder while the report reads it. Table 1 has a row for every N certified
+with the main certificate's δ and test seeds (certificates/), and the run report's figures
+(bounds vs N, the posterior, the cost distribution) are drawn into figures/. The folder gains
+report.md, report.html and figures/ only: no run.lock.
 """
 
 from __future__ import annotations
@@ -15,15 +17,17 @@ import json
 from pathlib import Path
 
 from pacplan.certify_policy.provenance import KEY, verify_saved_certificate
-from pacplan.certify_policy.store import CERTIFICATE, LOCK, MARK, policy_labels
+from pacplan.certify_policy.store import CERTIFICATE, CERTIFICATES, LOCK, MARK, policy_labels
 from pacplan.errors import PacplanError
 from pacplan.io.files import atomic_write_text
+from pacplan.pacbayes.matrices import load_cost_matrix
 from pacplan.pacbayes.record import Certificate
+from pacplan.report.figures import report_figures
 from pacplan.report.html import markdown_to_html
 from pacplan.report.markdown import code, text
 from pacplan.report.tables import pct, table1
 
-REPORT, REPORT_HTML = "report.md", "report.html"
+REPORT, REPORT_HTML, FIGURES = "report.md", "report.html", "figures"
 
 
 def write_policy_report(folder: str | Path) -> Path:
@@ -39,7 +43,13 @@ def write_policy_report(folder: str | Path) -> Path:
 
     with hold(folder, folder / LOCK):
         c = verify_saved_certificate(folder / CERTIFICATE)
-        lines = _lines(folder, c)
+        certs = _every_n(folder, c)
+        lines = _lines(folder, c, certs)
+        where = Path(c.cert_matrix.path)  # verified above, under the same lock
+        where = where if where.is_absolute() else folder / where
+        matrix = load_cost_matrix(where, name=str(where)).values
+        for title, rel in report_figures(folder / FIGURES, certs, matrix):
+            lines += [f"## {title}", "", f"![{title}]({rel})", ""]
         body = "\n".join(lines)
         title = f"pacplan certify-policy report: {folder.name}"
         atomic_write_text(folder / REPORT_HTML, markdown_to_html(body, folder, title))
@@ -47,7 +57,18 @@ def write_policy_report(folder: str | Path) -> Path:
     return folder / REPORT
 
 
-def _lines(folder: Path, c: Certificate) -> list[str]:
+def _every_n(folder: Path, c: Certificate) -> dict[int, Certificate]:
+    """The main certificate and, by N, every other one of the folder with its δ and test
+    seeds, each verified; in increasing N."""
+    certs = {c.n: c}
+    for path in sorted((folder / CERTIFICATES).glob("N*.json")):
+        other = verify_saved_certificate(path)
+        if other.delta == c.delta and other.test_n == c.test_n and other.n not in certs:
+            certs[other.n] = other
+    return dict(sorted(certs.items()))
+
+
+def _lines(folder: Path, c: Certificate, certs: dict[int, Certificate]) -> list[str]:
     record = (c.provenance or {}).get(KEY)
     if not isinstance(record, dict):
         raise PacplanError(f"{folder / CERTIFICATE}: does not record what it certifies (no "
@@ -67,7 +88,7 @@ def _lines(folder: Path, c: Certificate) -> list[str]:
         "seed of a policy drawn from the posterior for each episode is at most the "
         "**certified** value. The certificate was verified (`pacplan verify`) before this "
         "report was written.", "",
-        table1({c.n: c}, {}), "",
+        table1(certs, {}), "",
         "## The policies", "",
         "| policy | kind | sha256 | posterior p |",
         "|---|---|---|---:|",
