@@ -243,8 +243,9 @@ def test_refusals_are_one_line_and_leave_nothing_behind(certified: Path, tmp_pat
         export_planner(bare, out)
     with pytest.raises(PacplanError, match=r"not a run directory .* nor a certify-policy folder"):
         export_planner(tmp_path, out)
-    with pytest.raises(PacplanError, match="--n selects a run directory's certificate"):
-        export_planner(certified, out, n=100)
+    with pytest.raises(PacplanError, match=r"--n 7: .* holds no certificate for N = 7 "
+                                           r"\(it has N100\)"):
+        export_planner(certified, out, n=7)
     assert not out.exists()
 
     out.mkdir()  # an empty folder is emptied again when the export fails half-way
@@ -389,14 +390,17 @@ def test_report_of_a_certify_policy_folder(certified: Path, tmp_path: Path, caps
         write_report(folder)
 
 
-def test_a_certify_policy_report_shows_every_n_and_the_figures(tmp_path: Path, capsys) -> None:
+def test_every_n_certified_is_reported_and_exportable(tmp_path: Path, capsys) -> None:
     """Certified at N = 20, then grown to N = 40: the report has a row for each (their
     certified values those of certificates/), the run report's figures in figures/, embedded in
-    report.html, and the folder still verifies."""
+    report.html, and the folder still verifies; `export --n 20` ships the N = 20 certificate,
+    which verify and the runtime accept, and an N never certified is one line."""
     out = tmp_path / "grown"
+    model = tmp_path / "policy.onnx"
+    onnx_linear(model, 4, 2)
     args = {"return_bounds": (0, 50), "horizon": 50, "test_n": 10, "out": out}
-    certify_policy("CartPole-v1", ["user_policies:lean"], n=20, **args)
-    certify_policy("CartPole-v1", ["user_policies:lean"], n=40, **args)
+    certify_policy("CartPole-v1", [str(model)], n=20, **args)
+    certify_policy("CartPole-v1", [str(model)], n=40, **args)
     code, _, err = cli(["report", str(out)], capsys)
     assert code == 0, err
     report = (out / "report.md").read_text()
@@ -410,3 +414,11 @@ def test_a_certify_policy_report_shows_every_n_and_the_figures(tmp_path: Path, c
     assert (out / "report.html").read_text().count("data:image/png;base64,") == 3
     code, _, err = cli(["verify", str(out / "certificate.json")], capsys)
     assert code == 0, err
+    n20 = json.loads((out / "certificates" / "N20-T10-delta0.01.json").read_text())
+    code, _, err = cli(["export", str(out), "--out", str(tmp_path / "p20"), "--n", "20"], capsys)
+    assert code == 0, err
+    assert Planner.load(tmp_path / "p20").certified_cost == n20["certified"]
+    assert verify_planner(tmp_path / "p20").n == 20
+    code, _, err = cli(["export", str(out), "--out", str(tmp_path / "p7"), "--n", "7"], capsys)
+    assert code == 2 and "holds no certificate for N = 7 (it has N20, N40)" in err, err
+    assert not (tmp_path / "p7").exists()

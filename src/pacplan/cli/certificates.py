@@ -106,8 +106,8 @@ def export_cmd(
     run_dir: Path = typer.Argument(..., help="Run directory or certify-policy folder whose "
                                    "certificate verifies."),
     out: Path = typer.Option(..., "--out", help="New planner directory to write."),
-    n: int | None = typer.Option(None, "--n", help="Export certificates/N<n>.json instead "
-                                 "of the main certificate.json."),
+    n: int | None = typer.Option(None, "--n", help="Export the certificate for this N "
+                                 "(certificates/) instead of the main certificate.json."),
 ) -> None:
     """Export the certified planner (posterior support, ONNX net, weights, fixed parts,
     certificate) for `pacplan.runtime`; refuses a certificate that does not verify. RUN_DIR

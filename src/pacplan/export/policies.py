@@ -30,7 +30,7 @@ import numpy as np
 from gymnasium import spaces
 
 from pacplan import __version__
-from pacplan.certify_policy.store import CERTIFICATE, LOCK, MARK, policy_labels
+from pacplan.certify_policy.store import CERTIFICATE, CERTIFICATES, LOCK, MARK, policy_labels
 from pacplan.errors import PacplanError
 from pacplan.io.files import atomic_write_bytes, atomic_write_json, read_file_bytes, sha256_bytes
 from pacplan.pacbayes.record import Certificate
@@ -86,13 +86,14 @@ def policy_onnx(label: str, kind: str, data: bytes, observation: spaces.Space,
 
 def policy_planner_spec(c: Certificate, entries: list[dict[str, Any]],
                         observation: spaces.Space, action: spaces.Space,
-                        where: str) -> dict[str, Any]:
-    """planner.json's content for certify-policy certificate `c` and its support's models."""
+                        where: str, chosen: str = CERTIFICATE) -> dict[str, Any]:
+    """planner.json's content for certify-policy certificate `c` (the folder's file `chosen`)
+    and its support's models."""
     record = c.provenance[KEY]
     support = [i for i, p in enumerate(c.p) if p > 0.0]
     return json.loads(json.dumps({
         "format": POLICY_PLANNER_FORMAT,
-        "certificate": f"{EVIDENCE}/{CERTIFICATE}",
+        "certificate": f"{EVIDENCE}/{chosen}",
         "certified_cost": c.certified,
         "delta": c.delta,
         "posterior": {"policy_index": support, "probability": [c.p[i] for i in support],
@@ -152,9 +153,10 @@ def evidence_files(folder: Path) -> list[str]:
             and path.is_file() and not path.is_symlink()]
 
 
-def export_policies(folder: Path, out: Path, c: Certificate) -> None:
-    """Write the planner of certify-policy folder `folder` (whose certificate `c` verified)
-    into the empty folder `out`."""
+def export_policies(folder: Path, out: Path, c: Certificate,
+                    chosen: str = CERTIFICATE) -> None:
+    """Write the planner of certify-policy folder `folder` (whose certificate `c`, the file
+    `chosen` there, verified) into the empty folder `out`."""
     record = c.provenance[KEY]
     labels = policy_labels(folder, c.m)
     support = [j for j, p in enumerate(c.p) if p > 0.0]
@@ -173,7 +175,7 @@ def export_policies(folder: Path, out: Path, c: Certificate) -> None:
             (out / "sources").mkdir(exist_ok=True)
             atomic_write_bytes(out / str(entry["source"]), data[j])
         entries.append(entry)
-    spec = policy_planner_spec(c, entries, observation, action, str(folder))
+    spec = policy_planner_spec(c, entries, observation, action, str(folder), chosen)
     for rel in evidence_files(folder):
         (out / EVIDENCE / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(folder / rel, out / EVIDENCE / rel)
@@ -188,16 +190,14 @@ def export_policy_folder(folder: Path, out: Path, n: int | None = None) -> None:
     from pacplan.export.folder import refuse_nonempty, whole_or_nothing, write_manifest
     from pacplan.run.lock import hold
 
-    if n is not None:
-        raise PacplanError(f"--n selects a run directory's certificate; {folder} is a "
-                           f"certify-policy folder, whose {CERTIFICATE} is exported")
     if not (folder / CERTIFICATE).is_file():
         raise PacplanError(f"{folder}: no {CERTIFICATE} yet, nothing certified to export; "
                            "finish `pacplan certify-policy` there first")
     refuse_nonempty(out)
     with hold(folder, folder / LOCK):
+        chosen = CERTIFICATE if n is None else chosen_certificate(folder, n)
         try:
-            c = verify_saved_certificate(folder / CERTIFICATE)
+            c = verify_saved_certificate(folder / chosen)
         except PacplanError as exc:
             raise PacplanError(f"refusing to export {folder}: its certificate does not verify "
                                f"({exc})") from None
@@ -211,5 +211,30 @@ def export_policy_folder(folder: Path, out: Path, n: int | None = None) -> None:
                                "which the planner cannot carry yet; the runtime would act on "
                                "raw observations, not the certified policy")
         with whole_or_nothing(out):
-            export_policies(folder, out, c)
+            export_policies(folder, out, c, chosen)
             write_manifest(out)
+
+
+def chosen_certificate(folder: Path, n: int) -> str:
+    """certificates/N<n>….json for `export --n`: the one with the main certificate's δ and
+    test seeds, else the only one of that N; several or none is one line listing them."""
+    import json
+
+    found = sorted(p for p in (folder / CERTIFICATES).glob(f"N{n}-*.json") if p.is_file())
+    if not found:
+        have = sorted({p.name.split("-")[0] for p in (folder / CERTIFICATES).glob("N*.json")})
+        raise PacplanError(f"--n {n}: {folder} holds no certificate for N = {n} (it has "
+                           f"{', '.join(have) or 'none'})")
+    try:
+        main = json.loads((folder / CERTIFICATE).read_text(encoding="utf-8"))
+        suffix = f"-T{main['test_n']}" if main.get("test_n") else ""
+        same = folder / CERTIFICATES / f"N{n}{suffix}-delta{main['delta']:g}.json"
+    except (OSError, ValueError, KeyError, TypeError):
+        same = None
+    if same is not None and same in found:
+        return f"{CERTIFICATES}/{same.name}"
+    if len(found) == 1:
+        return f"{CERTIFICATES}/{found[0].name}"
+    raise PacplanError(f"--n {n}: {folder} holds several certificates for N = {n} "
+                       f"({', '.join(p.name for p in found)}); none has the main "
+                       "certificate's δ and test seeds")

@@ -12,11 +12,12 @@ this certificate and environment. So an edit is caught even if manifest.json was
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from pacplan.certify_policy.store import CERTIFICATE, policy_labels
+from pacplan.certify_policy.store import CERTIFICATE, CERTIFICATES, policy_labels
 from pacplan.errors import PacplanError
 from pacplan.export.policies import (
     KEY,
@@ -45,16 +46,18 @@ def verify_policy_planner(root: Path, files: dict[str, str], data: dict[str, Any
         n.startswith(f"{EVIDENCE}/") and is_evidence(n[len(EVIDENCE) + 1:])))
     if outside:
         raise PacplanError(f"{root / outside[0]}: not a file pacplan export writes")
-    if spec["certificate"] != f"{EVIDENCE}/{CERTIFICATE}" or spec["certificate"] not in files:
-        raise PacplanError(f"{where}: certificate must be {EVIDENCE}/{CERTIFICATE}, listed in "
-                           "manifest.json")
-    c, labels = _verify_evidence(root, files)
+    chosen = spec["certificate"]
+    if not _CHOSEN.fullmatch(chosen) or chosen not in files:
+        raise PacplanError(f"{where}: certificate must be {EVIDENCE}/{CERTIFICATE} or one of "
+                           f"{EVIDENCE}/{CERTIFICATES}/, listed in manifest.json")
+    c, labels = _verify_evidence(root, files, chosen)
     record = c.provenance[KEY]
     observation, action = spaces_of(record)
     entries = []
     for j in (i for i, p in enumerate(c.p) if p > 0.0):
         entries.append(_check_model(root, files, j, labels[j], record, observation, action))
-    expected = policy_planner_spec(c, entries, observation, action, str(root))
+    expected = policy_planner_spec(c, entries, observation, action, str(root),
+                                   chosen.removeprefix(f"{EVIDENCE}/"))
     for key in sorted(set(spec) | set(expected)):
         if key != "exported_by" and json.dumps(spec.get(key), sort_keys=True) != \
                 json.dumps(expected.get(key), sort_keys=True):
@@ -102,9 +105,15 @@ def _check_model(root: Path, files: dict[str, str], j: int, label: str,
             "source": source_rel if converted else None}
 
 
-def _verify_evidence(root: Path, files: dict[str, str]) -> tuple[Certificate, list[str]]:
-    """The certificate in evidence/, verified with the certify-policy folder's checks on a
-    copy of the bytes the manifest vouches for; messages name the planner's own paths."""
+_CHOSEN = re.compile(rf"{EVIDENCE}/({re.escape(CERTIFICATE)}|{CERTIFICATES}/N\d+(-T\d+)?"
+                     r"-delta[0-9.e+-]+\.json)")
+"""The certificate a policy planner may carry out: the folder's main one, or one by N."""
+
+
+def _verify_evidence(root: Path, files: dict[str, str], chosen: str
+                     ) -> tuple[Certificate, list[str]]:
+    """The certificate `chosen` in evidence/, verified with the certify-policy folder's checks
+    on a copy of the bytes the manifest vouches for; messages name the planner's own paths."""
     from pacplan.certify_policy.provenance import verify_saved_certificate
 
     with tempfile.TemporaryDirectory(prefix="pacplan-verify-") as tmp:
@@ -115,12 +124,12 @@ def _verify_evidence(root: Path, files: dict[str, str]) -> tuple[Certificate, li
                 target.write_bytes(_read(root, name, files))
         real = str(Path(tmp).resolve())
         try:
-            c = verify_saved_certificate(Path(tmp) / EVIDENCE / CERTIFICATE)
+            c = verify_saved_certificate(Path(tmp) / chosen)
         except PacplanError as exc:
             raise PacplanError(str(exc).replace(real, str(root)).replace(tmp, str(root))
                                ) from None
         labels = policy_labels(Path(tmp) / EVIDENCE, c.m)
     if not isinstance((c.provenance or {}).get(KEY), dict):
-        raise PacplanError(f"{root / EVIDENCE / CERTIFICATE}: not a certify-policy certificate "
+        raise PacplanError(f"{root / chosen}: not a certify-policy certificate "
                            "(no provenance.certify_policy)")
     return c, labels
