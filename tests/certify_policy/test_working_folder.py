@@ -61,6 +61,19 @@ def test_export_and_verify_find_the_env_module_in_the_working_folder(project: Pa
     checked = _pacplan(["verify", "planners/grid"], project)
     assert checked.returncode == 0, checked.stderr
     assert "OK" in checked.stdout and "mygrid.py" in checked.stderr
+    # the rest of the chain from the same folder, with no environment variable
+    (project / "costs.csv").write_text("0.2\n" * 30)
+    for watched in ("planners/grid", "runs/grid"):
+        watching = _pacplan(["monitor", watched, "costs.csv"], project)
+        assert watching.returncode == 0 and "holding" in watching.stdout, watching.stderr
+    reported = _pacplan(["report", "runs/grid"], project)
+    assert reported.returncode == 0 and (project / "runs/grid/report.md").is_file()
+    acting = subprocess.run(
+        [sys.executable, "-c", "from pacplan_runtime import Planner; import numpy as np; "
+         "p = Planner.load('planners/grid'); ep = p.episode(np.random.default_rng(0)); "
+         "print(p.horizon, int(ep.act(np.zeros(4, np.float32)).action))"],
+        cwd=project, capture_output=True, text=True, timeout=120)
+    assert acting.returncode == 0 and acting.stdout.split()[0] == "30", acting.stderr
 
 
 def test_code_beside_someone_elses_planner_is_never_run(project: Path, tmp_path: Path) -> None:
