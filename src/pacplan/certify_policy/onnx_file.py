@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import importlib.util
 import itertools
 import math
 import os
@@ -39,6 +40,7 @@ import select
 import struct
 import subprocess
 import sys
+import threading
 import time
 from typing import Any
 
@@ -86,6 +88,7 @@ class _Server:
     def __init__(self) -> None:
         self.pid = os.getpid()
         self.generation = next(self._generations)
+        self.lock = threading.Lock()
         try:
             self.proc = subprocess.Popen([sys.executable, "-c", _START], stdin=subprocess.PIPE,
                                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
@@ -98,16 +101,21 @@ class _Server:
         """(ok, answer) of one frame; the child is killed when the answer is not back within
         `limit` seconds (`_Stopped`) or the wait is interrupted (Ctrl-C)."""
         assert self.proc.stdin is not None and self.proc.stdout is not None
-        deadline = time.monotonic() + limit
-        try:
-            self.proc.stdin.write(frame(op, handle, payload))
-            self.proc.stdin.flush()
-            head = self._read(HEADER.size, deadline)
-            size = HEADER.unpack(head)[2]
-            answer = self._read(size, deadline)
-        except BaseException:
-            self.kill()
-            raise
+        with self.lock:  # one frame at a time, whichever thread acts
+            deadline = time.monotonic() + limit
+            try:
+                self.proc.stdin.write(frame(op, handle, payload))
+                self.proc.stdin.flush()
+                head = self._read(HEADER.size, deadline)
+                size = HEADER.unpack(head)[2]
+                answer = self._read(size, deadline)
+            except BrokenPipeError:
+                self.kill()
+                raise PacplanError("the process that runs .onnx policies ended unexpectedly "
+                                   f"(exit status {self.proc.poll()})") from None
+            except BaseException:
+                self.kill()
+                raise
         return answer[:1] != FAIL, answer[1:]
 
     def _read(self, size: int, deadline: float) -> bytes:
@@ -141,13 +149,15 @@ class _Server:
 
 
 _SERVER: _Server | None = None
+_STARTING = threading.Lock()
 
 
 def _server() -> _Server:
     global _SERVER
-    if _SERVER is None or not _SERVER.alive():
-        _SERVER = _Server()
-    return _SERVER
+    with _STARTING:
+        if _SERVER is None or not _SERVER.alive():
+            _SERVER = _Server()
+        return _SERVER
 
 
 @atexit.register
@@ -164,11 +174,9 @@ class OnnxPolicy:
     def __init__(self, path: str, data: bytes, observation_space: spaces.Space,
                  action_space: spaces.Space) -> None:
         self.label = path
-        try:
-            import onnxruntime  # noqa: F401  (the child imports it; say so here, in one line)
-        except ImportError:
+        if importlib.util.find_spec("onnxruntime") is None:  # the child imports it
             raise PacplanError(f"{path}: reading an .onnx policy needs onnxruntime (pip install "
-                               "onnxruntime)") from None
+                               "onnxruntime)")
         from pacplan.worlds.gym_policies import flat_size
 
         size = flat_size(observation_space, f"{path}: an .onnx policy", "certify a "
