@@ -182,6 +182,20 @@ def test_run(made: dict[str, Path], workspace: Path, case: str,
     _kept(before, tree(workspace), _nothing)
 
 
+def test_a_run_refused_after_it_began_removes_only_its_own(
+        made: dict[str, Path], workspace: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A run refused once it made its scaffold (a prior that is not one) removes its folder and
+    the parents it made, and nothing else."""
+    given = _input(made, workspace, "toy")
+    (workspace / "inputs" / "bad.safetensors").write_bytes(b"not a prior")
+    before = tree(workspace)
+    code, _, err = cli(["run", str(given.relative_to(workspace)), "--quiet", "--prior",
+                        "inputs/bad.safetensors", "--out", "new/deeper/run"], capsys)
+    _refused(code, err)
+    _kept(before, tree(workspace), _nothing)
+    assert not (workspace / "new").exists()
+
+
 @pytest.mark.parametrize("case", CASES)
 def test_train_prior(made: dict[str, Path], workspace: Path, case: str,
                      capsys: pytest.CaptureFixture[str]) -> None:
