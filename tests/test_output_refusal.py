@@ -249,3 +249,13 @@ def test_certificate_save_follows_the_rule_in_python(planner_dir: Path, run_dir:
     with hold(run_dir, run_dir / "run.lock"):  # the run itself, writing its certificate
         cert.save(run_dir / "certificates" / "N40.json")
     assert pacplan.verify(run_dir / "certificates" / "N40.json").certified == cert.certified
+
+
+def test_the_names_a_run_writes_are_rundirs() -> None:
+    """`RUN_WRITES` (io, below run) lists every top-level name RunDir writes."""
+    from pacplan.io.outputs import RUN_WRITES
+    from pacplan.run.rundir import RunDir
+
+    names = {v.split("/")[0] for k, v in vars(RunDir).items()
+             if k.isupper() and isinstance(v, str)}
+    assert names | set(RunDir.WRITTEN) <= RUN_WRITES

@@ -135,7 +135,8 @@ def presets_cmd(
     for kind, title in (("run", "Presets: pacplan run NAME"),
                         ("prior", "How the shipped priors were made: pacplan train-prior NAME")):
         table = Table(title=title, title_justify="left")
-        table.add_column("name", no_wrap=True)
+        widest = max(len(p.name) for p in presets if p.kind == kind)
+        table.add_column("name", no_wrap=True, min_width=widest)  # whole, on any terminal
         table.add_column("description")
         for p in presets:
             if p.kind == kind:

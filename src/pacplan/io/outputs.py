@@ -47,6 +47,13 @@ _RUN_MARKS = ("manifest.json", "run.lock", "es_state.json")
 """RunDir.MANIFEST, RunDir.LOCK, RunDir.ES_STATE_JSON: a prior still training has no manifest,
 and a copy of it (a committed stage) may have no lock."""
 _POLICY_RUN = "certify-policy.json"  # pacplan.certify_policy.store.MARK
+RUN_WRITES = frozenset({
+    "config.yaml", "manifest.json", "prior.safetensors", "es_state.safetensors",
+    "es_state.json", "metrics.jsonl", "policies.npy", "certificate.json", "report.md",
+    "report.html", "timings.json", "crossval", "run.lock", "figures", "tensorboard", "distill",
+    "certificates", "costs"})
+"""Every name a run writes at the top of its directory (RunDir's; a test keeps them in step):
+a folder holding only these is a run's, however early it stopped."""
 
 
 _OWNED: dict[str, int] = {}
@@ -168,18 +175,19 @@ def refuse_non_file(out: str | Path, option: str) -> None:
 
 
 def refuse_foreign_folder(out: str | Path, option: str) -> None:
-    """A run directory to make must be new or empty (or hold only the lock of a run stopped
-    before its first file): a run writes config.yaml, manifest.json, costs/ … there, which
-    would mix with, or replace, files of the same names."""
+    """A run directory to make must be new or empty, or hold only what a run writes (a run
+    stopped early): a run writes config.yaml, manifest.json, costs/ … there, which would mix
+    with, or replace, other files of the same names."""
     try:
         entries = [e.name for e in os.scandir(out)] if os.path.isdir(out) else None
     except OSError:
         return  # unreadable: making the run directory names the problem
     if entries is None and os.path.lexists(out):
         raise PacplanError(f"{option} {out} is a file, not a folder: give a run directory")
-    if entries and set(entries) != {"run.lock"}:
-        raise PacplanError(f"{option} {out} holds files and is not a run directory: choose a "
-                           "new folder (or an empty one) for the run")
+    foreign = sorted(set(entries or ()) - RUN_WRITES)
+    if foreign:
+        raise PacplanError(f"{option} {out} holds files and is not a run directory ({foreign[0]} "
+                           "is not a run's): choose a new folder (or an empty one) for the run")
 
 
 def refuse_overwriting(out: str | Path, option: str,
