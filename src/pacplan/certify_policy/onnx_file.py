@@ -106,9 +106,7 @@ class _Server:
             try:
                 self.proc.stdin.write(frame(op, handle, payload))
                 self.proc.stdin.flush()
-                head = self._read(HEADER.size, deadline)
-                size = HEADER.unpack(head)[2]
-                answer = self._read(size, deadline)
+                answer = self._read_frame(deadline)
             except BrokenPipeError:
                 self.kill()
                 raise PacplanError("the process that runs .onnx policies ended unexpectedly "
@@ -118,20 +116,23 @@ class _Server:
                 raise
         return answer[:1] != FAIL, answer[1:]
 
-    def _read(self, size: int, deadline: float) -> bytes:
+    def _read_frame(self, deadline: float) -> bytes:
+        """The payload of the child's next frame, read as it arrives (a frame usually comes in
+        one read), waiting at most until `deadline`."""
         assert self.proc.stdout is not None
-        fd, chunks, left = self.proc.stdout.fileno(), [], size
-        while left:
+        fd, got, need = self.proc.stdout.fileno(), bytearray(), HEADER.size
+        while len(got) < need:
             wait = deadline - time.monotonic()
             if wait <= 0 or not select.select([fd], [], [], wait)[0]:
                 raise _Stopped
-            chunk = os.read(fd, min(left, 1 << 20))
+            chunk = os.read(fd, max(need - len(got), 1 << 16))
             if not chunk:
                 raise PacplanError("the process that runs .onnx policies ended unexpectedly "
                                    f"(exit status {self.proc.poll()})")
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
+            got += chunk
+            if need == HEADER.size and len(got) >= HEADER.size:
+                need += HEADER.unpack_from(got)[2]
+        return bytes(got[HEADER.size:need])
 
     def kill(self) -> None:
         with contextlib.suppress(OSError):
@@ -144,9 +145,6 @@ class _Server:
                     pipe.close()
         self.pid = -1  # never used again
 
-    def alive(self) -> bool:
-        return self.pid == os.getpid() and self.proc.poll() is None
-
 
 _SERVER: _Server | None = None
 _STARTING = threading.Lock()
@@ -154,8 +152,11 @@ _STARTING = threading.Lock()
 
 def _server() -> _Server:
     global _SERVER
+    server = _SERVER
+    if server is not None and server.pid == os.getpid():  # killed ones have pid -1
+        return server
     with _STARTING:
-        if _SERVER is None or not _SERVER.alive():
+        if _SERVER is None or _SERVER.pid != os.getpid():
             _SERVER = _Server()
         return _SERVER
 
