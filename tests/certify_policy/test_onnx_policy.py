@@ -107,7 +107,8 @@ def limit(monkeypatch: pytest.MonkeyPatch) -> Iterator[float]:
 
 def test_an_endless_loop_past_the_static_check_is_stopped_at_the_limit(
         tmp_path: Path, limit: float, monkeypatch: pytest.MonkeyPatch) -> None:
-    """onnxruntime's RunOptions.terminate really stops a Loop (the second line of defence)."""
+    """The deadline really stops an endless Loop (the second line of defence): the child
+    running it is killed."""
     monkeypatch.setattr(onnx_file, "check_graph", lambda path, data: None)
     start = time.monotonic()
     with pytest.raises(PacplanError) as info:
@@ -115,7 +116,7 @@ def test_an_endless_loop_past_the_static_check_is_stopped_at_the_limit(
     text = str(info.value)
     assert "\n" not in text and "loop.onnx" in text and "0.5 s limit" in text, text
     assert "zero observation at load" in text
-    assert time.monotonic() - start < limit + 3.0
+    assert time.monotonic() - start < limit + 6.0  # a fresh child's start-up counts here too
 
 
 def _slow(tmp_path: Path, nodes: int = 3000, size: int = 512) -> Path:
@@ -254,7 +255,7 @@ def test_one_slow_node_is_stopped_at_the_limit(tmp_path: Path, limit: float) -> 
         _load(_nms(tmp_path))
     text = str(info.value)
     assert "\n" not in text and "nms.onnx: the model ran past the 0.5 s limit" in text, text
-    assert time.monotonic() - start < limit + 3.0
+    assert time.monotonic() - start < limit + 6.0  # with a child's start-up; the node: ~17 s
     assert _load(_slow(tmp_path)).act(np.zeros(4, np.float32)) in (0, 1)  # a new child acts
 
 
