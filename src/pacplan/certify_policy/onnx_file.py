@@ -62,10 +62,6 @@ _START = ("import sys; sys.path[:] = [p for p in sys.path if p not in ('', '.')]
 never imported)."""
 
 
-def _one_line(exc: BaseException, limit: int = 160) -> str:
-    return " ".join(str(exc).split())[:limit]
-
-
 def check_graph(path: str, data: bytes) -> None:
     """Refuse control flow, read from the protobuf alone (nothing runs), as the runtime does."""
     from pacplan_runtime.onnx_graph import refusal

@@ -63,7 +63,9 @@ class _Sessions:
         import numpy as np
         import onnxruntime as ort
 
-        self.np, self.ort = np, ort
+        from pacplan_runtime.decide import output_problem
+
+        self.np, self.ort, self.output_problem = np, ort, output_problem
         self.sessions: list[tuple[Any, str]] = []
 
     def load(self, data: bytes) -> bytes:
@@ -91,9 +93,7 @@ class _Sessions:
         except Exception as exc:  # onnxruntime's own error types
             return FAIL + (f"the model does not take a float32 batch of {x.shape[1]} "
                            f"observation values ({_one_line(exc)})").encode()
-        from pacplan_runtime.decide import output_problem
-
-        problem = output_problem(out)
+        problem = self.output_problem(out)
         if problem is not None:
             return FAIL + problem.encode()
         return OK + self.np.asarray(out, dtype=self.np.float64).reshape(-1).tobytes()
