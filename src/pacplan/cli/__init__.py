@@ -84,12 +84,12 @@ def main() -> None:
     command = typer.main.get_command(app)
     show_flags_as_flags(command)
     one_paragraph_summaries(command)
-    before = set(working_folder_modules())
+    before = set(sys.modules)  # only what the command imports is looked at afterwards
     find_modules_in_working_folder()
     try:
         rc = _run(command, usage_errors, exits, aborts)
     finally:
-        ran = [f for f in working_folder_modules() if f not in before]
+        ran = working_folder_modules([n for n in list(sys.modules) if n not in before])
         if ran:
             err_console.print(f"user code imported from the working folder: {', '.join(ran)}",
                               style="dim", highlight=False, markup=False, soft_wrap=True)

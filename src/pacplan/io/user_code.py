@@ -24,7 +24,7 @@ import importlib.util
 import os
 import sys
 import sysconfig
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -55,13 +55,14 @@ def find_modules_in_working_folder() -> None:
         sys.path.append(cwd)
 
 
-def working_folder_modules() -> list[str]:
-    """The files of the modules imported so far from the working folder as a `sys.path` entry
-    (`name.py` or a package `name/` right there: the user's code found there, which a command
-    says it ran), relative to it."""
+def working_folder_modules(names: Iterable[str]) -> list[str]:
+    """The files of the modules `names` (of those imported) that came from the working folder
+    as a `sys.path` entry (`name.py` or a package `name/` right there: the user's code found
+    there, which a command says it ran), relative to it."""
     cwd = Path(os.getcwd()).resolve()
     found = []
-    for name, module in list(sys.modules.items()):
+    for name in names:
+        module = sys.modules.get(name)
         source = getattr(module, "__file__", None)
         if not isinstance(source, str):
             continue
