@@ -243,8 +243,9 @@ def monitor_cmd(
     if plot is not None:  # a PNG over the log or into the planner would destroy it
         refuse_overwriting(plot, "--plot", {"COSTS": costs, "PLANNER": planner},
                            file=True)
+    kind = folder_kind(planner)
     try:
-        certified = _certified_cost(planner)
+        certified = _certified_cost(planner, kind)
         monitor = CertificateMonitor(certified, alpha)
     except PlannerError as exc:
         fail(str(exc))
@@ -260,7 +261,7 @@ def monitor_cmd(
         raise PacplanError(f"{costs}: no costs (one episode's cost per line)")
     mean = total / monitor.episodes
     level = _level(monitor.alpha)
-    what = folder_kind(planner) or "planner"
+    what = kind or "planner"
     console.print(f"{what.removesuffix(' directory')} {shown(planner)}: certified cost ≤ "
                   f"{100 * certified:.2f} %; "
                   f"{monitor.episodes} episodes, mean cost {100 * mean:.2f} %",
@@ -281,14 +282,13 @@ def monitor_cmd(
         raise typer.Exit(1)
 
 
-def _certified_cost(watched: Path) -> float:
+def _certified_cost(watched: Path, kind: str | None) -> float:
     """The certified cost the monitor watches: a planner's (every file checked as on load), or
     the certificate.json of a certify-policy folder or run directory, verified from its
     matrices (what is monitored needs the certificate, not a planner: a callable policy cannot
-    be exported, yet its deployment can be watched)."""
+    be exported, yet its deployment can be watched); `kind` is `folder_kind(watched)`."""
     from pacplan.runtime import Planner
 
-    kind = folder_kind(watched)
     if kind in ("certify-policy directory", "run directory"):
         from pacplan.certify_policy.provenance import verify_saved_certificate
 
