@@ -75,3 +75,41 @@ def test_a_path_argument_of_the_wrong_type_is_one_line(tmp_path: Path, arg: str)
         certify_policy("CartPole-v1", [user_policies.balance], n=5, return_bounds=(0, 500),
                        **{"out": tmp_path / "o", arg: 123})
     assert str(info.value) == f"{arg} must be a path (a str or os.PathLike), got int"
+
+
+def _stats(path: Path, **change: object) -> Path:
+    arrays: dict[str, object] = {"mean": np.zeros(4), "var": np.ones(4), "clip_obs": 10.0,
+                                 "epsilon": 1e-8}
+    np.savez(path, **{**arrays, **change})
+    return path
+
+
+@pytest.mark.parametrize(("change", "expected"), [
+    ({"mean": np.array(["a"] * 4)}, "mean must be real floating-point numbers, got an array of "
+                                    "<U1"),
+    ({"mean": np.array([np.datetime64("2020-01-01")] * 4)}, "got an array of datetime64[D]"),
+    ({"mean": np.zeros(4) + 1j}, "mean must be real floating-point numbers, got an array of "
+                                 "complex128"),
+    ({"var": np.ones(4, dtype=bool)}, "var must be real floating-point numbers"),
+    ({"var": np.zeros(4)}, "mean and var must be finite (var > 0)"),
+    ({"mean": np.full(4, np.nan)}, "mean and var must be finite (var > 0)"),
+    ({"mean": np.zeros(3)}, "must have the observations' shape (4,)"),
+    ({"clip_obs": np.array(True)}, "clip_obs must be one real number, got bool"),
+])
+def test_normalization_statistics_must_be_real_finite_arrays(
+        tmp_path: Path, change: dict[str, object], expected: str) -> None:
+    """A string, datetime or complex mean ended in a traceback or a NumPy warning."""
+    with pytest.raises(PacplanError) as info:
+        certify_policy("CartPole-v1", [user_policies.balance], n=5, return_bounds=(0, 500),
+                       obs_normalization=_stats(tmp_path / "s.npz", **change),
+                       out=tmp_path / "out")
+    assert "\n" not in str(info.value) and expected in str(info.value), str(info.value)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_npy_is_not_taken_for_the_statistics(tmp_path: Path) -> None:
+    np.save(tmp_path / "stats.npy", np.zeros(4))
+    with pytest.raises(PacplanError, match=r"stats\.npy is one \.npy array; the statistics "
+                                           r"are an \.npz of mean, var, clip_obs, epsilon"):
+        certify_policy("CartPole-v1", [user_policies.balance], n=5, return_bounds=(0, 500),
+                       obs_normalization=tmp_path / "stats.npy", out=tmp_path / "out")

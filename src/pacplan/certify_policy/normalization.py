@@ -54,11 +54,18 @@ def read_obs_normalization(path: str | Path, observation_space: spaces.Space,
     if not isinstance(observation_space, spaces.Box):
         raise PacplanError(f"{what} {path}: VecNormalize normalizes Box observations; the "
                            f"environment's are {observation_space}")
+    if data[:6] == b"\x93NUMPY":
+        raise PacplanError(f"{what} {path} is one .npy array; the statistics are an .npz of "
+                           f"{', '.join(KEYS)} (docs/certify-policy.md shows the conversion)")
     # mean and var hold one number per observation value: nothing larger is inflated
     largest = 16 * max(1, math.prod(observation_space.shape))
     arrays = npz_arrays(data, str(path), KEYS, "VecNormalize statistics (.npz of mean, var, "
                         "clip_obs, epsilon)", max_bytes=largest,
                         hint="convert the statistics again (docs/certify-policy.md)")
+    for key in ("mean", "var"):
+        if arrays[key].dtype.kind != "f":
+            raise PacplanError(f"{what} {path}: {key} must be real floating-point numbers, got "
+                               f"an array of {arrays[key].dtype}")
     mean, var = (np.asarray(arrays[k], dtype=np.float64) for k in ("mean", "var"))
     if mean.shape != observation_space.shape or var.shape != observation_space.shape:
         raise PacplanError(f"{what} {path}: mean {mean.shape} and var {var.shape} must have the "
@@ -67,11 +74,12 @@ def read_obs_normalization(path: str | Path, observation_space: spaces.Space,
     for key in ("clip_obs", "epsilon"):
         value = np.asarray(arrays[key])
         if value.shape != () or value.dtype.kind not in "iuf":
-            raise PacplanError(f"{what} {path}: {key} must be one number, got {value!r}")
+            raise PacplanError(f"{what} {path}: {key} must be one real number, got "
+                               f"{value.dtype} of shape {value.shape}")
         scalars[key] = float(value)
-    if not (np.isfinite(mean).all() and np.isfinite(var).all() and (var >= 0).all()
+    if not (np.isfinite(mean).all() and np.isfinite(var).all() and (var > 0).all()
             and all(math.isfinite(v) and v > 0 for v in scalars.values())):
-        raise PacplanError(f"{what} {path}: mean and var must be finite (var ≥ 0), clip_obs "
+        raise PacplanError(f"{what} {path}: mean and var must be finite (var > 0), clip_obs "
                            "and epsilon finite and > 0")
     return ObsNormalization(str(path), sha256_bytes(data), mean, var, scalars["clip_obs"],
                             scalars["epsilon"])
