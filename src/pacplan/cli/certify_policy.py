@@ -12,7 +12,14 @@ import typer
 from rich.markup import escape
 
 from pacplan.certify_policy.seeds import DEFAULT_FIRST_SEED, DEFAULT_N, Names
-from pacplan.cli.output import certificate_table, console, print_json, shown, sigterm_as_ctrl_c
+from pacplan.cli.output import (
+    certificate_table,
+    console,
+    print_json,
+    shown,
+    sigterm_as_ctrl_c,
+    stdout_to_stderr,
+)
 from pacplan.errors import PacplanError
 from pacplan.validation import check_real
 
@@ -166,7 +173,8 @@ def certify_policy_cmd(
     from pacplan.certify_policy import certify_policy
 
     _refuse_stray_kwargs(policies)
-    with sigterm_as_ctrl_c():
+    # under --json, what the user's code prints goes to stderr, not into the JSON
+    with sigterm_as_ctrl_c(), stdout_to_stderr(as_json) as stdout:
         result = certify_policy(
             env_id, policies, n=n, out=out, env_kwargs=_env_kwargs(env_kwargs),
             first_seed=first_seed, test_n=test_n,
@@ -178,8 +186,9 @@ def certify_policy_cmd(
             progress=not (quiet or as_json),
             log=None if as_json else lambda msg: console.print(f"[dim]{escape(msg)}[/]"),
             names=_FLAGS)
+        if as_json:
+            print_json(result.certificate.to_dict(), stdout)
     if as_json:
-        print_json(result.certificate.to_dict())
         return
     console.print(certificate_table(result.certificate))
     for line in result.policy_lines():

@@ -18,7 +18,7 @@ import signal
 import sys
 import unicodedata
 from collections.abc import Callable, Iterator
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TextIO
 
 import typer
 from rich.console import Console
@@ -45,32 +45,42 @@ def json_safe(obj: Any) -> Any:
     return obj
 
 
-def print_json(obj: dict) -> None:
-    """One JSON object on stdout: strict JSON, non-finite numbers as strings (`json_safe`)."""
-    typer.echo(json.dumps(json_safe(obj), indent=2, allow_nan=False))
+def print_json(obj: dict, stream: TextIO | None = None) -> None:
+    """One JSON object on stdout (or `stream`, the real stdout `stdout_to_stderr` yields):
+    strict JSON, non-finite numbers as strings (`json_safe`)."""
+    text = json.dumps(json_safe(obj), indent=2, allow_nan=False)
+    if stream is None:
+        typer.echo(text)
+        return
+    stream.write(text + "\n")
+    stream.flush()
 
 
 @contextlib.contextmanager
-def stdout_to_stderr(active: bool = True) -> Iterator[None]:
-    """Send whatever runs inside to stderr, Python prints and C-level writes to fd 1 alike:
-    under --json, stdout holds the one JSON object and nothing a user's world prints."""
+def stdout_to_stderr(active: bool = True) -> Iterator[TextIO]:
+    """Send whatever runs inside to stderr, Python prints and C-level writes to fd 1 alike
+    (processes started inside inherit it); yields the real stdout, for the one JSON object:
+    under --json, stdout holds that object and nothing a user's code prints."""
     if not active:
-        yield
+        yield sys.stdout
         return
-    sys.stdout.flush()
+    real = sys.stdout
+    real.flush()
     try:
-        fd = sys.stdout.fileno()
+        fd = real.fileno()
     except (AttributeError, OSError, ValueError):  # a captured stdout (tests): Python only
         fd = None
     saved = os.dup(fd) if fd is not None else None
+    stream = real if saved is None else open(saved, "w", encoding="utf-8", closefd=False)
     try:
         if fd is not None and saved is not None:
             sys.stderr.flush()
             os.dup2(sys.stderr.fileno(), fd)
         with contextlib.redirect_stdout(sys.stderr):
-            yield
+            yield stream
     finally:
         if saved is not None and fd is not None:
+            stream.close()  # the wrapper only: the fd is closed below, after it is restored
             sys.stderr.flush()
             os.dup2(saved, fd)
             os.close(saved)

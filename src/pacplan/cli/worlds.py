@@ -58,12 +58,12 @@ def check_world_cmd(
     from pacplan.worlds.check_report import parse_world_options
 
     n_seeds = check_whole_number(seeds, "--seeds", minimum=1)
-    with stdout_to_stderr(as_json):  # a world that prints must not corrupt the JSON
+    with stdout_to_stderr(as_json) as stdout:  # a world that prints must not corrupt JSON
         report = check_world(world, parse_world_options(option), seeds=range(n_seeds),
                              n_policies=check_whole_number(policies, "--policies", minimum=1))
-    if as_json:
-        print_json(report.to_dict())
-    else:
+        if as_json:
+            print_json(report.to_dict(), stdout)
+    if not as_json:
         table = Table(title=f"check-world {escape(world)} (d = {report.policy_dim}, "
                       f"{count(len(report.seeds), 'seed')} × {count(report.n_policies, 'policy')})")
         for column in ("check", "result", "detail"):
