@@ -285,8 +285,9 @@ def test_import_stays_light_and_run_stays_callable() -> None:
                          check=True, timeout=120).stdout.splitlines()
     assert out[0] == "[]"
     assert out[1] == "True"
-    assert out[2] == ("True True True ['Certificate', 'PacplanError', 'UnidentifiedInputWarning', "
-                      "'__version__', 'certify', 'certify_policy', 'run', 'verify']")
+    assert out[2] == ("True True True ['Certificate', 'NotCheckedWarning', 'PacplanError', "
+                      "'UnidentifiedInputWarning', '__version__', 'certify', 'certify_policy', "
+                      "'run', 'verify']")
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         pacplan.nope  # noqa: B018
 

@@ -10,12 +10,13 @@ result holding one) and raises `pacplan.PacplanError`. They are imported on firs
 
 __version__ = "0.2.0"
 
-__all__ = ["Certificate", "PacplanError", "UnidentifiedInputWarning", "__version__", "certify",
-           "certify_policy", "run", "verify"]
+__all__ = ["Certificate", "NotCheckedWarning", "PacplanError", "UnidentifiedInputWarning",
+           "__version__", "certify", "certify_policy", "run", "verify"]
 
 # name -> module that defines it; `run` and `certify_policy` are packages, callable
 _LAZY = {"certify": "pacplan.api", "verify": "pacplan.api", "Certificate": "pacplan.api",
-         "PacplanError": "pacplan.errors", "UnidentifiedInputWarning": "pacplan.errors"}
+         "PacplanError": "pacplan.errors", "UnidentifiedInputWarning": "pacplan.errors",
+         "NotCheckedWarning": "pacplan.errors"}
 
 
 def __getattr__(name: str) -> object:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import warnings
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,12 +19,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pacplan.choices import BOUND_CHOICES, EXECUTORS, SOLVERS
-from pacplan.errors import PacplanError
+from pacplan.errors import NotCheckedWarning, PacplanError
 from pacplan.pacbayes.matrices import CostMatrix, load_cost_matrix, sha256_array
 from pacplan.pacbayes.record import Certificate
 from pacplan.validation import (
     check_choice,
     check_delta,
+    check_flag,
     check_int,
     check_real,
     check_unit_costs,
@@ -70,8 +72,7 @@ def certify(costs: Any, *, delta: float = 0.01, test: Any = None, bound: str = "
     check_delta(check_real(delta, "delta"))
     check_choice("bound", bound, BOUND_CHOICES)
     check_choice("solver", solver, SOLVERS)
-    if not isinstance(clip, bool | np.bool_):
-        raise PacplanError(f"clip must be True or False, got {clip!r}")
+    check_flag(clip, "clip")
     cert = _cost_matrix(costs, "costs", bool(clip))
     test_m = None if test is None else _cost_matrix(test, "test", bool(clip))
     if test_m is not None and test_m.values.shape[1] != cert.values.shape[1]:
@@ -112,10 +113,16 @@ def _detached(values: Any) -> Any:
         return tensor.double().numpy()
 
 
-def verify(path: PathLike) -> Certificate:
+def verify(path: PathLike, *, strict: bool = False) -> Certificate:
     """Check a certificate file, or a planner directory made by `pacplan export`, as
     `pacplan verify` does: every number recomputed from the sha256-checked cost matrices, and
-    inside a run directory its provenance too.
+    inside a run directory or certify-policy folder its provenance too (a certify-policy
+    certificate's recorded files re-hashed where they lie relative to its folder).
+
+    Args:
+        strict: raise when anything the certificate rests on could not be checked (a recorded
+            file not found, a Python object no file holds); otherwise each is a
+            `pacplan.NotCheckedWarning`.
 
     Returns:
         The verified certificate.
@@ -124,14 +131,23 @@ def verify(path: PathLike) -> Certificate:
         PacplanError: the first thing that does not check, named in one line (a `path` that
             is not a path, too).
     """
-    from pacplan.certify_policy.provenance import verify_saved_certificate
+    from pacplan.certify_policy.provenance import verify_saved_in_full
     from pacplan.export import is_planner_dir, verify_planner
 
     if not isinstance(path, str | os.PathLike):
         raise PacplanError(f"path must be a certificate file or planner directory (a str or "
                            f"os.PathLike), got {type(path).__name__}")
+    check_flag(strict, "strict")
     p = Path(path)
-    return verify_planner(p) if is_planner_dir(p) else verify_saved_certificate(p)
+    if is_planner_dir(p):
+        return verify_planner(p)
+    verified = verify_saved_in_full(p)
+    if verified.unchecked and strict:
+        raise PacplanError(f"{p}: {len(verified.unchecked)} of what it rests on could not be "
+                           f"checked (strict): {verified.unchecked[0]}")
+    for line in verified.unchecked:
+        warnings.warn(f"{p}: not checked: {line}", NotCheckedWarning, stacklevel=2)
+    return verified.certificate
 
 
 def run(config: PathLike | Mapping[str, Any] | RunConfig, out: PathLike | None = None, *,

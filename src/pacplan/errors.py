@@ -15,3 +15,9 @@ class UnidentifiedInputWarning(UserWarning):
     a callable object, an environment instance): it cannot be re-verified from files and its
     folder cannot be resumed. Filter it like any warning (`warnings.simplefilter("ignore",
     pacplan.UnidentifiedInputWarning)`) once you have read it."""
+
+
+class NotCheckedWarning(UserWarning):
+    """`pacplan.verify` could not re-check something a certificate rests on (a recorded file
+    not found, a Python object no file holds): the certificate verified for the rest.
+    `pacplan.verify(path, strict=True)` raises instead."""

@@ -398,3 +398,9 @@ def check_teacher_seeds(seeds: Sequence[int], forbidden: Mapping[str, Sequence[i
         b0, b1 = ranges[clashes[0]]
         raise PacplanError(f"teacher seeds [{lo}, {hi}) overlap {clashes[0]} seeds [{b0}, {b1}):"
                            f" the teacher may only see {may_see} environments")
+
+
+def check_flag(value: object, name: str) -> None:
+    """True or False only: "no" is a string, not False."""
+    if not isinstance(value, bool | np.bool_):
+        raise PacplanError(f"{name} must be True or False, got {value!r}")

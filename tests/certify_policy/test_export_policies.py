@@ -228,8 +228,8 @@ def test_refusals_are_one_line_and_leave_nothing_behind(certified: Path, tmp_pat
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert "policy user_policies:balance is a module:callable" in err and not out.exists()
 
-    zip_path = json.loads((certified / "certificate.json").read_text())["provenance"][
-        "certify_policy"]["policy_files"][0]["path"]
+    zip_path = certified / json.loads((certified / "certificate.json").read_text())[
+        "provenance"]["certify_policy"]["policy_files"][0]["path"]
     np.savez(tmp_path / "vecnormalize.npz", mean=np.zeros(4), var=np.ones(4), clip_obs=10.0,
              epsilon=1e-8)
     certify_policy("CartPole-v1", [zip_path], n=10, cost="terminated", horizon=20,

@@ -13,6 +13,7 @@ import pytest
 
 from helpers import cli
 from pacplan.certify_policy import certify_policy
+from pacplan.certify_policy.inputs import spec_sha256
 from pacplan.certify_policy.provenance import versions
 from pacplan.run.rundir import identity
 
@@ -42,10 +43,11 @@ def test_the_certificate_names_what_it_certifies(certified: Path,
     record = cert["provenance"]["certify_policy"]
     stamp = json.loads((certified / "certify-policy.json").read_text())["inputs"]
     shared = {k: v for k, v in record.items()
-              if k not in ("policy_files", "policy_names", "versions")}
+              if k not in ("policy_files", "files", "policy_names", "versions")}
     shared["seeds"] = {k: shared["seeds"][k] for k in ("first", "train")}
     assert shared == stamp
-    assert record["env"] == {"id": "CartPole-v1", "kwargs": {}, "gymnasium": gym.__version__}
+    assert record["env"] == {"id": "CartPole-v1", "kwargs": {}, "gymnasium": gym.__version__,
+                             "spec_sha256": spec_sha256(gym.spec("CartPole-v1"))}
     assert record["cost"]["cost"] == "terminated" and record["horizon"] == 40
     assert record["seeds"] == {"first": 1_000_000, "train": None,
                                "cert": [1_000_000, 1_000_006], "test": [1_000_006, 1_000_010]}
@@ -86,14 +88,8 @@ def _stamp_edit(folder: Path, rehash: bool) -> None:
 def test_verify_fails_in_one_line_naming_what_changed(certified: Path, tmp_path: Path, edit,
                                                       words: str,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    work = _copy(certified.parent, tmp_path / "copy")
-    folder = work / "cert"
-    cert = json.loads((folder / "certificate.json").read_text())
-    for entry in cert["provenance"]["certify_policy"]["policy_files"]:
-        entry["path"] = str(work / "model.onnx")  # the copy's own file
-    # re-seal the copy with its own content hash, as certify-policy would have written it
-    cert["content_sha256"] = _sealed(cert)
-    (folder / "certificate.json").write_text(json.dumps(cert))
+    # a copy of the folder and its surroundings: paths are relative, so the copy's own file
+    folder = _copy(certified.parent, tmp_path / "copy") / "cert"
     assert cli(["verify", str(folder / "certificate.json")], capsys)[0] == 0
     edit(folder)
     code, _, err = cli(["verify", str(folder / "certificate.json")], capsys)

@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 
 from pacplan.certify_policy.inputs import (
-    check_flag,
     identify,
     load_policies,
     make_world_for,
@@ -46,11 +45,12 @@ from pacplan.certify_policy.store import (
     stamp,
 )
 from pacplan.errors import PacplanError
+from pacplan.io.user_code import recording_user_files
 from pacplan.pacbayes.certificate import build_certificate
 from pacplan.pacbayes.matrices import load_cost_matrix
 from pacplan.pacbayes.record import Certificate
 from pacplan.run.progress import progress_bar
-from pacplan.validation import check_delta, check_real
+from pacplan.validation import check_delta, check_flag, check_real
 
 
 @dataclass
@@ -156,19 +156,20 @@ def certify_policy(env_id: Any, policies: Sequence[Any], *, n: int = DEFAULT_N,
         raise PacplanError("give one or more policies (a list of paths of SB3 .zip or .onnx "
                            "files, 'module:callable' or Python objects)")
     _check_matrix_memory(seeds, len(policies), names)
-    world, environment, cost_id = make_world_for(env_id, env_kwargs, cost, success_key,
-                                                 success_needs_terminated, return_bounds,
-                                                 reward_bounds, horizon, names)
-    env = world.make_env()
-    loaded = load_policies(policies, env.observation_space, env.action_space)
-    norm = None
-    if obs_normalization is not None:
-        from pacplan.certify_policy.normalization import normalized, read_obs_normalization
+    with recording_user_files() as code:  # every user file the identity below hashes
+        world, environment, cost_id = make_world_for(env_id, env_kwargs, cost, success_key,
+                                                     success_needs_terminated, return_bounds,
+                                                     reward_bounds, horizon, names)
+        env = world.make_env()
+        loaded = load_policies(policies, env.observation_space, env.action_space)
+        norm = None
+        if obs_normalization is not None:
+            from pacplan.certify_policy.normalization import normalized, read_obs_normalization
 
-        norm = read_obs_normalization(obs_normalization, env.observation_space,
-                                      names.spelling("obs_normalization"))
-        loaded = normalized(loaded, norm)
-    inputs = identify(world, environment, cost_id, loaded, seeds, bool(clip_actions))
+            norm = read_obs_normalization(obs_normalization, env.observation_space,
+                                          names.spelling("obs_normalization"))
+            loaded = normalized(loaded, norm)
+        inputs = identify(world, environment, cost_id, loaded, seeds, bool(clip_actions))
     if norm is not None:
         inputs["obs_normalization"] = norm.record()
     out = Path(out) if out is not None else default_out(world.env_id)
@@ -204,7 +205,9 @@ def certify_policy(env_id: Any, policies: Sequence[Any], *, n: int = DEFAULT_N,
         from pacplan.certify_policy.provenance import provenance
 
         certificate = build_certificate(cert, delta, test=test,
-                                        provenance=provenance(inputs, loaded, seeds))
+                                        provenance=provenance(
+                                            inputs, loaded, seeds, out, code,
+                                            None if norm is None else (norm.path, norm.sha256)))
         certificate.save(out / CERTIFICATE)
         certificate.save(out / CERTIFICATES / certificate_name(certificate))
     return PolicyCertification(certificate, out, inputs, [p.label for p in loaded])

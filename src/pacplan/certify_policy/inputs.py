@@ -8,6 +8,8 @@ that is the folder's identity (`identify`) and, with the seeds, the certificate'
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import hashlib
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -15,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from gymnasium import spaces
 
 from pacplan.certify_policy.policies import ImportedPolicy, load_policy
@@ -35,12 +36,6 @@ class Environment:
     factory: Any = None
     sha256: str = ""
     source: str = "file"
-
-
-def check_flag(value: object, name: str) -> None:
-    """True or False only: "no" is a string, not False."""
-    if not isinstance(value, bool | np.bool_):
-        raise PacplanError(f"{name} must be True or False, got {value!r}")
 
 
 def _short(value: Any, limit: int = 80) -> str:
@@ -209,8 +204,10 @@ def identify(world: Any, env: Environment, cost_identity: tuple[str, str] | None
 
 
 def _env_record(world: Any, env: Environment) -> dict[str, Any]:
-    """What the environment is: its id, kwargs and Gymnasium's version, and for an
-    environment of the user's (its entry point in a user file) the sha256 of its code."""
+    """What the environment is: its id, kwargs and Gymnasium's version, the sha256 of its
+    registration (entry point, kwargs, step limit, wrappers: `spec_sha256`), and for an
+    environment of the user's (a user file registers it, or is its entry point) the sha256 of
+    that code; for a library's, the library's version."""
     import gymnasium as gym
 
     from pacplan.io.user_code import user_code_sha256, user_files
@@ -222,14 +219,35 @@ def _env_record(world: Any, env: Environment) -> dict[str, Any]:
         if env.source != "file":
             record["source"] = env.source
         return record
-    entry = gym.spec(world.registered_id()).entry_point
+    spec = gym.spec(world.registered_id())
+    record["spec_sha256"] = spec_sha256(spec)
+    entry = spec.entry_point
     module = (entry.partition(":")[0] if isinstance(entry, str)
               else getattr(entry, "__module__", None))
-    if module and user_files(module):
-        record["source_sha256"] = user_code_sha256(module, world.env_id)
+    registering = world.env_id.rpartition(":")[0]  # 'module:EnvId' names who registers it
+    users = [m for m in dict.fromkeys((module, registering)) if m and user_files(m)]
+    if users:  # the code that registers it (kwargs, limits) as well as the code it runs
+        shas = [user_code_sha256(m, world.env_id) for m in users]
+        record["source_sha256"] = shas[0] if len(shas) == 1 else hashlib.sha256(
+            "\n".join(shas).encode()).hexdigest()
     elif module and (provider := providing_distribution(module)) is not None:
         record["provider"] = provider  # minigrid 3.2.0: a resume after an upgrade is refused
     return record
+
+
+def spec_sha256(spec: Any) -> str:
+    """sha256 of a registered `EnvSpec`'s every field but its id (which is recorded): a
+    changed `gymnasium.register` call (kwargs, entry point, step limit) is a changed
+    environment. Callables are named by module and qualified name."""
+    def plain(value: Any) -> Any:
+        if callable(value) and hasattr(value, "__qualname__"):
+            return f"{getattr(value, '__module__', '')}:{value.__qualname__}"
+        return repr(value)
+
+    fields = {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)
+              if f.name not in ("id", "namespace", "name", "version")}
+    text = json.dumps(fields, sort_keys=True, default=plain)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def providing_distribution(module: str) -> dict[str, str] | None:

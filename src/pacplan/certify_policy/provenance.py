@@ -15,7 +15,9 @@ each disagreement is named by its field.
 from __future__ import annotations
 
 import json
+import os
 import platform
+from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -25,12 +27,13 @@ from pacplan.certify_policy.store import COSTS, MARK, listed_matrix
 from pacplan.errors import PacplanError
 from pacplan.io.files import read_file_bytes, sha256_bytes
 from pacplan.pacbayes.record import Certificate, Loaded
+from pacplan.pacbayes.verify import Verified
 from pacplan.run.rundir import identity
 
 KEY = "certify_policy"
 """The one key of a certify-policy certificate's provenance."""
 
-NOT_INPUTS = ("policy_files", "policy_names", "versions")
+NOT_INPUTS = ("policy_files", "files", "policy_names", "versions")
 """Provenance fields that are records, not inputs the costs depend on."""
 RANGES = ("cert", "test")
 """provenance.seeds' ranges of this certificate; the stamp holds the first seed they count
@@ -41,16 +44,43 @@ _LIBRARIES = ("pacplan", "gymnasium", "numpy", "torch", "onnxruntime", "stable-b
 
 
 def provenance(inputs: dict[str, Any], loaded: list[ImportedPolicy],
-               seeds: dict[str, list[int] | None]) -> dict[str, Any]:
-    """The certificate's provenance for a command with these inputs, policies and seeds."""
+               seeds: dict[str, list[int] | None], folder: Path,
+               code: Mapping[Path, str] | None = None,
+               normalization: tuple[str, str] | None = None) -> dict[str, Any]:
+    """The certificate's provenance for a command with these inputs, policies and seeds,
+    written in `folder`: every file it read is recorded by its path relative to the folder
+    and its sha256 (policy files; `code`, the user files its identity hashed; the
+    normalization statistics' (path, sha256)), so `verify` can re-hash each from any copy of
+    the folder and its surroundings, without running anything."""
     files = []
     for p in loaded:
         path = Path(p.label)
-        if p.kind != "callable" and path.is_file():
-            files.append({"label": p.label, "path": str(path.resolve()), "sha256": p.sha256})
+        if p.kind != "callable" and p.source == "file" and path.is_file():
+            files.append({"label": p.label, "path": _relative(path, folder),
+                          "sha256": p.sha256})
+    others = [{"of": "user code", "path": _relative(path, folder), "sha256": sha}
+              for path, sha in sorted((code or {}).items())]
+    if normalization is not None:
+        others.append({"of": "obs_normalization", "path": _relative(Path(normalization[0]),
+                                                                    folder),
+                       "sha256": normalization[1]})
     ranges = {"cert": seeds["cert"], "test": seeds["test"]}
     return {KEY: {**inputs, "seeds": {**inputs["seeds"], **ranges}, "policy_files": files,
-                  "policy_names": [p.label for p in loaded], "versions": versions()}}
+                  "files": others, "policy_names": [p.label for p in loaded],
+                  "versions": versions()}}
+
+
+def _relative(path: Path, folder: Path) -> str:
+    """`path` relative to `folder` (POSIX form), whatever folder the command ran in."""
+    return Path(os.path.relpath(path.resolve(), folder.resolve())).as_posix()
+
+
+def recorded_path(entry: dict[str, Any], folder: Path) -> Path | None:
+    """Where a recorded file lies, relative to the certify-policy `folder`; None for an
+    absolute path (written before paths were relative: the machine that made it, not this
+    folder's surroundings, is what it names)."""
+    path = Path(str(entry.get("path")))
+    return None if path.is_absolute() else folder / path
 
 
 def versions() -> dict[str, str]:
@@ -77,14 +107,57 @@ def policy_dir_of(path: Path) -> Path | None:
 
 
 class PolicyDirProvenance:
-    """The `pacplan.pacbayes.verify.ProvenanceCheck` of a certify-policy folder."""
+    """The `pacplan.pacbayes.verify.ProvenanceCheck` of a certify-policy folder; with
+    `reach_files`, the files it records are re-hashed where they lie relative to the folder
+    (a planner's evidence copy has no surroundings: its models are checked by the planner)."""
+
+    def __init__(self, reach_files: bool = True) -> None:
+        self.reach_files = reach_files
 
     def vouches(self, path: Path) -> bool:
         return policy_dir_of(path) is not None
 
     def problems(self, path: Path, loaded: Loaded) -> list[str]:
         folder = policy_dir_of(path)
-        return [] if folder is None else _check(folder, loaded)
+        if folder is None:
+            return []
+        problems = _check(folder, loaded)
+        if self.reach_files and not problems:
+            problems += _reach_files(folder, _record(loaded))[0]
+        return problems
+
+    def unchecked(self, path: Path, loaded: Loaded) -> list[str]:
+        """What the certificate rests on that verify could not re-check, one phrase each."""
+        folder, record = policy_dir_of(path), _record(loaded)
+        if folder is None or record is None:
+            return []
+        found = []
+        for i, policy in enumerate(_list(record.get("policies"))):
+            source = policy.get("source") if isinstance(policy, dict) else None
+            if source == "unidentified":
+                found.append(_UNIDENTIFIED.format(f"policy #{i}"))
+            elif source == "object":
+                found.append(f"policy #{i} ({policy.get('kind')}) is a Python object: its "
+                             "weights' sha256 is recorded, but no file holds them to re-hash")
+        for key, name in (("cost", "cost"), ("env", "id")):
+            part = record.get(key)
+            if isinstance(part, dict) and part.get("source") == "unidentified":
+                what = "cost" if key == "cost" else "environment"
+                found.append(_UNIDENTIFIED.format(f"{what} {part.get(name)}"))
+        return found + (_reach_files(folder, record)[1] if self.reach_files else [])
+
+
+_UNIDENTIFIED = ("{} is an unidentified Python object (its state is in no file): its rows "
+                 "cannot be re-derived")
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _record(loaded: Loaded) -> dict[str, Any] | None:
+    record = loaded.record.provenance.get(KEY) if loaded.record.provenance else None
+    return record if isinstance(record, dict) else None
 
 
 def _short(value: Any, limit: int = 60) -> str:
@@ -112,7 +185,6 @@ def _check(folder: Path, loaded: Loaded) -> list[str]:
                             f"says {_short(inputs.get(key))}")
     problems += _check_seeds(record.get("seeds"), loaded)
     problems += _check_matrices(folder, loaded)
-    problems += _check_policy_files(record.get("policy_files"))
     names, given = record.get("policy_names"), stamp.get("policy_files")
     if names is not None and names != given:  # both: each policy as it was given
         problems.append(f"provenance.{KEY}.policy_names is {_short(names)} but {MARK} says "
@@ -166,31 +238,68 @@ def _check_matrices(folder: Path, loaded: Loaded) -> list[str]:
     return problems
 
 
-def _check_policy_files(files: Any) -> list[str]:
+def _reach_files(folder: Path, record: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """(files that differ from their recorded sha256, files that could not be checked): each
+    file the certificate records, re-hashed where it lies relative to `folder`."""
+    problems: list[str] = []
+    unchecked: list[str] = []
+    entries = [("policy file", e) for e in _entries(record, "policy_files", problems)]
+    entries += [(f"{e.get('of')} file", e) for e in _entries(record, "files", problems)]
+    for what, entry in entries:
+        path = recorded_path(entry, folder)
+        if path is None:
+            unchecked.append(f"{what} {entry['path']} is recorded by an absolute path of the "
+                             "machine that made it: not checked")
+            continue
+        path = Path(os.path.normpath(path))
+        if not path.is_file():
+            unchecked.append(f"{what} {path} not found: not checked")
+        elif sha256_bytes(read_file_bytes(path, str(path))) != entry["sha256"]:
+            problems.append(f"{what} {path} has changed since it was certified (its sha256 "
+                            f"is not the recorded {entry['sha256'][:12]}…)")
+    if "files" not in record and _has_user_code(record):
+        unchecked.append("user code: the certificate was written before pacplan recorded "
+                         "which files it hashed, so they are not re-checked")
+    return problems, unchecked
+
+
+def _entries(record: dict[str, Any], key: str, problems: list[str]) -> list[dict[str, Any]]:
+    """The file records under `key` (a malformed one is a problem, named)."""
+    files = record.get(key, [])
     if not isinstance(files, list):
-        return [f"provenance.{KEY}.policy_files is not a list"]
-    problems = []
+        problems.append(f"provenance.{KEY}.{key} is not a list")
+        return []
+    good = []
     for entry in files:
-        if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
-            problems.append(f"provenance.{KEY}.policy_files holds {_short(entry)}, not "
-                            "{label, path, sha256}")
-            continue
-        path = Path(entry["path"])
-        if not path.is_file():  # moved or on another machine: the sha256 above still names it
-            continue
-        if sha256_bytes(read_file_bytes(path, str(path))) != entry.get("sha256"):
-            problems.append(f"policy file {path} has changed since it was certified (its "
-                            f"sha256 is not provenance.{KEY}.policy_files' "
-                            f"{str(entry.get('sha256'))[:12]}…)")
-    return problems
+        if isinstance(entry, dict) and isinstance(entry.get("path"), str) \
+                and isinstance(entry.get("sha256"), str):
+            good.append(entry)
+        else:
+            problems.append(f"provenance.{KEY}.{key} holds {_short(entry)}, not "
+                            "{path, sha256, …}")
+    return good
 
 
-def verify_saved_certificate(path: str | Path) -> Certificate:
+def _has_user_code(record: dict[str, Any]) -> bool:
+    """Whether any input was identified by the sha256 of user files."""
+    env, cost = record.get("env"), record.get("cost")
+    return ((isinstance(env, dict) and "source_sha256" in env)
+            or (isinstance(cost, dict) and "cost_source_sha256" in cost)
+            or any(isinstance(p, dict) and p.get("kind") == "callable"
+                   and p.get("source", "file") == "file" for p in _list(record.get("policies"))))
+
+
+def verify_saved_certificate(path: str | Path, reach_files: bool = True) -> Certificate:
     """`verify` with the checks of the folder the certificate lives in: a certify-policy
     folder's (above) or a run directory's (`pacplan.run.provenance`)."""
-    from pacplan.pacbayes.verify import verify
+    return verify_saved_in_full(path, reach_files).certificate
+
+
+def verify_saved_in_full(path: str | Path, reach_files: bool = True) -> Verified:
+    """`verify_saved_certificate`, also returning what could not be checked."""
+    from pacplan.pacbayes.verify import verify_in_full
     from pacplan.run.provenance import RunDirProvenance
 
     p = Path(path)
-    return verify(p, PolicyDirProvenance() if policy_dir_of(p) is not None
-                  else RunDirProvenance())
+    return verify_in_full(p, PolicyDirProvenance(reach_files) if policy_dir_of(p) is not None
+                          else RunDirProvenance())

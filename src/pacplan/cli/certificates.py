@@ -6,16 +6,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from pacplan.choices import BOUND_CHOICES, SOLVERS
 from pacplan.cli.options import BoundOpt, DeltaOpt, choices, completer
-from pacplan.cli.output import certificate_table, console, number_text, print_json, shown
+from pacplan.cli.output import certificate_table, console, fail, number_text, print_json, shown
 from pacplan.io.outputs import refuse_overwriting
 from pacplan.pacbayes import bounds
 from pacplan.pacbayes.certificate import build_certificate
 from pacplan.pacbayes.matrices import load_cost_matrix
-from pacplan.validation import check_choice, check_delta, check_whole_number
+from pacplan.validation import check_choice, check_delta, check_whole_number, count
 
 
 def certify_matrix(
@@ -79,10 +80,13 @@ def bound_cmd(
 def verify_cmd(
     file: Path = typer.Argument(..., help="certificate.json, or a planner directory "
                                           "(pacplan export), to check."),
+    strict: bool = typer.Option(False, "--strict", help="Fail (exit 1) when anything the "
+                                "certificate rests on could not be checked."),
 ) -> None:
     """Recompute a certificate from the matrices it references; fail on any mismatch. A
     planner directory: every file's sha256, its certificate, and its policies and
-    probabilities against the certificate."""
+    probabilities against the certificate. A certify-policy certificate: also every file it
+    records (policies, user code, statistics) re-hashed; what cannot be checked is listed."""
     from pacplan.export import is_planner_dir, verify_planner
 
     if is_planner_dir(file):
@@ -92,14 +96,28 @@ def verify_cmd(
                       f"δ = {c.delta:g}, N = {c.n}); support, probabilities and weights are "
                       "the certified ones")
         return
-    from pacplan.certify_policy.provenance import policy_dir_of, verify_saved_certificate
+    from pacplan.certify_policy.provenance import policy_dir_of, verify_saved_in_full
 
-    c = verify_saved_certificate(file)
+    verified = verify_saved_in_full(file)
+    c, unchecked = verified.certificate, verified.unchecked
     what = ("; what it certifies (environment, policies, cost, seeds) matches "
             "certify-policy.json" if policy_dir_of(file) is not None else "")
-    console.print(f"[green]OK[/] {shown(file)}: certified cost ≤ {100 * c.certified:.2f} % "
-                  f"({c.certified_by}, δ = {c.delta:g}, N = {c.n}, m = {c.m}); inputs match "
-                  f"their sha256 and every number recomputes{what}")
+    files = ("" if policy_dir_of(file) is None else "the files it records match their sha256, "
+             if not unchecked else "every file it records that was found matches its sha256, ")
+    summary = (f"{shown(file)}: certified cost ≤ {100 * c.certified:.2f} % ({c.certified_by}, "
+               f"δ = {c.delta:g}, N = {c.n}, m = {c.m}); inputs match their sha256, {files}"
+               f"and every number recomputes{what}")
+    if not unchecked:
+        console.print(f"[green]OK[/] {summary}")
+        return
+    if strict:
+        fail(f"{shown(file)}: {count(len(unchecked), 'input')} could not be checked "
+             f"(--strict): {unchecked[0]}", code=1)
+    console.print(f"[yellow]OK for what could be checked[/] {summary}; "
+                  f"[yellow]{count(len(unchecked), 'input')} could not be checked[/] "
+                  "(--strict fails on this):")
+    for line in unchecked:
+        console.print(f"  [yellow]•[/] {escape(line)}", soft_wrap=True)
 
 
 def export_cmd(

@@ -71,7 +71,9 @@ def stdout_to_stderr(active: bool = True) -> Iterator[TextIO]:
     except (AttributeError, OSError, ValueError):  # a captured stdout (tests): Python only
         fd = None
     saved = os.dup(fd) if fd is not None else None
-    stream = real if saved is None else open(saved, "w", encoding="utf-8", closefd=False)
+    # the wrapper is closed in the finally below
+    stream = real if saved is None else open(saved, "w", encoding="utf-8",  # noqa: SIM115
+                                             closefd=False)
     try:
         if fd is not None and saved is not None:
             sys.stderr.flush()

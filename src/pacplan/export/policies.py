@@ -126,7 +126,8 @@ def certified_file(record: dict[str, Any], j: int, label: str, folder: Path) -> 
                            "export it to .onnx and certify that file")
     for entry in record.get("policy_files") or []:
         if isinstance(entry, dict) and entry.get("sha256") == policy["sha256"]:
-            path = Path(str(entry.get("path")))
+            path = Path(str(entry.get("path")))  # relative to the folder (or, before: absolute)
+            path = path if path.is_absolute() else folder / path
             if path.is_file():
                 data = read_file_bytes(path, f"policy {label}")
                 if sha256_bytes(data) == policy["sha256"]:

@@ -124,7 +124,7 @@ def _verify_evidence(root: Path, files: dict[str, str], chosen: str
                 target.write_bytes(_read(root, name, files))
         real = str(Path(tmp).resolve())
         try:
-            c = verify_saved_certificate(Path(tmp) / chosen)
+            c = verify_saved_certificate(Path(tmp) / chosen, reach_files=False)
         except PacplanError as exc:
             raise PacplanError(str(exc).replace(real, str(root)).replace(tmp, str(root))
                                ) from None

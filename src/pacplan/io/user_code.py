@@ -237,6 +237,22 @@ def user_files(module_name: str) -> list[Path]:
     return sorted(seen)
 
 
+_RECORDS: list[dict[Path, str]] = []
+
+
+@contextlib.contextmanager
+def recording_user_files() -> Iterator[dict[Path, str]]:
+    """Every user file `user_code_sha256` hashes inside the block, as {path: sha256 of the
+    bytes it hashed}: what a certificate records so that `verify` can re-hash each file
+    without importing (running) anything."""
+    record: dict[Path, str] = {}
+    _RECORDS.append(record)
+    try:
+        yield record
+    finally:
+        _RECORDS.remove(record)
+
+
 def user_code_sha256(obj_or_module: Any, spec: str) -> str:
     """One sha256 over the user files behind `obj_or_module` (a module name, or an object
     whose `__module__` names one): each file's path relative to the first and its bytes.
@@ -257,4 +273,6 @@ def user_code_sha256(obj_or_module: Any, spec: str) -> str:
         label = os.path.relpath(path, root)
         digest.update(f"\n{label}\n{len(data)}\n".encode())
         digest.update(data)
+        for record in _RECORDS:
+            record[path] = hashlib.sha256(data).hexdigest()
     return digest.hexdigest()

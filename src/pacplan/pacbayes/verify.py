@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import unicodedata
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -49,18 +50,35 @@ class ProvenanceCheck(Protocol):
     """Checks a certificate's provenance against where it lives (e.g. its run directory).
 
     `vouches(path)`: whether this check applies to the certificate at `path`, and so can stand
-    in for a missing content hash; `problems(path, loaded)`: what disagrees, as phrases.
+    in for a missing content hash; `problems(path, loaded)`: what disagrees, as phrases;
+    `unchecked(path, loaded)`: what the certificate rests on that could not be re-checked
+    (a file not found, an object no file holds), as phrases.
     """
 
     def vouches(self, path: Path) -> bool: ...
 
     def problems(self, path: Path, loaded: Loaded) -> list[str]: ...
 
+    def unchecked(self, path: Path, loaded: Loaded) -> list[str]: ...
+
+
+@dataclass(frozen=True)
+class Verified:
+    """A certificate that verified, and what it rests on that could not be checked."""
+
+    certificate: Certificate
+    unchecked: tuple[str, ...] = ()
+
 
 def verify(path: str | Path, provenance: ProvenanceCheck | None = None) -> Certificate:
     """Check every field of a saved certificate: types, content hash, provenance (with
     `provenance`, against where it lives), and every number recomputed from the sha256-checked
     matrices. Raises one line naming what differs."""
+    return verify_in_full(path, provenance).certificate
+
+
+def verify_in_full(path: str | Path, provenance: ProvenanceCheck | None = None) -> Verified:
+    """`verify`, also returning what it could not check (so nothing unchecked is called OK)."""
     try:
         return _verify(Path(path), provenance)
     except PacplanError as exc:  # a path or value from the file may hold a line break
@@ -73,7 +91,7 @@ def _one_line(text: str) -> str:
                    for ch in text)
 
 
-def _verify(path: Path, provenance: ProvenanceCheck | None) -> Certificate:
+def _verify(path: Path, provenance: ProvenanceCheck | None) -> Verified:
     loaded = load_record(path, check_hash=False)  # checked last: a recomputed field is named first
     c, where = loaded.certificate, str(path)
     context = provenance if provenance is not None and provenance.vouches(path) else None
@@ -102,7 +120,9 @@ def _verify(path: Path, provenance: ProvenanceCheck | None) -> Certificate:
                             column_prior(c.m, width), c.bound, c.delta, c.solver, c.beta)
     _raise_if(where, _recompute(c, cert, test, at_p) + _resolve(c, cert, at_p))
     check_content_hash(loaded.record, where)
-    return c
+    unchecked = () if context is None else tuple(_one_line(u) for u in
+                                                 context.unchecked(path, loaded))
+    return Verified(c, unchecked)
 
 
 def _raise_if(where: str, problems: list[str]) -> None:

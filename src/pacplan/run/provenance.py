@@ -31,6 +31,10 @@ class RunDirProvenance:
             return []
         return _check_against_run(run, loaded)
 
+    def unchecked(self, path: Path, loaded: Loaded) -> list[str]:
+        """Nothing: a run directory holds every file its certificate rests on."""
+        return []
+
 
 def verify_certificate(path: str | Path) -> Certificate:
     """`verify`, plus the run directory's checks when the certificate lives in one."""
