@@ -95,3 +95,45 @@ def test_a_grow_killed_midway_resumes_from_its_chunks(tmp_path: Path,
     assert not (out / "costs" / "rows.chunks").exists()
     stamp = json.loads((out / "certify-policy.json").read_text())["inputs"]
     assert stamp["seeds"] == {"first": FIRST, "train": None}
+
+
+def test_rows_edited_and_rehashed_in_the_ledger_are_refused(
+        tmp_path: Path, calls: list[tuple[int, int]]) -> None:
+    """A forged matrix listed with its new sha256 was reused when N grew; the certificate that
+    used the matrix recorded its sha256 under its content hash, and the rows must match it."""
+    from pacplan.errors import PacplanError
+    from pacplan.io.files import sha256_bytes
+
+    out = tmp_path / "forged"
+    certify_policy("CartPole-v1", POLICIES, n=20, out=out, **ARGS)
+    matrix = out / "costs" / "cert.npy"
+    np.save(matrix, np.zeros((20, 2)))
+    ledger = out / "costs" / "ledger.jsonl"
+    lines = [json.loads(line) for line in ledger.read_text().splitlines()]
+    for entry in lines:
+        if entry["file"] == "cert.npy":
+            entry["sha256"] = sha256_bytes(matrix.read_bytes())
+    ledger.write_text("".join(json.dumps(e) + "\n" for e in lines))
+    calls.clear()
+    with pytest.raises(PacplanError) as info:
+        certify_policy("CartPole-v1", POLICIES, n=30, out=out, **ARGS)
+    text = str(info.value)
+    assert "cert.npy: costs/ledger.jsonl lists sha256" in text and "costs were edited" in text
+    assert calls == []  # refused before any rollout
+
+
+def test_a_matrix_no_certificate_used_is_not_a_source(
+        tmp_path: Path, calls: list[tuple[int, int]]) -> None:
+    """Rows are reused only from matrices a certificate vouches for: without certificates,
+    the growth rolls every row out again (and gets the same costs)."""
+    import shutil
+
+    out = tmp_path / "unvouched"
+    first = certify_policy("CartPole-v1", POLICIES, n=20, out=out, **ARGS)
+    rows = np.load(first.certificate.cert_matrix.path)
+    (out / "certificate.json").unlink()
+    shutil.rmtree(out / "certificates")
+    calls.clear()
+    grown = certify_policy("CartPole-v1", POLICIES, n=30, out=out, **ARGS)
+    assert calls == [(FIRST + a, FIRST + a + 10) for a in (0, 10, 20)]
+    assert np.array_equal(np.load(grown.certificate.cert_matrix.path)[:20], rows)

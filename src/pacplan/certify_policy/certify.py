@@ -198,7 +198,6 @@ def certify_policy(env_id: Any, policies: Sequence[Any], *, n: int = DEFAULT_N,
         for role, label in (("cert", "certification"), ("test", "test")):
             if seeds[role] is not None:
                 paths[role] = _matrix(out, role, label, seeds, rollouts, inputs, progress, log)
-        remove_chunks(out)
         cert = load_cost_matrix(paths["cert"], name=str(paths["cert"]))
         test = (load_cost_matrix(paths["test"], name=str(paths["test"]))
                 if "test" in paths else None)
@@ -210,6 +209,8 @@ def certify_policy(env_id: Any, policies: Sequence[Any], *, n: int = DEFAULT_N,
                                             None if norm is None else (norm.path, norm.sha256)))
         certificate.save(out / CERTIFICATE)
         certificate.save(out / CERTIFICATES / certificate_name(certificate))
+        remove_chunks(out)  # only now: until a certificate vouches for a matrix, its chunks
+        # are what a resume takes its rows from (`store._vouched`)
     return PolicyCertification(certificate, out, inputs, [p.label for p in loaded])
 
 

@@ -190,8 +190,9 @@ def cost_matrix(out: Path, role: str, name: str, offset: int, rows: int, m: int,
     folder = out / COSTS
     folder.mkdir(parents=True, exist_ok=True)
     ledger = Ledger(folder, "file", _fits_matrix, "cost matrix")
+    vouched = _vouched(out, ledger)
     found = listed_matrix(out, offset, rows, role)
-    if found is not None and ledger.read(found) is not None:  # finished and unchanged
+    if found in vouched and ledger.read(found) is not None:  # finished and unchanged
         if started is not None:
             started(rows)
         return folder / found
@@ -203,7 +204,7 @@ def cost_matrix(out: Path, role: str, name: str, offset: int, rows: int, m: int,
                            "memory: certify fewer seeds") from None
     for listed, entry in ledger.entries.items():
         lo, hi = max(offset, entry["offset"]), min(offset + rows, entry["offset"] + entry["rows"])
-        if lo >= hi or have[lo - offset: hi - offset].all():
+        if listed not in vouched or lo >= hi or have[lo - offset: hi - offset].all():
             continue
         data = ledger.read(listed)
         if data is None:
@@ -225,6 +226,34 @@ def cost_matrix(out: Path, role: str, name: str, offset: int, rows: int, m: int,
         matrix[s.start - offset: s.stop - offset] = store.block(s, slice(0, m))
     ledger.write(name, npy_bytes(matrix), offset=offset, rows=rows)
     return folder / name
+
+
+def _vouched(out: Path, ledger: Ledger) -> set[str]:
+    """The listed matrices a certificate of the folder used, with the sha256 it recorded: only
+    their rows are reused. A listed sha256 that is not the certificate's is refused: someone
+    edited a matrix and re-hashed it in the ledger (the certificate's content hash covers its
+    record of the matrix, so both would have to be forged)."""
+    from pacplan.pacbayes.record import load_record
+
+    costs = (out / COSTS).resolve()
+    found: set[str] = set()
+    for path in [out / CERTIFICATE, *sorted((out / CERTIFICATES).glob("*.json"))]:
+        try:
+            c = load_record(path).certificate
+        except (PacplanError, OSError):  # absent or unreadable: it vouches for nothing
+            continue
+        for ref in (c.cert_matrix, c.test_matrix):
+            if ref is None or Path(ref.path).parent != costs:
+                continue
+            name, entry = Path(ref.path).name, ledger.entries.get(Path(ref.path).name)
+            if entry is not None and entry["sha256"] != ref.sha256:
+                raise PacplanError(f"{costs / name}: {COSTS}/ledger.jsonl lists sha256 "
+                                   f"{entry['sha256'][:12]}…, but {path.name} certified "
+                                   f"{ref.sha256[:12]}…: the folder's costs were edited; "
+                                   "certify into a new folder")
+            if entry is not None:
+                found.add(name)
+    return found
 
 
 def _missing(have: np.ndarray, offset: int) -> list[tuple[int, int]]:
