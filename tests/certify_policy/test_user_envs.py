@@ -324,3 +324,45 @@ def test_key_value_has_one_rule_and_nesting_is_bounded(
         certify_policy(poles, ["user_policies:lean"], n=4, return_bounds=(0, 60),
                        env_kwargs={"x": nested}, out=tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_changed_registration_is_a_changed_environment(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Registration split from the code it registers ('reg_poles:Split-v0' registers
+    'impl_poles:Impl' by name): editing the kwargs of the register call, then growing N, mixed
+    rows of two environments; so did re-registering an id in Python with other kwargs."""
+    folder = tmp_path / "code"
+    folder.mkdir()
+    (folder / "impl_poles.py").write_text(textwrap.dedent("""\
+        from gymnasium.envs.classic_control.cartpole import CartPoleEnv
+
+
+        class Impl(CartPoleEnv):
+            def __init__(self, length=0.5, **kwargs):
+                super().__init__(**kwargs)
+                self.length = length
+                self.polemass_length = self.masspole * self.length
+        """))
+    register = ('import gymnasium as gym\n\ngym.register("Split-v0", '
+                'entry_point="impl_poles:Impl", max_episode_steps=40, kwargs={{"length": {}}})\n')
+    (folder / "reg_poles.py").write_text(register.format(0.5))
+    monkeypatch.syspath_prepend(str(folder))
+    for name in ("impl_poles", "reg_poles"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    monkeypatch.delitem(gym.registry, "Split-v0", raising=False)
+    args = {"cost": "terminated", "out": tmp_path / "split"}
+    certify_policy("reg_poles:Split-v0", ["user_policies:lean"], n=5, **args)
+    (folder / "reg_poles.py").write_text(register.format(2.0))
+    monkeypatch.delitem(sys.modules, "reg_poles")
+    monkeypatch.delitem(gym.registry, "Split-v0")
+    with pytest.raises(PacplanError, match=r"other inputs \(env\.(spec|source)_sha256 was"):
+        certify_policy("reg_poles:Split-v0", ["user_policies:lean"], n=8, **args)
+
+    monkeypatch.delitem(gym.registry, "InPython-v0", raising=False)  # undone at teardown
+    gym.register("InPython-v0", entry_point="impl_poles:Impl", kwargs={"length": 0.5})
+    args = {"cost": "terminated", "horizon": 30, "out": tmp_path / "python"}
+    certify_policy("InPython-v0", ["user_policies:lean"], n=5, **args)
+    del gym.registry["InPython-v0"]
+    gym.register("InPython-v0", entry_point="impl_poles:Impl", kwargs={"length": 2.0})
+    with pytest.raises(PacplanError, match=r"other inputs \(env\.spec_sha256 was"):
+        certify_policy("InPython-v0", ["user_policies:lean"], n=8, **args)
