@@ -44,3 +44,12 @@ def make_cartpole():
 def short_episode(episode) -> float:
     """A cost function object: 1 when the pole fell within 30 steps."""
     return float(episode.terminated and episode.length < 30)
+
+
+THRESHOLD = 0.0
+"""What `thresholded` compares the pole's angle with (a script may change it)."""
+
+
+def thresholded(obs: np.ndarray) -> int:
+    """CartPole: push towards the pole's side once its angle passes THRESHOLD."""
+    return int(obs[2] > THRESHOLD)

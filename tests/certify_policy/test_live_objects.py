@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import inspect
 import json
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -227,3 +228,43 @@ def test_vecnormalize_statistics_from_an_npz_without_a_pickle(tmp_path: Path) ->
     with pytest.raises(PacplanError, match=r"array .mean.: holds Python objects .*refused"):
         certify_policy("CartPole-v1", [str(tmp_path / "ppo.zip")], obs_normalization=pickled,
                        out=tmp_path / "pickled", **ARGS)
+
+
+def test_a_torch_module_attribute_is_part_of_its_identity(tmp_path: Path) -> None:
+    """A scale set on a module changes its actions without touching its state dict; the
+    folder resumed with the new rows mixed in. An attribute with no value to hash makes the
+    module unidentified (never resumed)."""
+    torch = pytest.importorskip("torch")
+    from scaled_net import ScaledNet
+
+    torch.manual_seed(0)
+    net = ScaledNet()
+    out = tmp_path / "o"
+    first = certify_policy("CartPole-v1", [net], out=out, **ARGS)
+    assert _record(first)["policies"][0]["source"] == "object"
+    net.scale = -1.0
+    with pytest.raises(PacplanError, match=r"other inputs \(policies was"):
+        certify_policy("CartPole-v1", [net], out=out, **ARGS)
+    net.scale, net.tag = 1.0, object()
+    with pytest.warns(pacplan.UnidentifiedInputWarning):
+        other = certify_policy("CartPole-v1", [net], out=tmp_path / "p", **ARGS)
+    assert _record(other)["policies"][0]["source"] == "unidentified"
+
+
+def test_a_global_a_function_reads_is_part_of_its_identity(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    """A script that sets a module's global after importing it changes what a top-level
+    function does; the folder resumed with the new rows mixed in."""
+    out = tmp_path / "o"
+    first = certify_policy("CartPole-v1", [user_policies.thresholded], out=out, **ARGS)
+    assert _record(first)["policies"][0].get("source", "file") == "file"
+    again = certify_policy("CartPole-v1", [user_policies.thresholded], out=out, **ARGS)
+    assert again.inputs == first.inputs  # unchanged: it resumes
+    monkeypatch.setattr(user_policies, "THRESHOLD", 0.05)
+    with pytest.raises(PacplanError, match=r"other inputs \(policies was"):
+        certify_policy("CartPole-v1", [user_policies.thresholded], out=out, **ARGS)
+    monkeypatch.setattr(user_policies, "THRESHOLD", Fraction(0))  # compares, has no hash
+    with pytest.warns(pacplan.UnidentifiedInputWarning):
+        certify_policy("CartPole-v1", [user_policies.thresholded], out=tmp_path / "p",
+                       **ARGS)

@@ -18,6 +18,7 @@ different policies, and the certificate says how far (`ImportedPolicy.source`):
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import inspect
 import types
@@ -42,14 +43,102 @@ def describe(obj: Any) -> str:
 
 
 def function_identity(fn: Any) -> tuple[str, str]:
-    """(sha256, source) of a function: its files when it is a top-level function of a user's
-    file, else a random sha256 ('unidentified')."""
+    """(sha256, source) of a function: a top-level function of a user's file by that file (and
+    the user files it imports) and the values of the globals it reads, which a script may have
+    set after import; else a random sha256 ('unidentified'), as for a function reading a
+    global whose state no value can stand for."""
     top_level = (isinstance(fn, types.FunctionType) and fn.__closure__ is None
                  and "<" not in fn.__qualname__)
     module = getattr(fn, "__module__", None)
     if top_level and isinstance(module, str) and user_files(module):
-        return user_code_sha256(module, f"{module}:{fn.__qualname__}"), "file"
+        state = _globals_digest(fn)
+        if state is not None:
+            files = user_code_sha256(module, f"{module}:{fn.__qualname__}")
+            return (files if not state else
+                    hashlib.sha256(f"{files}\n{state}".encode()).hexdigest()), "file"
     return _random_sha256(), "unidentified"
+
+
+def _globals_digest(fn: types.FunctionType) -> str | None:
+    """sha256 of the values of the module globals `fn`'s code names ("" when it reads none
+    but modules, functions and classes, which its files and libraries' versions identify);
+    None when one is an object with no value to hash."""
+    names: set[str] = set()
+    codes = [fn.__code__]
+    while codes:
+        code = codes.pop()
+        names.update(code.co_names)
+        codes.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+    digest, read = hashlib.sha256(), False
+    for name in sorted(n for n in names if n in fn.__globals__):
+        value = fn.__globals__[name]
+        if inspect.ismodule(value) or inspect.isclass(value) or inspect.isroutine(value):
+            continue
+        text = state_text(value)
+        if text is None:
+            return None
+        digest.update(f"\n{name}={text}".encode())
+        read = True
+    return digest.hexdigest() if read else ""
+
+
+def state_text(value: Any, depth: int = 0) -> str | None:
+    """A value as text that changes whenever it does: numbers, strings, containers of them,
+    arrays and tensors (by their bytes), functions and classes (by name), torch modules (by
+    weights and attributes); None for anything else (or nested too deep)."""
+    if depth > 16:
+        return None
+    if value is None or isinstance(value, bool | int | float | complex | str | bytes):
+        return repr(value)
+    if isinstance(value, list | tuple | frozenset | set):
+        parts = [state_text(v, depth + 1) for v in value]
+        if any(p is None for p in parts):
+            return None
+        parts = sorted(parts) if isinstance(value, set | frozenset) else parts  # type: ignore[arg-type]
+        return f"{type(value).__name__}[{', '.join(parts)}]"  # type: ignore[arg-type]
+    if isinstance(value, dict):
+        items = [(state_text(k, depth + 1), state_text(v, depth + 1)) for k, v in value.items()]
+        if any(k is None or v is None for k, v in items):
+            return None
+        return "{" + ", ".join(f"{k}: {v}" for k, v in items) + "}"
+    if isinstance(value, np.ndarray | np.generic):
+        array = np.ascontiguousarray(value)
+        if array.dtype.hasobject:
+            return None
+        return f"array {array.dtype} {array.shape} {hashlib.sha256(array.tobytes()).hexdigest()}"
+    if inspect.isroutine(value) or inspect.isclass(value):
+        return f"{getattr(value, '__module__', '')}:{getattr(value, '__qualname__', '')}"
+    kind = type(value).__module__.partition(".")[0]
+    if kind == "torch" and hasattr(value, "detach"):  # a tensor
+        return _weights_sha256({"": value})
+    if _is_torch_module(value):
+        return module_state_sha256(value)
+    if isinstance(value, enum.Enum) or kind == "torch":  # torch.dtype, torch.device
+        return repr(value)
+    if kind == "gymnasium" and hasattr(value, "sample"):  # a space: its bounds in full
+        bounds = [state_text(getattr(value, k), depth + 1) for k in ("low", "high", "n")
+                  if hasattr(value, k)]
+        return None if None in bounds else f"{value!r} {' '.join(bounds)}"  # type: ignore[arg-type]
+    return None
+
+
+def module_state_sha256(module: Any, *parts: str) -> str | None:
+    """sha256 of a torch module's weights and of every submodule's other attributes (a scale
+    set on the module changes what it computes without changing its state dict); None when
+    an attribute is an object with no value to hash."""
+    import torch
+
+    internal = set(vars(torch.nn.Module()))
+    attributes = []
+    for name, sub in module.named_modules():
+        for key, value in sorted(vars(sub).items()):
+            if key in internal:
+                continue
+            text = state_text(value, 1)
+            if text is None:
+                return None
+            attributes.append(f"{name}.{key}={text}")
+    return _weights_sha256(module.state_dict(), *parts, *attributes)
 
 
 def _random_sha256() -> str:
@@ -116,8 +205,9 @@ def _torch_module(module: Any, index: int, observation_space: spaces.Space,
 
     label = f"policy #{index} ({describe(type(module))})"
     module.train(False)
-    sha = _weights_sha256(module.state_dict(), describe(type(module)), _class_files(module),
-                          f"torch {torch.__version__}")
+    sha = module_state_sha256(module, describe(type(module)), _class_files(module),
+                              f"torch {torch.__version__}")
+    source = "object" if sha is not None else "unidentified"
 
     def act(obs: Any) -> Any:
         x = np.asarray(spaces.flatten(observation_space, obs), dtype=np.float32)
@@ -128,7 +218,7 @@ def _torch_module(module: Any, index: int, observation_space: spaces.Space,
         return action_from_output(label, out.detach().cpu().double().numpy().reshape(-1), x,
                                   action_space)
 
-    return ImportedPolicy(label, "torch module", sha, act, "object")
+    return ImportedPolicy(label, "torch module", sha or _random_sha256(), act, source)
 
 
 def _sb3_model(model: Any, index: int) -> ImportedPolicy:
@@ -143,6 +233,7 @@ def _sb3_model(model: Any, index: int) -> ImportedPolicy:
         stats = np.concatenate([np.ravel(rms.mean), np.ravel(rms.var),
                                 [norm.clip_obs, norm.epsilon, float(norm.norm_obs)]])
         parts.append(hashlib.sha256(np.asarray(stats, np.float64).tobytes()).hexdigest())
+    # the weights: SB3's policy object holds spaces and its last distribution besides them
     sha = _weights_sha256(model.policy.state_dict(), *parts)
 
     def act(obs: Any) -> Any:
