@@ -114,17 +114,36 @@ def spawned_pool(workers: int) -> Iterator[Any]:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _finished_while_stopping(futures: dict[Any, int], given: set[Any]
-                             ) -> Iterator[tuple[int, list[np.ndarray]]]:
-    """On Ctrl-C the tasks not started are cancelled, and those running (the pool's shutdown
-    waits for them anyway) go to the caller, which keeps them; a second Ctrl-C or a task that
-    fails ends the wait."""
+STOP_GRACE_S = 5.0
+"""On Ctrl-C or SIGTERM, how long running tasks may still finish (their results are kept)
+before their worker processes are killed: a run stops within seconds, whatever its user code
+does (a policy that never returns included)."""
+
+
+def _finished_while_stopping(futures: dict[Any, int], given: set[Any], done: Any,
+                             grace: float) -> Iterator[tuple[int, list[np.ndarray]]]:
+    """On Ctrl-C the tasks not started are cancelled, and those that finish within `grace`
+    seconds go to the caller, which keeps them; a second Ctrl-C or the deadline ends the
+    wait (the caller kills what still runs)."""
+    import queue
+    import time
+
     for fut in futures:
         fut.cancel()
-    with contextlib.suppress(Exception):
-        for fut in futures:
-            if fut not in given and not fut.cancelled():
-                yield futures[fut], fut.result()
+    deadline = time.monotonic() + grace
+    while any(not f.done() or (f not in given and not f.cancelled()) for f in futures):
+        try:
+            fut = done.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            return
+        if fut in given or fut.cancelled():
+            continue
+        given.add(fut)
+        try:
+            result = fut.result()
+        except Exception:  # a task that failed while stopping: nothing to keep
+            continue
+        yield futures[fut], result
 
 
 def _die_with(parent: int) -> None:
@@ -197,7 +216,11 @@ class ProcessExecutor(Executor):
                 given.add(fut)
                 yield futures[fut], fut.result()
         except KeyboardInterrupt:
-            yield from _finished_while_stopping(futures, given)
+            try:
+                yield from _finished_while_stopping(futures, given, done, STOP_GRACE_S)
+            finally:
+                if not all(f.done() for f in futures):  # still running: never wait on them
+                    self._kill_pool()
             raise
         except BrokenProcessPool as exc:
             self._discard_pool()
@@ -208,6 +231,16 @@ class ProcessExecutor(Executor):
         finally:
             for fut in futures:
                 fut.cancel()
+
+    def _kill_pool(self) -> None:
+        """Kill the workers (a task that never returns cannot be waited for) and drop the
+        pool; the next task starts a new one."""
+        if self._pool is None:
+            return
+        for process in list(getattr(self._pool, "_processes", {}).values()):  # the stdlib's
+            with contextlib.suppress(OSError, ValueError):  # own map of its workers
+                process.kill()
+        self._discard_pool()
 
     def _discard_pool(self) -> None:
         if self._pool is not None:
