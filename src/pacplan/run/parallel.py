@@ -253,6 +253,38 @@ class ProcessExecutor(Executor):
             self._pool = None
 
 
+@contextlib.contextmanager
+def _signals_kept() -> Iterator[None]:
+    """Ray's core installs its own SIGTERM handler in the driver, which aborts the process
+    with a core-dump message; pacplan's (SIGTERM as Ctrl-C: unwind, keep finished chunks) is
+    put back once Ray has started."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    kept = {signum: signal.getsignal(signum) for signum in _DRIVER_SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, handler in kept.items():
+            if handler is not None:
+                signal.signal(signum, handler)
+
+
+@contextlib.contextmanager
+def _group_signals_blocked() -> Iterator[None]:
+    """SIGINT and SIGTERM blocked while Ray starts its processes, a mask they inherit: a
+    signal to the whole process group (Ctrl-C, `timeout`, a scheduler) reaches the driver,
+    which cancels its tasks and shuts Ray down, instead of killing Ray's daemons under it."""
+    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - not POSIX
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, _DRIVER_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
 def _ray_task(spec: WorldSpec, task: list[Block]) -> tuple[str, list[np.ndarray]]:
     """The task's blocks and the node it ran on (its IP address), for `placement()`."""
     import ray.util
@@ -299,18 +331,23 @@ class RayExecutor(Executor):
             if address:
                 check_ray_address(address, RAY_CONNECT_TIMEOUT_S)
             try:
-                if address:
-                    ray.init(address=address, log_to_driver=False,
-                             logging_level=logging.WARNING)
-                else:
-                    ray.init(num_cpus=int(workers or os.cpu_count() or 1), log_to_driver=False,
-                             include_dashboard=False, logging_level=logging.WARNING)
+                with _signals_kept(), _group_signals_blocked():
+                    self._init(ray, workers, address)
             except (ConnectionError, RuntimeError, ValueError) as exc:
                 where = f"cluster at {address}" if address else "a local Ray instance"
                 first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
                 raise PacplanError(f"could not connect to {where}: {first_line}") from None
             self._started = True
         self._fn = ray.remote(num_cpus=1)(_ray_task)
+
+    @staticmethod
+    def _init(ray: Any, workers: int | None, address: str | None) -> None:
+        if address:
+            ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
+        else:  # "local": always a new instance, never one a killed driver left behind
+            ray.init(address="local", num_cpus=int(workers or os.cpu_count() or 1),
+                     log_to_driver=False, include_dashboard=False,
+                     logging_level=logging.WARNING)
 
     @property
     def workers(self) -> int:
@@ -340,6 +377,12 @@ class RayExecutor(Executor):
             raise  # the task's own code failed: its traceback is the report
         except ray.exceptions.RayError as exc:  # Ray's retries are spent: the cluster lost it
             raise WorkersLost(_lost_line(exc, spec)) from None
+        except KeyboardInterrupt:  # stopping: a task that never returns is killed, not awaited
+            for ref in pending:
+                with contextlib.suppress(ray.exceptions.RayError, ConnectionError):
+                    ray.cancel(ref, force=True)
+            pending = []
+            raise
         finally:
             for ref in pending:  # a cluster that is gone cannot cancel: nothing left to stop
                 with contextlib.suppress(ray.exceptions.RayError, ConnectionError):
