@@ -268,3 +268,18 @@ def test_a_global_a_function_reads_is_part_of_its_identity(tmp_path: Path,
     with pytest.warns(pacplan.UnidentifiedInputWarning):
         certify_policy("CartPole-v1", [user_policies.thresholded], out=tmp_path / "p",
                        **ARGS)
+
+
+def test_a_session_whose_file_was_replaced_is_refused(tmp_path: Path) -> None:
+    """The rollouts use the file's bytes; a session made before the file was replaced computes
+    something else, and was certified as the new file (its rows joined the old ones)."""
+    ort = pytest.importorskip("onnxruntime")
+    from helpers import onnx_linear
+
+    onnx_linear(tmp_path / "m.onnx", 4, 2)
+    session = ort.InferenceSession(str(tmp_path / "m.onnx"))
+    assert _record(certify_policy("CartPole-v1", [session], out=tmp_path / "a", **ARGS))
+    onnx_linear(tmp_path / "m.onnx", 4, 2, scale=-1.0)
+    with pytest.raises(PacplanError, match=r"policy #0: the onnxruntime session computes "
+                                           r"other outputs than its file .*m\.onnx"):
+        certify_policy("CartPole-v1", [session], out=tmp_path / "a", **ARGS)

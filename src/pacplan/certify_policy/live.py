@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from pacplan.certify_policy.policies import ImportedPolicy, load_policy
+from pacplan.certify_policy.policies import ImportedPolicy
 from pacplan.errors import PacplanError
 from pacplan.io.user_code import calling_user_code, user_code_sha256, user_files
 
@@ -175,7 +175,7 @@ def policy_from_object(obj: Any, index: int, observation_space: spaces.Space,
         if not isinstance(path, str) or not path:
             raise PacplanError(f"policy #{index}: an onnxruntime session made from bytes has no "
                                "file to identify it by: pass the .onnx file's path instead")
-        return load_policy(path, observation_space, action_space)
+        return _session_policy(obj, path, index, observation_space, action_space)
     if callable(obj):
         sha, source = function_identity(obj)
         return ImportedPolicy(f"policy #{index} ({describe(obj)})", "callable", sha, obj,
@@ -183,6 +183,33 @@ def policy_from_object(obj: Any, index: int, observation_space: spaces.Space,
     raise PacplanError(f"policy #{index} is a {type(obj).__name__}: give a path (.zip, .onnx), "
                        "'module:callable', a function obs -> action, a torch module, a "
                        "Stable-Baselines3 model or an onnxruntime session")
+
+
+def _session_policy(session: Any, path: str, index: int, observation_space: spaces.Space,
+                    action_space: spaces.Space) -> ImportedPolicy:
+    """An onnxruntime session as the file it was made from, which is what is rolled out and
+    identified; the session must still compute what the file does (on the zero observation
+    and three drawn ones), or the file was replaced after the session was made."""
+    from pacplan.certify_policy.onnx_file import OnnxPolicy
+    from pacplan.io.files import read_file_bytes, sha256_bytes
+
+    data = read_file_bytes(path, f"policy #{index} ({path})")
+    onnx = OnnxPolicy(path, data, observation_space, action_space)
+    space = spaces.flatten_space(observation_space)
+    space.seed(0)
+    probes = [np.zeros(space.shape, np.float32), *(space.sample() for _ in range(3))]
+    name = session.get_inputs()[0].name
+    for x in probes:
+        batch = np.nan_to_num(np.asarray(x, np.float32)).reshape(1, -1)
+        with calling_user_code(f"policy #{index}: the onnxruntime session failed"):
+            mine = np.asarray(session.run(None, {name: batch})[0], np.float64).reshape(-1)
+        theirs = onnx.run_raw(batch)
+        if mine.shape != theirs.shape or not np.allclose(mine, theirs, rtol=1e-5, atol=1e-6,
+                                                         equal_nan=True):
+            raise PacplanError(f"policy #{index}: the onnxruntime session computes other "
+                               f"outputs than its file {path} (replaced after the session "
+                               "was made?): pass the file's path to certify what it holds")
+    return ImportedPolicy(path, onnx.kind, sha256_bytes(data), onnx.act)
 
 
 def _is_torch_module(obj: Any) -> bool:

@@ -196,6 +196,10 @@ class OnnxPolicy:
         return action_from_output(self.label, self._run(x, "an observation"), x[0],
                                   self._action_space)
 
+    def run_raw(self, x: np.ndarray) -> np.ndarray:
+        """The model's first output, flat, on the float32 batch `x` (a check's probe)."""
+        return self._run(x, "a probe observation")
+
     def _session(self) -> tuple[_Server, int]:
         """The child and this model's handle there, loading the model into a new child."""
         server = _server()
