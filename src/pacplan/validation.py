@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import functools
 import inspect
+import itertools
 import math
 import re
 import sys
@@ -361,8 +362,7 @@ def _type_text(annotation: Any) -> str:
 
 
 def is_int(value: Any) -> bool:
-    """Whether `value` is an integer as JSON gives one (an int, not a bool, which is an int
-    subclass): the check for a count read from a file."""
+    """Whether `value` is an integer as JSON gives one (an int, not a bool): a count."""
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -372,14 +372,8 @@ def overlapping_ranges(ranges: dict[str, Sequence[int]]) -> list[tuple[str, str]
     The one rule behind "prior, certification and test environments must be disjoint": the
     config, a given prior's recorded seeds and `verify` all ask it; each phrases its message.
     """
-    names = list(ranges)
-    pairs = []
-    for i, a in enumerate(names):
-        for b in names[i + 1:]:
-            (a0, a1), (b0, b1) = ranges[a], ranges[b]
-            if a0 < b1 and b0 < a1:
-                pairs.append((a, b))
-    return pairs
+    return [(a, b) for (a, (a0, a1)), (b, (b0, b1)) in itertools.combinations(ranges.items(), 2)
+            if a0 < b1 and b0 < a1]
 
 
 def check_teacher_seeds(seeds: Sequence[int], forbidden: Mapping[str, Sequence[int] | None],
@@ -388,10 +382,8 @@ def check_teacher_seeds(seeds: Sequence[int], forbidden: Mapping[str, Sequence[i
     and test: a teacher's labels there would void the bound and the test estimate), naming the
     first clash; `may_see` says which environments a teacher may see instead."""
     lo, hi = int(seeds[0]), int(seeds[1])
-    ranges: dict[str, tuple[int, int]] = {"teacher": (lo, hi)}
-    for role, r in forbidden.items():
-        if r is not None:
-            ranges[role] = (int(r[0]), int(r[1]))
+    ranges = {"teacher": (lo, hi), **{role: (int(r[0]), int(r[1]))
+                                      for role, r in forbidden.items() if r is not None}}
     clashes = [b if a == "teacher" else a for a, b in overlapping_ranges(ranges)
                if "teacher" in (a, b)]
     if clashes:

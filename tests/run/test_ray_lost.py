@@ -65,7 +65,7 @@ class _DyingRay:
 
 def _dying_ray_executor(error: BaseException, dies_at: int) -> Executor:
     """A `RayExecutor` whose Ray is `_DyingRay` (no cluster is started)."""
-    from pacplan.run.parallel import RayExecutor
+    from pacplan.run.ray_executor import RayExecutor
 
     ex = RayExecutor.__new__(RayExecutor)
     Executor.__init__(ex, **CHUNKS)

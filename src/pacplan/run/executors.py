@@ -13,10 +13,11 @@ Two callers:
   `iter_chunks` yields each finished chunk as it completes so it can be persisted, and skips
   chunks already done, so a killed run resumes without recomputation.
 
-The parallel executors live in `pacplan.run.parallel`; what all three share (the task grid,
-`WorldSpec`, `compute_task`, the `Executor` base) in `pacplan.run.tasks`. The process pool uses
-the "spawn" start method (safe with torch, PyBullet and Ray threads), so a script that uses it
-must guard its entry point with `if __name__ == "__main__":`.
+The parallel executors live in `pacplan.run.parallel` and `pacplan.run.ray_executor`; what
+all three share (the task grid, `WorldSpec`, `compute_task`, the `Executor` base) in
+`pacplan.run.tasks`. The process pool uses the "spawn" start method (safe with torch, PyBullet
+and Ray threads), so a script that uses it must guard its entry point with
+`if __name__ == "__main__":`.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ import numpy as np
 
 from pacplan.choices import EXECUTORS
 from pacplan.config import ExecutorConfig
-from pacplan.run.parallel import ProcessExecutor, RayExecutor
+from pacplan.run.parallel import ProcessExecutor
+from pacplan.run.ray_executor import RayExecutor
 from pacplan.run.tasks import (
     Block,
     Chunk,

@@ -1,13 +1,9 @@
-"""The parallel executors: a persistent pool of spawned processes, and Ray (local or a cluster).
+"""The process-pool executor: a persistent pool of spawned processes (Ray's executor, which
+shares its task function and signal rules, is `pacplan.run.ray_executor`).
 
-Both run `compute_task` on the same fixed task grid as the serial executor, so their results are
+It runs `compute_task` on the same fixed task grid as the serial executor, so its results are
 bit-identical to it. Each worker process keeps its own world cache (made by its initializer, or
 on its first Ray task) and never shares it with the driver.
-
-A Ray cluster address is checked before `ray.init` (`pacplan.run.ray_address`). Ray's own INFO
-lines stay out of pacplan's output (workers' logs are not sent to the driver, the driver's Ray
-logger says warnings only); instead each task reports its node, and `placement()` counts tasks
-per node.
 
 The process pool is the standard library's `concurrent.futures.ProcessPoolExecutor` (spawned
 workers, an initializer building each one's world cache). What it cannot do is kept here: the
@@ -19,19 +15,16 @@ Ctrl-C, the results of the tasks that were running when it came.
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import signal
 import sys
 import threading
-from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
 from pacplan.errors import PacplanError
-from pacplan.run.ray_address import RAY_CONNECT_TIMEOUT_S, check_ray_address
 from pacplan.run.tasks import (
     Block,
     Executor,
@@ -60,7 +53,7 @@ def _worker_init(parent: int | None = None) -> None:
     _PROCESS_WORLDS = WorldCache()
 
 
-_DRIVER_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+DRIVER_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def leave_signals_to_the_driver() -> None:
@@ -70,10 +63,10 @@ def leave_signals_to_the_driver() -> None:
     for good (CPython gh-94777). The driver unwinds and lets running tasks finish; killed
     outright, it takes its workers along (`_die_with`). Started with both signals blocked
     (`_started_pool`), the worker drops any that came meanwhile, then unblocks them."""
-    for signum in _DRIVER_SIGNALS:
+    for signum in DRIVER_SIGNALS:
         signal.signal(signum, signal.SIG_IGN)
     if hasattr(signal, "pthread_sigmask"):
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, _DRIVER_SIGNALS)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, DRIVER_SIGNALS)
 
 
 def _started_pool(workers: int, initializer: Any, initargs: tuple[Any, ...] = ()) -> Any:
@@ -89,7 +82,7 @@ def _started_pool(workers: int, initializer: Any, initargs: tuple[Any, ...] = ()
                                initializer=initializer, initargs=initargs)
     if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - not POSIX
         return pool
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, _DRIVER_SIGNALS)
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, DRIVER_SIGNALS)
     try:
         for _ in range(workers):
             pool.submit(int)
@@ -161,7 +154,7 @@ def _die_with(parent: int) -> None:
         os._exit(1)
 
 
-def _pool_task(spec: WorldSpec, task: list[Block]) -> list[np.ndarray]:
+def pool_task(spec: WorldSpec, task: list[Block]) -> list[np.ndarray]:
     if _PROCESS_WORLDS is None:  # a Ray worker: no initializer ran in this process
         _worker_init()
     assert _PROCESS_WORLDS is not None
@@ -208,7 +201,7 @@ class ProcessExecutor(Executor):
         # and a Ctrl-C landing there left locks held that the pool's thread waited on for good.
         done: queue.SimpleQueue[Any] = queue.SimpleQueue()
         try:
-            futures = {pool.submit(_pool_task, spec, t): i for i, t in enumerate(tasks)}
+            futures = {pool.submit(pool_task, spec, t): i for i, t in enumerate(tasks)}
             for fut in futures:
                 fut.add_done_callback(done.put)
             for _ in futures:
@@ -251,153 +244,3 @@ class ProcessExecutor(Executor):
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
-
-
-@contextlib.contextmanager
-def _signals_kept() -> Iterator[None]:
-    """Ray's core installs its own SIGTERM handler in the driver, which aborts the process
-    with a core-dump message; pacplan's (SIGTERM as Ctrl-C: unwind, keep finished chunks) is
-    put back once Ray has started."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    kept = {signum: signal.getsignal(signum) for signum in _DRIVER_SIGNALS}
-    try:
-        yield
-    finally:
-        for signum, handler in kept.items():
-            if handler is not None:
-                signal.signal(signum, handler)
-
-
-@contextlib.contextmanager
-def _group_signals_blocked() -> Iterator[None]:
-    """SIGINT and SIGTERM blocked while Ray starts its processes, a mask they inherit: a
-    signal to the whole process group (Ctrl-C, `timeout`, a scheduler) reaches the driver,
-    which cancels its tasks and shuts Ray down, instead of killing Ray's daemons under it."""
-    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - not POSIX
-        yield
-        return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, _DRIVER_SIGNALS)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
-
-
-def _ray_task(spec: WorldSpec, task: list[Block]) -> tuple[str, list[np.ndarray]]:
-    """The task's blocks and the node it ran on (its IP address), for `placement()`."""
-    import ray.util
-
-    return ray.util.get_node_ip_address(), _pool_task(spec, task)
-
-
-_LOST = (("NodeDiedError", "a Ray node died"),
-         ("LocalRayletDiedError", "this machine's Ray node died"),
-         ("OutOfMemoryError", "Ray killed a worker for memory"),
-         ("WorkerCrashedError", "a Ray worker process died"),
-         ("RayActorError", "a Ray worker process died"),
-         ("ObjectLostError", "a task's result was lost with the node that held it"))
-"""Ray's error types (by class name, subclasses included) in words, first match first."""
-
-
-def _lost_line(exc: BaseException, spec: WorldSpec) -> str:
-    """What Ray lost, in words, with Ray's own error type and first line."""
-    names = {cls.__name__ for cls in type(exc).__mro__}
-    what = next((text for name, text in _LOST if name in names), "the Ray cluster failed")
-    detail = " ".join((str(exc).strip().splitlines() or [""])[0].split())[:200]
-    return (f"{what} while computing costs for world {spec.name!r} ({type(exc).__name__}"
-            f"{': ' + detail if detail else ''}); Ray's retries did not recover it")
-
-
-class RayExecutor(Executor):
-    """Ray tasks on a local Ray (started with `workers` CPUs) or an existing cluster (`address`)."""
-
-    kind = "ray"
-
-    def __init__(self, workers: int | None = None, address: str | None = None,
-                 **chunks: int) -> None:
-        super().__init__(**chunks)
-        try:
-            import ray
-        except ImportError as exc:
-            raise PacplanError(
-                "the ray executor needs Ray: pip install 'pacplan[ray]'"
-            ) from exc
-        self._ray = ray
-        self._started = False
-        self._per_node: Counter[str] = Counter()
-        if not ray.is_initialized():
-            if address:
-                check_ray_address(address, RAY_CONNECT_TIMEOUT_S)
-            try:
-                with _signals_kept(), _group_signals_blocked():
-                    self._init(ray, workers, address)
-            except (ConnectionError, RuntimeError, ValueError) as exc:
-                where = f"cluster at {address}" if address else "a local Ray instance"
-                first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-                raise PacplanError(f"could not connect to {where}: {first_line}") from None
-            self._started = True
-        self._fn = ray.remote(num_cpus=1)(_ray_task)
-
-    @staticmethod
-    def _init(ray: Any, workers: int | None, address: str | None) -> None:
-        if address:
-            ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
-        else:  # "local": always a new instance, never one a killed driver left behind
-            ray.init(address="local", num_cpus=int(workers or os.cpu_count() or 1),
-                     log_to_driver=False, include_dashboard=False,
-                     logging_level=logging.WARNING)
-
-    @property
-    def workers(self) -> int:
-        return max(1, int(self._ray.cluster_resources().get("CPU", 1)))
-
-    def _run(self, spec: WorldSpec, tasks: list[list[Block]]
-             ) -> Iterator[tuple[int, list[np.ndarray]]]:
-        ray = self._ray
-        pending: list[Any] = []
-        try:
-            spec_ref = ray.put(spec)
-            refs = {self._fn.remote(spec_ref, t): i for i, t in enumerate(tasks)}
-            pending = list(refs)
-            while pending:
-                ready, pending = ray.wait(pending, num_returns=1)
-                for ref in ready:
-                    try:
-                        node, result = ray.get(ref)
-                    except ray.exceptions.RayTaskError as exc:
-                        cause = getattr(exc, "cause", None)
-                        if isinstance(cause, PacplanError):
-                            raise PacplanError(str(cause)) from None
-                        raise
-                    self._per_node[node] += 1
-                    yield refs[ref], result
-        except ray.exceptions.RayTaskError:
-            raise  # the task's own code failed: its traceback is the report
-        except ray.exceptions.RayError as exc:  # Ray's retries are spent: the cluster lost it
-            raise WorkersLost(_lost_line(exc, spec)) from None
-        except KeyboardInterrupt:  # stopping: a task that never returns is killed, not awaited
-            for ref in pending:
-                with contextlib.suppress(ray.exceptions.RayError, ConnectionError):
-                    ray.cancel(ref, force=True)
-            pending = []
-            raise
-        finally:
-            for ref in pending:  # a cluster that is gone cannot cancel: nothing left to stop
-                with contextlib.suppress(ray.exceptions.RayError, ConnectionError):
-                    ray.cancel(ref, force=False)
-
-    def placement(self) -> str | None:
-        """"ray: 63 tasks on 2 nodes (10.0.0.5: 40, 10.0.0.6: 23)" for the tasks so far."""
-        if not self._per_node:
-            return None
-        total = sum(self._per_node.values())
-        nodes = ", ".join(f"{node}: {n}" for node, n in sorted(self._per_node.items()))
-        return (f"ray: {total} task{'s' if total != 1 else ''} on {len(self._per_node)} "
-                f"node{'s' if len(self._per_node) != 1 else ''} ({nodes})")
-
-    def close(self) -> None:
-        if self._started and self._ray.is_initialized():
-            self._ray.shutdown()
-        self._started = False
