@@ -256,6 +256,14 @@ def test_run_errors_name_python_arguments(tmp_path: Path) -> None:
         pacplan.run("toy-quik", tmp_path / "x")
     with pytest.raises(PacplanError, match="unknown field"):
         pacplan.run(TINY | {"bogus": 1}, tmp_path / "y")
+    for kwargs, words in (({"progress": "no"}, "progress must be True or False, got 'no'"),
+                          ({"report": None}, "report must be True or False, got None"),
+                          ({"prior": 5}, r"prior must be a path \(a str or os.PathLike\), got int"),
+                          ({"address": 5}, "address must be a Ray cluster address")):
+        with pytest.raises(PacplanError, match=words):  # a TypeError, or accepted, before
+            pacplan.run(TINY, tmp_path / "x", **kwargs)
+    with pytest.raises(PacplanError, match=r"out must be a path \(a str or os.PathLike\)"):
+        pacplan.run(TINY, 5)  # type: ignore[arg-type]
     # nothing was left half-made by the refused runs
     assert not (tmp_path / "w").exists() and not (tmp_path / "x").exists()
     assert not (tmp_path / "y").exists()

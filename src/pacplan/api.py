@@ -191,6 +191,15 @@ def _run(config: Any, out: PathLike | None, prior: PathLike | None, progress: bo
     from pacplan.run.prior_world import adopt_prior_options, prior_source
     from pacplan.run.rundir import RunDir
 
+    for name, flag in (("progress", progress), ("report", report)):
+        check_flag(flag, name)
+    for name, path in (("out", out), ("prior", prior)):
+        if path is not None and not isinstance(path, str | os.PathLike):
+            raise PacplanError(f"{name} must be a path (a str or os.PathLike), got "
+                               f"{type(path).__name__}")
+    if address is not None and not isinstance(address, str):
+        raise PacplanError(f"address must be a Ray cluster address (a str), got "
+                           f"{type(address).__name__}")
     cfg = _config(config)
     if executor is not None:
         cfg.executor.kind = check_choice("executor", executor, EXECUTORS)

@@ -113,3 +113,17 @@ def test_a_npy_is_not_taken_for_the_statistics(tmp_path: Path) -> None:
                                            r"are an \.npz of mean, var, clip_obs, epsilon"):
         certify_policy("CartPole-v1", [user_policies.balance], n=5, return_bounds=(0, 500),
                        obs_normalization=tmp_path / "stats.npy", out=tmp_path / "out")
+
+
+@pytest.mark.parametrize(("kwargs", "expected"), [
+    ({"train_seeds": 5}, "train_seeds must be two integers [start, stop), got 5"),
+    ({"log": 5}, "log must be a function of one message (or None), got int"),
+    ({"names": 5}, "names must be a pacplan.certify_policy.seeds.Names, got int"),
+])
+def test_remaining_type_errors_are_one_line(tmp_path: Path, kwargs: dict, expected: str
+                                            ) -> None:
+    """A TypeError or AttributeError traceback each, before."""
+    with pytest.raises(PacplanError) as info:
+        certify_policy("CartPole-v1", [user_policies.balance], n=5, return_bounds=(0, 500),
+                       out=tmp_path / "out", **kwargs)
+    assert str(info.value) == expected

@@ -141,7 +141,13 @@ def certify_policy(env_id: Any, policies: Sequence[Any], *, n: int = DEFAULT_N,
     lambda, closure, callable object or environment instance cannot be (its state is in no
     file): the certificate says so and the folder cannot be resumed
     (`pacplan.certify_policy.live`)."""
+    if names is not None and not isinstance(names, Names):
+        raise PacplanError(f"names must be a pacplan.certify_policy.seeds.Names, got "
+                           f"{type(names).__name__}")
     names = names or Names()
+    if log is not None and not callable(log):
+        raise PacplanError(f"log must be a function of one message (or None), got "
+                           f"{type(log).__name__}")
     check_delta(check_real(delta, names.delta))
     for flag, value in (("success_needs_terminated", success_needs_terminated),
                         ("clip_actions", clip_actions), ("progress", progress)):

@@ -65,7 +65,8 @@ def seed_ranges(n: int, test_n: int, first_seed: int, train_seeds: Sequence[int]
                                         "seeds")) if test_n else None)
     train = None
     if train_seeds is not None:
-        train = list(check_int64_seed_range(list(train_seeds), names.train_seeds))
+        seq = list(train_seeds) if isinstance(train_seeds, tuple | range) else train_seeds
+        train = list(check_int64_seed_range(seq, names.train_seeds))
         roles = {"certification": cert, "test": test, "training": train}
         for a, b in overlapping_ranges({k: v for k, v in roles.items() if v is not None}):
             raise PacplanError(
