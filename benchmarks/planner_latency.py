@@ -76,7 +76,9 @@ def uav(folder: Path, n: int, threads: int) -> tuple[dict[str, float], list[np.n
     planner = Planner.load(export_planner(run, folder / "uav"), threads)
     images = _uav_images(planner, n)
     k = planner.start_episode(np.random.default_rng(1))
-    theta = np.load(run / "policies.npy")[k : k + 1]
+    from pacplan.run.rundir import checked_policies
+
+    theta = checked_policies(run)[k : k + 1]
     torch.set_num_threads(threads)
     parts, cells = pol.split_theta(torch.as_tensor(theta)), pol.FilterCells()
     one = torch.zeros(1, dtype=torch.long)
@@ -159,7 +161,9 @@ def quadruped(folder: Path, n: int, threads: int) -> dict[str, float]:
 
     planner = Planner.load(export_planner(ROOT / "results" / "quadruped", folder / "q"), threads)
     k = planner.start_episode(np.random.default_rng(1))
-    theta = np.load(ROOT / "results" / "quadruped" / "policies.npy")[k]
+    from pacplan.run.rundir import checked_policies
+
+    theta = checked_policies(ROOT / "results" / "quadruped")[k]
     rng = np.random.default_rng(2)
     obs = [{"depth": rng.uniform(0.3, 10.0, (50, 50)).astype(np.float32),
             "proprio": rng.normal(0.0, 1.0, 22).astype(np.float32)} for _ in range(n)]

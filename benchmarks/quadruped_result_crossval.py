@@ -28,7 +28,7 @@ import numpy as np
 from pacplan.io.files import atomic_write_json
 from pacplan.pacbayes.matrices import matrix_from_bytes
 from pacplan.pacbayes.record import Certificate
-from pacplan.run.rundir import RunDir
+from pacplan.run.rundir import RunDir, checked_policies
 from quadruped_prior_eval import fly_diagonal
 
 Z99 = 2.5758293035489004  # standard normal 0.995 quantile
@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"{run / cert['test_matrix']['path']}: sha256 differs from the "
                          "certificate's; run `pacplan verify` first")
     test = matrix_from_bytes(data, "test matrix")
-    thetas = np.load(run / "policies.npy", allow_pickle=False).astype(np.float64)
+    thetas = checked_policies(run).astype(np.float64)
     p = np.asarray(cert["p"], dtype=np.float64)
     world = cert["provenance"]["world"]
     first_test = int(cert["provenance"]["seeds"]["test"][0])

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from pacplan.errors import PacplanError
+from pacplan.run.rundir import checked_policies
 
 
 class _BenchError(Exception):
@@ -59,7 +60,7 @@ def _run_parts(run: Path) -> tuple[dict[str, Any], np.ndarray, dict[str, np.ndar
     lo = int(config["seeds"]["cert"][0])
     test_lo, test_hi = (int(v) for v in config["seeds"]["test"])
     seeds = {"cert": np.arange(lo, lo + n_max), "test": np.arange(test_lo, test_hi)}
-    policies = np.load(run / "policies.npy", allow_pickle=False)
+    policies = checked_policies(run)
     return dict(config["world"].get("options") or {}), policies, seeds
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from pacplan.run.rundir import checked_policies
 from pacplan.runtime.monitor import CertificateMonitor, log_evidence
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,7 +78,7 @@ def main() -> None:
     cert = json.loads((RUN / "certificate.json").read_text())
     p = np.asarray(cert["p"], dtype=np.float64)
     certified = float(cert["certified"])
-    thetas = np.load(RUN / "policies.npy")
+    thetas = checked_policies(RUN)
     test = np.load(RUN / "costs" / "test.npy")
     rng = np.random.default_rng(24)
     out: dict[str, Any] = {"certified": certified, "alpha": args.alpha, "worlds": {}}

@@ -23,6 +23,31 @@ if os.environ.get("PACPLAN_TEST_OTHER_LIBM") == "1":  # scripts/test-as-another-
     other_libm.install()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def shipped_results_whole() -> None:
+    """The shipped results leave out what pacplan draws again or fetches: policies.npy (drawn
+    from the prior and the recorded seed, hash-checked) and, in the runs of the paper's own
+    prior, its Minitaur weights (`pacplan data minitaur-prior`, from the paper's files when
+    they are here). Put back once a session, as a user's first command would, so tests may
+    read them as files."""
+    from pacplan.errors import PacplanError
+    from pacplan.io.paperdata import MINITAUR_PRIOR_SHA256
+    from pacplan.run.paper_priors import write_minitaur_prior_file
+    from pacplan.run.rundir import Manifest, RunDir
+
+    for manifest in sorted((Path(__file__).resolve().parents[1] / "results").glob(
+            "*/manifest.json")):
+        run = manifest.parent
+        prior = run / RunDir.PRIOR
+        if not prior.exists() and paper_data_dir() is not None and \
+                Manifest(run).sha(RunDir.PRIOR) == MINITAUR_PRIOR_SHA256:
+            write_minitaur_prior_file(prior)
+        try:
+            Manifest(run).check(RunDir.POLICIES)
+        except PacplanError:  # the paper's prior is not here: its tests say so themselves
+            continue
+
+
 def _missing_message(d: Path | None) -> str:
     """Why the matrices are missing and the one command that fetches them."""
     where = (f"in {d}" if d is not None else

@@ -39,7 +39,7 @@ from pacplan.config import config_to_dict, files_read_from, parse_config
 from pacplan.errors import PacplanError
 from pacplan.io.files import npy_from_bytes, read_file_bytes, sha256_file
 from pacplan.io.yamlio import read_yaml
-from pacplan.run.rundir import RunDir
+from pacplan.run.rundir import Manifest, RunDir
 
 TOLERANCE = 1e-9
 """|a − b| ≤ TOLERANCE · max(1, |a|, |b|): what `verify` allows a recomputed certificate number.
@@ -77,6 +77,9 @@ def compare_runs(a: str | Path, b: str | Path) -> Difference | Agreement:
     """The first difference between run directories `a` and `b` under the contract, or what
     agreed. Raises `PacplanError` when either is not a run directory or a file is unreadable."""
     dirs = (_run_dir(a), _run_dir(b))
+    for d in dirs:  # a shipped run leaves its draws out: drawn again, hash-checked
+        if (d / RunDir.MANIFEST).is_file():
+            Manifest(d).check(RunDir.POLICIES)
     identical: list[str] = []
     within: list[str] = []
     for name, kind in _artifacts(*dirs):

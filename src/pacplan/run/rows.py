@@ -45,6 +45,7 @@ def leading_cert_rows(rd: RunDir) -> np.ndarray:
     if inputs is None or ChunkStore.stamped_inputs(rd.chunks("cert")) != inputs:
         raise PacplanError(f"{rd.path} has neither a finished {name} nor certification chunks "
                            "of its own inputs")
+    manifest.check(RunDir.POLICIES)  # drawn again if a shipped run left it out
     rows = _leading_chunk_rows(rd, "cert", inputs, n, len(load_npy(rd / RunDir.POLICIES)),
                                cfg["executor"])
     if rows is None:

@@ -35,11 +35,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from pacplan.errors import PacplanError
-from pacplan.es.checkpoint import CheckpointFiles
+from pacplan.es.checkpoint import CheckpointFiles, load_prior
 from pacplan.io.files import (
+    atomic_write_bytes,
     atomic_write_json,
     atomic_write_text,
+    npy_bytes,
+    npy_from_bytes,
     read_file_bytes,
     sha256_bytes,
     sha256_file,
@@ -262,6 +267,11 @@ class Manifest:
         path = self.run_dir / name
         entry = self.entries.get(name)
         if not path.is_file():
+            drawn = (self._redraw_policies(entry) if entry is not None
+                     and name == RunDir.POLICIES else None)
+            if drawn is not None:
+                self._check_inputs(name, entry, inputs)  # type: ignore[arg-type]
+                return drawn
             if entry is not None:
                 raise PacplanError(missing_minitaur_prior(path, entry["sha256"])
                                    or f"{name} is recorded in {RunDir.MANIFEST} but missing "
@@ -274,11 +284,49 @@ class Manifest:
         if actual != entry["sha256"]:
             raise PacplanError(f"{name} in {self.run_dir} has changed or is corrupted (sha256 "
                                f"{actual[:12]}… ≠ recorded {entry['sha256'][:12]}…)")
+        self._check_inputs(name, entry, inputs)
+        return data
+
+    def _check_inputs(self, name: str, entry: dict[str, Any], inputs: dict[str, Any]) -> None:
         for key, value in inputs.items():
             if identity(entry["inputs"].get(key)) != identity(value):
                 raise PacplanError(f"{name} in {self.run_dir} was made from a different {key} "
                                    f"than this run uses; use a new --out directory")
+
+
+    def _redraw_policies(self, entry: dict[str, Any]) -> bytes | None:
+        """policies.npy drawn again from the run's checked prior, m and seed (a shipped run
+        leaves the draws out: `pacplan.es.draws`), if its bytes have the recorded sha256, and
+        written back where the folder is writable. None when the manifest does not say how it
+        was drawn."""
+        drawn = entry.get("inputs") or {}
+        m, seed = drawn.get("m"), drawn.get("seed")
+        if not (isinstance(m, int) and isinstance(seed, int) and m > 0
+                and drawn.get("prior") == self.sha(RunDir.PRIOR)):
+            return None
+        from pacplan.es.draws import draw_policies
+
+        if self.read_checked(RunDir.PRIOR) is None:  # unrecorded: nothing vouches for it
+            return None
+        mu, logvar = load_prior(self.run_dir / RunDir.PRIOR)
+        data = npy_bytes(draw_policies(mu, logvar, m, seed))
+        if sha256_bytes(data) != entry["sha256"]:
+            raise PacplanError(f"{self.run_dir / RunDir.POLICIES} is missing, and drawn again "
+                               f"from {RunDir.PRIOR} (m = {m}, seed {seed}) its sha256 is not "
+                               f"the recorded {entry['sha256'][:12]}…: the run cannot be "
+                               "checked without the file")
+        with contextlib.suppress(OSError):  # a read-only folder: the bytes serve this command
+            atomic_write_bytes(self.run_dir / RunDir.POLICIES, data)
         return data
+
+
+def checked_policies(run: str | Path) -> np.ndarray:
+    """A run's m policies as its manifest vouches for them (drawn again from its prior and
+    seed when a shipped run leaves policies.npy out)."""
+    data = Manifest(Path(run)).read_finished(RunDir.POLICIES)
+    if data is None:
+        raise PacplanError(f"{run} has no finished {RunDir.POLICIES}")
+    return npy_from_bytes(data, f"{RunDir.POLICIES} in {run}")
 
 
 SHA256_PATTERN = re.compile(r"[0-9a-f]{64}")

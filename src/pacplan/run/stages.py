@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from pacplan import portable
 from pacplan.config import RunConfig, config_to_dict
 from pacplan.errors import PacplanError
 from pacplan.es.checkpoint import load_prior, load_prior_seeds, read_prior
+from pacplan.es.draws import draw_policies
 from pacplan.io.files import (
     atomic_save_npy,
     atomic_write_bytes,
@@ -139,15 +139,14 @@ def _say_prior_seeds(cfg: RunConfig, seeds: tuple[int, int] | None, source: str 
 
 
 def ensure_policies(cfg: RunConfig, rd: RunDir, manifest: Manifest, prior_sha: str) -> str:
-    """Draw the m policies from the prior once and store them (never re-derived from an RNG)."""
+    """Draw the m policies from the prior once and store them (`pacplan.es.draws`: a run that
+    leaves them out has them drawn again, checked against the recorded sha256)."""
     inputs = {"prior": prior_sha, "m": cfg.policies.m, "seed": cfg.policies.seed}
     if manifest.check(RunDir.POLICIES, **inputs):
         return manifest.sha(RunDir.POLICIES) or ""
     mu, logvar = load_prior(rd / RunDir.PRIOR)
-    rng = np.random.default_rng(cfg.policies.seed)
-    sigma = portable.exp(0.5 * logvar.astype(np.float64))  # CPU-independent bits
-    thetas = mu.astype(np.float64) + sigma * rng.standard_normal((cfg.policies.m, mu.size))
-    atomic_save_npy(rd / RunDir.POLICIES, thetas.astype(np.float32))
+    atomic_save_npy(rd / RunDir.POLICIES, draw_policies(mu, logvar, cfg.policies.m,
+                                                        cfg.policies.seed))
     return manifest.record(RunDir.POLICIES, **inputs)
 
 
