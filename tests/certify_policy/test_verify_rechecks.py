@@ -111,7 +111,7 @@ def test_a_missing_file_is_named_not_called_ok(project: Path,
     assert code == 0 and out.startswith("OK for what could be checked"), out
     assert f"policy file {project / 'policy.onnx'} not found: not checked" in out, out
     code, out, err = _verify(project / "runs" / "cert", capsys, "--strict")
-    assert code == 1 and "1 input could not be checked (--strict)" in err, err
+    assert code == 1 and "1 item could not be checked (--strict)" in err, err
     with pytest.warns(NotCheckedWarning, match="policy.onnx not found: not checked"):
         pacplan.verify(project / "runs" / "cert" / "certificate.json")
     with pytest.raises(PacplanError, match=r"could not be checked \(strict\)"):
@@ -144,3 +144,14 @@ def test_a_planner_does_not_depend_on_the_machine_that_made_it(
     assert cli(["verify", str(tmp_path / "planner")], capsys)[0] == 0
     (tmp_path / "only.onnx").unlink()
     assert cli(["verify", str(tmp_path / "planner")], capsys)[0] == 0
+
+
+def test_a_certificate_out_of_its_folder_says_what_was_left_unchecked(
+        project: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    lone = tmp_path / "lone"
+    lone.mkdir()
+    shutil.copy(project / "runs" / "cert" / "certificate.json", lone)
+    shutil.copytree(project / "runs" / "cert" / "costs", lone / "costs")
+    code, out, _ = _verify(lone, capsys)
+    assert code == 0 and out.startswith("OK for what could be checked"), out
+    assert "no certify-policy.json beside it" in out, out

@@ -301,5 +301,11 @@ def verify_saved_in_full(path: str | Path, reach_files: bool = True) -> Verified
     from pacplan.run.provenance import RunDirProvenance
 
     p = Path(path)
-    return verify_in_full(p, PolicyDirProvenance(reach_files) if policy_dir_of(p) is not None
-                          else RunDirProvenance())
+    if policy_dir_of(p) is not None:
+        return verify_in_full(p, PolicyDirProvenance(reach_files))
+    verified = verify_in_full(p, RunDirProvenance())
+    if reach_files and KEY in (verified.certificate.provenance or {}):  # out of its folder
+        return Verified(verified.certificate, (
+            f"no {MARK} beside it: the certify-policy folder it was made in is not here, so "
+            "its stamp and the files it records were not checked",))
+    return verified

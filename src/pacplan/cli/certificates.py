@@ -111,10 +111,10 @@ def verify_cmd(
         console.print(f"[green]OK[/] {summary}")
         return
     if strict:
-        fail(f"{shown(file)}: {count(len(unchecked), 'input')} could not be checked "
+        fail(f"{shown(file)}: {count(len(unchecked), 'item')} could not be checked "
              f"(--strict): {unchecked[0]}", code=1)
     console.print(f"[yellow]OK for what could be checked[/] {summary}; "
-                  f"[yellow]{count(len(unchecked), 'input')} could not be checked[/] "
+                  f"[yellow]{count(len(unchecked), 'item')} could not be checked[/] "
                   "(--strict fails on this):")
     for line in unchecked:
         console.print(f"  [yellow]•[/] {escape(line)}", soft_wrap=True)
