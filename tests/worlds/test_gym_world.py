@@ -180,12 +180,14 @@ def test_serial_and_processes_agree_to_the_bit(pool) -> None:
 
 @pytest.mark.slow
 def test_monte_carlo_validity_of_the_certificate_on_cartpole() -> None:
-    """≥ 200 independent certification sets of N = 50 from 20,000 seeds: the kl-inverse bound of
-    the bound-optimal posterior falls below its true cost at most δ of the time (plus a binomial
-    allowance). The true cost is the posterior's cost on all 20,000 seeds."""
+    """300 independent certification sets of N = 50 drawn from a pool of 4000 seeds: the
+    kl-inverse bound of the bound-optimal posterior falls below its true cost at most δ of the
+    time (plus a binomial allowance). The distribution certified is the pool's, so the true
+    cost is the posterior's cost on the whole pool, exactly (a pool of 20,000 seeds made the
+    same test five times slower: only the number of draws sets its power)."""
     from pacplan.pacbayes.posterior import optimize_gibbs
 
-    m, n_big, n_cert, draws, delta = 8, 20_000, 50, 300, 0.05
+    m, n_big, n_cert, draws, delta = 8, 4_000, 50, 300, 0.05
     world = GymWorld(**{**CARTPOLE, "horizon": 40, "return_bounds": [0, 40]})
     thetas = BALANCE[None] + _thetas(m, scale=0.6, seed=1)
     big = world.costs(thetas, np.arange(1_000_000, 1_000_000 + n_big, dtype=np.int64))
