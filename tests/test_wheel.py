@@ -156,7 +156,9 @@ def test_fresh_venv_runs_a_preset_from_an_empty_folder(fresh_venv: Path, tmp_pat
 @pytest.mark.slow
 def test_fresh_venv_runs_uav_quick_from_an_empty_folder(fresh_venv: Path, tmp_path: Path) -> None:
     """The README's main job after a wheel install: the shipped prior is found in the package,
-    and the certificate verifies."""
+    the certificate verifies, and every artifact is the pinned one (tests/pins.py)."""
+    from pins import PINNED, UAV_QUICK, check_pinned
+
     bin_dir = fresh_venv / "bin"
     env = _user_env()
     out = _sh([bin_dir / "pacplan", "run", "uav-quick", "--quiet"], cwd=tmp_path, env=env,
@@ -166,3 +168,4 @@ def test_fresh_venv_runs_uav_quick_from_an_empty_folder(fresh_venv: Path, tmp_pa
     checked = _sh([bin_dir / "pacplan", "verify", "runs/uav-quick/certificate.json"],
                   cwd=tmp_path, env=env)
     assert checked.startswith("OK"), checked
+    check_pinned(tmp_path / "runs" / "uav-quick", UAV_QUICK, PINNED / "uav-quick")

@@ -40,7 +40,7 @@ def _command(out: Path, executor: str) -> list[str]:
 
 
 @pytest.mark.skipif(not hasattr(os, "killpg"), reason="POSIX process groups")
-@pytest.mark.parametrize("executor", ["processes", "ray"])
+@pytest.mark.parametrize("executor", ["processes", pytest.param("ray", marks=pytest.mark.slow)])
 def test_sigterm_stops_a_hung_parallel_run_and_the_resume_is_exact(tmp_path: Path,
                                                                    executor: str) -> None:
     """On Ray, SIGTERM to the group also aborted the driver in Ray's own handler (a core-dump

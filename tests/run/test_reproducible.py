@@ -59,43 +59,13 @@ from pacplan.presets import preset_path
 from pacplan.run.compare import value_difference
 from pacplan.run.pipeline import run
 from pacplan.run.provenance import verify_certificate as verify
+from pins import PINNED, TOY, UAV_QUICK, check_pinned
 
 REPO = Path(__file__).resolve().parents[2]
 
-TOY = {
-    "prior.safetensors": "a88a205d97fbae837ed1ab5bd1deef7c5041117217c7c1e7b63551d6200336fc",
-    "policies.npy": "c44671b0f011899941641c15ad16cb993210427c7fa2cc8645e7841d02776373",
-    "costs/cert.npy": "c02dd9748fd67a2f89571532519c816b841888a20a7f74ec89f0ff5178023b2e",
-    "costs/test.npy": "beb918859277e888ae0dd292779502e585fd5aee2ae0757ef82f2a0e9be92338",
-}
-
-UAV_QUICK = {  # re-pinned on purpose: the shipped `uav` prior became the conv student (issue 52)
-    "prior.safetensors": "493180ae624ce56f64bd4aa179a8e5a37996b2729f3bf65046fe7fe9dc5a5933",
-    "policies.npy": "93b86a7c4c7abcca64ef45a987f0f8ad352d6ed1bf267a4d9cdf94e2ef8d7c07",
-    "costs/cert.npy": "771c7bb94c6aaec335d70fd43e2e31aaf23bbc55679ed9f87b26955ea2e020cb",
-    "costs/test.npy": "97b63a950d24dc7d232f3a40aaf0343cad3019aed028504ae2553b75abe0ef86",
-    "costs/baseline-depth-filter-only.npy":  # no prior involved: unchanged since issue 10
-        "c89c973aefa6651b671a177b647c5d41ff7743d61fb70f0c37cabd17c89ca9a8",
-}
-
-PINNED = Path(__file__).resolve().parents[1] / "data" / "pinned"
-
-
-def _check(run_dir: Path, pinned: dict[str, str], certificates: Path) -> None:
-    """Byte-identical artifacts by sha256; certificates by value against the reference files."""
-    got = {name: sha256_file(run_dir / name) for name in pinned}
-    assert got == pinned
-    references = sorted(certificates.glob("N*.json"))
-    assert references, f"no reference certificates in {certificates}"
-    for reference in references:
-        made = json.loads((run_dir / "certificates" / reference.name).read_text())
-        assert value_difference(json.loads(reference.read_text()), made) is None, reference.name
-    verify(run_dir / "certificate.json")
-
-
 def test_toy_preset_is_pinned(tmp_path: Path) -> None:
     run(load_config(preset_path("toy")), tmp_path, progress=False)
-    _check(tmp_path, TOY, PINNED / "toy")
+    check_pinned(tmp_path, TOY, PINNED / "toy")
 
 
 def test_reference_certificates_see_a_changed_number() -> None:
@@ -125,10 +95,8 @@ def test_uav_quick_matrices_are_the_taught_runs_first_rows() -> None:
         assert digest == UAV_QUICK[f"costs/{role}.npy"], role
 
 
-@pytest.mark.slow
-def test_uav_quick_preset_is_pinned(tmp_path: Path) -> None:
-    run(load_config(preset_path("uav-quick")), tmp_path, progress=False)
-    _check(tmp_path, UAV_QUICK, PINNED / "uav-quick")
+# uav-quick's pins are checked on the run the wheel test makes from a fresh install
+# (tests/test_wheel.py): one uav-quick run in CI, not two.
 
 
 SHIPPED_RESULTS = sorted(p.name for p in (REPO / "results").iterdir()
