@@ -2,14 +2,16 @@
 checks it against its folder.
 
 The certificate's `provenance` is `{"certify_policy": {...}}`: every input the cost matrices
-depend on (the environment's id, kwargs, Gymnasium version and code hash; the horizon; the cost
-rule with its bounds and code hash; each policy's kind and sha256; the seeds; whether actions
-were clipped), the files the policies were read from, and the library versions that ran them.
-It is covered by the certificate's content_sha256, so it cannot be edited without `verify`
-noticing. In its folder, `verify` also checks it against `certify-policy.json` (the stamp a
-resumed command is matched against), the seed ranges against n and test_n, the matrices
-against the folder's own, and each policy file that is still where it was against its sha256;
-each disagreement is named by its field.
+depend on (the environment's id, kwargs, Gymnasium version, registration and code hash; the
+horizon; the cost rule with its bounds and code hash; each policy's kind and sha256; the seeds;
+whether actions were clipped), every file the command read (policy files, each user file its
+identity hashed, the normalization statistics: a path relative to the folder and a sha256),
+and the library versions that ran them. It is covered by the certificate's content_sha256, so
+it cannot be edited without `verify` noticing. In its folder, `verify` also checks it against
+`certify-policy.json` (the stamp a resumed command is matched against), the seed ranges against
+n and test_n, the matrices against the folder's own, and re-hashes each recorded file where it
+lies relative to the folder (nothing is imported or run); each disagreement is named, and what
+could not be checked (a file not found, an object no file holds) is listed, never called OK.
 """
 
 from __future__ import annotations
