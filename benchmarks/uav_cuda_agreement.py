@@ -60,7 +60,9 @@ def _run_parts(run: Path) -> tuple[dict[str, Any], np.ndarray, dict[str, np.ndar
     lo = int(config["seeds"]["cert"][0])
     test_lo, test_hi = (int(v) for v in config["seeds"]["test"])
     seeds = {"cert": np.arange(lo, lo + n_max), "test": np.arange(test_lo, test_hi)}
-    policies = checked_policies(run)
+    # a run directory's own draws (drawn again if a shipped run left them out), else the file
+    policies = (checked_policies(run) if (run / "manifest.json").is_file()
+                else np.load(run / "policies.npy", allow_pickle=False))
     return dict(config["world"].get("options") or {}), policies, seeds
 
 
