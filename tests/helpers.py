@@ -32,6 +32,19 @@ SMALL_TOY_RUN: dict[str, Any] = {
 """A toy run of a second or two: 3 ES iterations, 6 policies, certificates for N = 30, 60."""
 
 
+def require_whole(run: Path) -> None:
+    """Skip a test of a shipped run that lacks the paper's Minitaur prior (pacplan fetches it:
+    `conftest.shipped_results_whole` puts it back when the paper's files are here); under CI,
+    where they must be, fail instead."""
+    if (run / "prior.safetensors").exists() or not (run / "manifest.json").is_file():
+        return
+    message = (f"{run.name} needs the paper's Minitaur prior: pacplan data paper && pacplan "
+               f"data minitaur-prior {run / 'prior.safetensors'}")
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
 def cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
     """Run `pacplan ARGS` in-process through the console entry point: (exit code, out, err)."""
     old = sys.argv
