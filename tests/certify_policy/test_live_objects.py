@@ -283,3 +283,23 @@ def test_a_session_whose_file_was_replaced_is_refused(tmp_path: Path) -> None:
     with pytest.raises(PacplanError, match=r"policy #0: the onnxruntime session computes "
                                            r"other outputs than its file .*m\.onnx"):
         certify_policy("CartPole-v1", [session], out=tmp_path / "a", **ARGS)
+
+
+def test_a_function_reading_a_global_sb3_model_is_identified_by_its_weights(
+        ppo_cartpole: tuple[Path, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`model = PPO.load(...)` at import and `act` calling it: identified by the model's
+    weights (a changed model is a changed policy), not made unidentified."""
+    path, model = ppo_cartpole
+    monkeypatch.setattr(user_policies, "MODEL", model, raising=False)
+    first = certify_policy("CartPole-v1", [user_policies.with_model], out=tmp_path / "o", **ARGS)
+    assert _record(first)["policies"][0].get("source", "file") == "file"
+    again = certify_policy("CartPole-v1", [user_policies.with_model], out=tmp_path / "o",
+                           **ARGS)
+    assert again.inputs == first.inputs
+    torch = pytest.importorskip("torch")
+    changed = type(model).load(path, device="cpu")
+    with torch.no_grad():
+        next(changed.policy.parameters()).add_(1.0)
+    monkeypatch.setattr(user_policies, "MODEL", changed)
+    with pytest.raises(PacplanError, match=r"other inputs \(policies was"):
+        certify_policy("CartPole-v1", [user_policies.with_model], out=tmp_path / "o", **ARGS)

@@ -113,6 +113,8 @@ def state_text(value: Any, depth: int = 0) -> str | None:
         return _weights_sha256({"": value})
     if _is_torch_module(value):
         return module_state_sha256(value)
+    if _is_sb3_model(value):  # a model loaded at import, read by a policy function
+        return _sb3_model(value, 0).sha256
     if isinstance(value, enum.Enum) or kind == "torch":  # torch.dtype, torch.device
         return repr(value)
     if kind == "gymnasium" and hasattr(value, "sample"):  # a space: its bounds in full
