@@ -6,14 +6,19 @@ Each is identified as far as it can be, because a resumed folder must never mix 
 different policies, and the certificate says how far (`ImportedPolicy.source`):
 
 - a top-level function of a file of the user's is identified by that file and every user file
-  it imports, as `module:callable` is (source 'file');
-- a torch module and an SB3 model by their class's files, their library's version and the
-  sha256 of their weights (source 'object': stable, but there is no file to re-check);
-- an onnxruntime session made from a file is that file (source 'file');
+  it imports, as `module:callable` is, and by the values of the module globals it reads (a
+  script may set them after import: numbers, strings, arrays, containers of them, torch
+  modules and SB3 models by their weights) (source 'file');
+- a torch module by its class's files, torch's version, its weights and every submodule's
+  other attributes; an SB3 model by its class's files, its library's version and its weights
+  and statistics (source 'object': stable, but there is no file to re-check);
+- an onnxruntime session made from a file is that file, and must compute what the file does
+  (source 'file');
 - anything whose state is in no file (a lambda, a closure, a bound method, a callable object,
-  an environment instance) gets a random sha256 (source 'unidentified'): it is certified, the
-  certificate says it cannot be re-verified from files, and a folder made with it cannot be
-  resumed, since nothing could tell whether the object is still the same.
+  an environment instance, a function reading a global no value stands for) gets a random
+  sha256 (source 'unidentified'): it is certified, the certificate says it cannot be
+  re-verified from files, and a folder made with it cannot be resumed, since nothing could
+  tell whether the object is still the same.
 """
 
 from __future__ import annotations
@@ -88,7 +93,9 @@ def state_text(value: Any, depth: int = 0) -> str | None:
     weights and attributes); None for anything else (or nested too deep)."""
     if depth > 16:
         return None
-    if value is None or isinstance(value, bool | int | float | complex | str | bytes):
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"int {value:x}"  # repr refuses an int of more than 4300 digits
+    if value is None or isinstance(value, bool | float | complex | str | bytes):
         return repr(value)
     if isinstance(value, list | tuple | frozenset | set):
         parts = [state_text(v, depth + 1) for v in value]
