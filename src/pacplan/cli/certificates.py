@@ -100,9 +100,10 @@ def verify_cmd(
 
     verified = verify_saved_in_full(file)
     c, unchecked = verified.certificate, verified.unchecked
+    in_folder = policy_dir_of(file) is not None
     what = ("; what it certifies (environment, policies, cost, seeds) matches "
-            "certify-policy.json" if policy_dir_of(file) is not None else "")
-    files = ("" if policy_dir_of(file) is None else "the files it records match their sha256, "
+            "certify-policy.json" if in_folder else "")
+    files = ("" if not in_folder else "the files it records match their sha256, "
              if not unchecked else "every file it records that was found matches its sha256, ")
     summary = (f"{shown(file)}: certified cost ≤ {100 * c.certified:.2f} % ({c.certified_by}, "
                f"δ = {c.delta:g}, N = {c.n}, m = {c.m}); inputs match their sha256, {files}"

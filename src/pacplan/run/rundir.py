@@ -38,7 +38,8 @@ from typing import Any
 import numpy as np
 
 from pacplan.errors import PacplanError
-from pacplan.es.checkpoint import CheckpointFiles, load_prior
+from pacplan.es.checkpoint import CheckpointFiles, read_prior
+from pacplan.es.draws import draw_policies
 from pacplan.io.files import (
     atomic_write_bytes,
     atomic_write_json,
@@ -293,7 +294,6 @@ class Manifest:
                 raise PacplanError(f"{name} in {self.run_dir} was made from a different {key} "
                                    f"than this run uses; use a new --out directory")
 
-
     def _redraw_policies(self, entry: dict[str, Any]) -> bytes | None:
         """policies.npy drawn again from the run's checked prior, m and seed (a shipped run
         leaves the draws out: `pacplan.es.draws`), if its bytes have the recorded sha256, and
@@ -304,12 +304,11 @@ class Manifest:
         if not (isinstance(m, int) and isinstance(seed, int) and m > 0
                 and drawn.get("prior") == self.sha(RunDir.PRIOR)):
             return None
-        from pacplan.es.draws import draw_policies
-
-        if self.read_checked(RunDir.PRIOR) is None:  # unrecorded: nothing vouches for it
+        prior_bytes = self.read_checked(RunDir.PRIOR)
+        if prior_bytes is None:  # unrecorded: nothing vouches for it
             return None
-        mu, logvar = load_prior(self.run_dir / RunDir.PRIOR)
-        data = npy_bytes(draw_policies(mu, logvar, m, seed))
+        prior = read_prior(prior_bytes, str(self.run_dir / RunDir.PRIOR))  # the bytes checked
+        data = npy_bytes(draw_policies(prior.mu, prior.logvar, m, seed))
         if sha256_bytes(data) != entry["sha256"]:
             raise PacplanError(f"{self.run_dir / RunDir.POLICIES} is missing, and drawn again "
                                f"from {RunDir.PRIOR} (m = {m}, seed {seed}) its sha256 is not "
