@@ -25,11 +25,11 @@ from helpers import cli
 from pacplan.config import parse_config
 from pacplan.errors import PacplanError
 from pacplan.export import export_planner, verify_planner
-from pacplan.export.onnx_nets import uav_conv_net_onnx
 from pacplan.io.files import sha256_file
 from pacplan.run.pipeline import run
 from pacplan.worlds.uav import spec
 from pacplan.worlds.uav.conv_policy import ConvNet
+from pacplan.worlds.uav.export import uav_conv_net_onnx
 from pacplan.worlds.uav.families import CONV_DEFAULT_WIDTH, CONV_WIDTHS, policy_family
 from pacplan.worlds.uav.policy import FilterCells
 from pacplan_runtime import Planner, PlannerError

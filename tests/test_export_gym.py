@@ -147,7 +147,7 @@ def test_gym_observation_of_another_shape_is_refused(exported) -> None:
 
 
 def test_gym_nets_have_the_hashes_the_runtime_knows() -> None:
-    from pacplan.export.onnx_nets import GYM_WEIGHTS, gym_net_onnx
+    from pacplan.worlds.gym_export import GYM_WEIGHTS, gym_net_onnx
     from pacplan_runtime.spec import GYM_NET_SHA256
 
     assert set(GYM_NET_SHA256) == set(GYM_WEIGHTS)

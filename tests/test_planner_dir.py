@@ -19,8 +19,9 @@ import pytest
 from helpers import cli, swap_on_second_open
 from pacplan.errors import PacplanError
 from pacplan.export import export_planner, verify_planner
-from pacplan.export.onnx_nets import quadruped_net_onnx, uav_net_onnx
 from pacplan.runtime import Planner, PlannerError
+from pacplan.worlds.quadruped.export import quadruped_net_onnx
+from pacplan.worlds.uav.export import uav_net_onnx
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
@@ -81,8 +82,9 @@ def refused_by_both(root: Path, *words: str) -> None:
 
 
 def test_known_net_hashes_are_the_exported_nets() -> None:
-    from pacplan.export.fixed import GAIT_AMPLITUDE, GAIT_OMEGA, fixed_parts
+    from pacplan.export.fixed import fixed_parts
     from pacplan.runtime.spec import FIXED_SHA256, GAIT_MAP, NET_SHA256
+    from pacplan.worlds.quadruped.gait import GaitParams
 
     assert hashlib.sha256(uav_net_onnx()).hexdigest() in NET_SHA256["uav"]
     assert hashlib.sha256(quadruped_net_onnx()).hexdigest() in NET_SHA256["quadruped"]
@@ -90,7 +92,13 @@ def test_known_net_hashes_are_the_exported_nets() -> None:
         rest = {k: v for k, v in fixed_parts("uav", options).items() if k != "net_scale"}
         text = json.dumps(rest, sort_keys=True, separators=(",", ":")).encode()
         assert hashlib.sha256(text).hexdigest() in FIXED_SHA256["uav"]
-    assert {"amplitude": list(GAIT_AMPLITUDE), "omega": list(GAIT_OMEGA)} == GAIT_MAP
+    # the runtime's gait map (which export writes) is the world's own map
+    (a_scale, a_shift), (w_scale, w_shift) = GAIT_MAP["amplitude"], GAIT_MAP["omega"]
+    for eta in ((0.0, 0.0, 0.0, 0.0), (0.3, 0.7, 0.5, 0.1), (1.0, 1.0, 1.0, 1.0)):
+        gait = GaitParams.from_policy_output(np.array(eta))
+        assert (gait.a1, gait.a2, gait.omega) == (a_scale * eta[0] + a_shift,
+                                                  a_scale * eta[1] + a_shift,
+                                                  w_scale * eta[2] + w_shift)
 
 
 # ------------------------------------------------------------- class 3: the tree itself

@@ -178,7 +178,9 @@ def test_paper_code_runs_say_only_the_prior_differs_from_the_paper():
     """A quadruped run in the paper-code variant is the paper's experiment: its note and column
     say the prior differs (or, when it is the paper's, the terrains and draws), and name the
     engine; every other run keeps the world's note."""
-    from pacplan.report.tables import PAPER_NOTES, paper_column_head, paper_note
+    from pacplan.report.tables import paper_column_head, paper_note
+    from pacplan.worlds.quadruped.paper_table import NOTE as QUADRUPED_NOTE
+    from pacplan.worlds.uav.paper_table import NOTE as UAV_NOTE
 
     bullet = {"variant": "paper-code", "physics": "bullet"}
     assert "PyBullet" in paper_note("quadruped", bullet)
@@ -192,7 +194,8 @@ def test_paper_code_runs_say_only_the_prior_differs_from_the_paper():
     assert "its own terrains" in paper_column_head("quadruped", bullet, papers_prior=True)
     for world, options in (("quadruped", None), ("quadruped", {"variant": "text"}), ("uav", {})):
         for papers_prior in (False, True):
-            assert paper_note(world, options, papers_prior) == PAPER_NOTES[world]
+            assert paper_note(world, options, papers_prior) == \
+                {"quadruped": QUADRUPED_NOTE, "uav": UAV_NOTE}[world]
             assert paper_column_head(world, options, papers_prior) == \
                 "paper (its own world and prior)"
 

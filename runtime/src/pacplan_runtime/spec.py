@@ -44,7 +44,8 @@ NET_SHA256 = {
     "gym": set().union(*GYM_NET_SHA256.values()),
 }
 """sha256 of each world's net.onnx as pacplan exports it (tests/test_planner_dir.py checks
-these against `pacplan.export.onnx_nets`; a new onnx serialization adds a hash here)."""
+these against each world's exporter, `pacplan.worlds.*export`; a new onnx serialization adds
+a hash here)."""
 FIXED_SHA256 = {
     "uav": {"f3e144156f471a14f44ee8ec9b65ebae25cbd8348c762fa8a1d9e1d63de5c8bd"},
 }

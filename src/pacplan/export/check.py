@@ -20,7 +20,7 @@ import numpy as np
 
 from pacplan.errors import PacplanError
 from pacplan.export.fixed import fixed_parts
-from pacplan.export.write import EVIDENCE, NET_DTYPE, net_onnx, planner_spec, split_weights
+from pacplan.export.write import EVIDENCE, net_dtype, net_onnx, planner_spec, split_weights
 from pacplan.io.files import npy_from_bytes
 from pacplan.pacbayes.record import Certificate
 from pacplan.run.provenance import verify_certificate
@@ -172,7 +172,7 @@ def _check_spec(where: Path, spec: dict[str, Any], c: Certificate) -> None:
             raise PacplanError(f"{where}: fixed.{key} is not what the {world['name']} world "
                                "uses")
     if not _same(spec.get("fixed"), fixed) or spec.get("net", {}).get("dtype") != \
-            NET_DTYPE[world["name"]]:
+            net_dtype(world["name"]):
         raise PacplanError(f"{where}: fixed or net holds entries the world does not have")
 
 

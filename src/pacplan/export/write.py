@@ -25,15 +25,6 @@ from pacplan.certify_policy.store import MARK as POLICY_MARK
 from pacplan.errors import PacplanError
 from pacplan.export.fixed import fixed_parts
 from pacplan.export.folder import refuse_nonempty, whole_or_nothing, write_manifest
-from pacplan.export.onnx_nets import (
-    GYM_WEIGHTS,
-    QUADRUPED_WEIGHTS,
-    UAV_WEIGHTS,
-    gym_net_onnx,
-    quadruped_net_onnx,
-    uav_conv_net_onnx,
-    uav_net_onnx,
-)
 from pacplan.io.files import (
     atomic_write_bytes,
     atomic_write_json,
@@ -43,39 +34,26 @@ from pacplan.io.files import (
 from pacplan.pacbayes.record import Certificate
 from pacplan.run.provenance import verify_certificate
 from pacplan.run.rundir import Manifest, RunDir
+from pacplan.worlds.base import world_exporter
+from pacplan.worlds.onnx_graph import Layout
 from pacplan_runtime.bundle import PLANNER, PLANNER_FORMAT
 
 EVIDENCE = "run"
-NET_DTYPE = {"uav": "float32", "quadruped": "float64", "gym": "float64"}
-"""The worlds that have a planner runtime, and the float type their network computes in."""
-Layout = tuple[tuple[str, tuple[int, ...]], ...]
 
 
 def net_onnx(world: str, fixed: dict[str, Any]) -> bytes:
     """net.onnx of `world` (a gym world's, and a UAV's, depends on its policy family only)."""
-    if world == "gym":
-        return gym_net_onnx(fixed["family"])
-    if world == "uav":
-        return uav_net_onnx() if _uav_paper(fixed) else uav_conv_net_onnx()
-    return quadruped_net_onnx()
+    return world_exporter(world).net_onnx(fixed)
 
 
-def _uav_paper(fixed: dict[str, Any]) -> bool:
-    """A UAV planner of the paper's net: its fixed parts name no other policy family."""
-    return fixed.get("policy", "paper") == "paper"
+def net_dtype(world: str) -> str:
+    """The float type the network of `world` computes in."""
+    return world_exporter(world).net_dtype
 
 
 def net_layout(world: str, fixed: dict[str, Any]) -> Layout:
     """The network's weight tensors, (name, shape), in the order of the flat policy θ."""
-    if world == "uav" and not _uav_paper(fixed):
-        from pacplan.worlds.uav.families import policy_family
-
-        return policy_family(fixed["policy"], fixed.get("policy_width")).shapes
-    if world != "gym":
-        return UAV_WEIGHTS if world == "uav" else QUADRUPED_WEIGHTS
-    sizes = {key: fixed.get(key) for key in ("obs_dim", "hidden", "actions")}
-    return tuple((name, tuple(int(sizes[dim]) for dim in shape))  # type: ignore[arg-type]
-                 for name, shape in GYM_WEIGHTS[fixed["family"]])
+    return world_exporter(world).net_layout(fixed)
 
 
 def certificate_path(run: Path, n: int | None) -> Path:
@@ -98,10 +76,9 @@ def split_weights(world: str, policies: np.ndarray, fixed: dict[str, Any]
     layout = net_layout(world, fixed)
     total = sum(int(np.prod(shape)) for _, shape in layout)
     if policies.ndim != 2 or total != policies.shape[1]:
-        family = "" if world != "uav" or _uav_paper(fixed) else \
-            f" (policy {fixed['policy']}, policy_width {fixed.get('policy_width')})"
+        label = world_exporter(world).network_label(fixed)
         raise PacplanError(f"policies.npy has {policies.shape[-1]} weights per policy but the "
-                           f"{world}{family} network has {total}")
+                           f"{label} network has {total}")
     out, i = {}, 0
     for name, shape in layout:
         size = int(np.prod(shape))
@@ -134,7 +111,7 @@ def planner_spec(c: Certificate, cert_rel: str) -> dict[str, Any]:
                              "episode and act with it deterministically until the episode ends"},
         "policies_sha256": c.provenance["policies_sha256"],
         "net": {"onnx": "net.onnx", "weights": "weights.safetensors",
-                "dtype": NET_DTYPE[world["name"]]},
+                "dtype": net_dtype(world["name"])},
         "fixed": fixed_parts(world["name"], world["options"]),
         "exported_by": f"pacplan {__version__}",
     }
@@ -160,10 +137,11 @@ def export_planner(run_dir: str | Path, out: str | Path, n: int | None = None) -
     except PacplanError as exc:
         raise PacplanError(f"refusing to export {run}: its certificate does not verify ({exc})"
                            ) from None
-    if not c.provenance or c.provenance["world"]["name"] not in NET_DTYPE:
-        name = c.provenance.get("world", {}).get("name") if c.provenance else None
-        raise PacplanError(f"refusing to export {run}: world {name!r} has no planner runtime "
-                           "(uav, quadruped and gym do)")
+    name = c.provenance.get("world", {}).get("name") if c.provenance else None
+    try:
+        world_exporter(str(name))
+    except PacplanError as exc:
+        raise PacplanError(f"refusing to export {run}: {exc}") from None
     refuse_nonempty(out)
     cert_rel = f"{EVIDENCE}/{cert.relative_to(run).as_posix()}"
     try:

@@ -50,7 +50,7 @@ from pacplan.report.tables import (
 from pacplan.run.provenance import verify_certificate
 from pacplan.run.rundir import Manifest, RunDir, read_timings, timing_number
 from pacplan.validation import check_unit_costs
-from pacplan.worlds.base import world_renderer
+from pacplan.worlds.base import return_range, world_renderer
 
 
 def _certificates(rd: RunDir) -> dict[int, Certificate]:
@@ -183,20 +183,19 @@ def _returns_section(cfg: RunConfig, last: Certificate,
     """## In returns: a Gymnasium world's certificates turned back into returns (its users
     think in returns, not in costs); nothing for another world or cost rule."""
     world = _world(cfg, last)
-    if world["name"] != "gym" or world["options"].get("cost", "return") != "return":
-        return []
-    from pacplan.worlds.base import make_world
-
     try:  # the bounds as the world derives them (return_bounds, or reward_bounds × horizon)
-        gym_world = make_world("gym", **world["options"])
+        span = return_range(world["name"], world["options"])
     except PacplanError as exc:
         return ["## In returns", "",
                 f"Not shown: the world cannot be rebuilt here ({text(exc)}).", ""]
-    lo, hi = gym_world.r_min, gym_world.r_max
+    if span is None:
+        return []
+    lo, hi = span
+    where = code(world["options"].get("env_id", world["name"]))
     return ["## In returns", "",
             f"The cost of return R is (R_max − R)/(R_max − R_min) with [R_min, R_max] = "
             f"[{lo:g}, {hi:g}], so each certified cost gives a lower bound on the posterior's "
-            f"expected return in {code(world['options']['env_id'])}, with the same "
+            f"expected return in {where}, with the same "
             "probability:", "",
             returns_table(certs, lo, hi), ""]
 

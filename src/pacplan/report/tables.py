@@ -11,32 +11,22 @@ from typing import Any
 
 import numpy as np
 
+from pacplan.errors import PacplanError
 from pacplan.pacbayes.certificate import confidence_interval
 from pacplan.pacbayes.posterior import mixture_costs
 from pacplan.pacbayes.record import Certificate
 from pacplan.report.markdown import text
 from pacplan.run.progress import duration
+from pacplan.worlds.base import world_paper_story
+from pacplan.worlds.story import PaperStory
 
-# The paper's Table 1 (Veer & Majumdar, CoRL 2020), δ = 0.01, m = 50, per world: for each N the
-# bound it reports and, where it states one, the test cost of that N's posterior. UAV: the figures
-# its published matrices give (docs/design.md, "Paper reference data"; test cost at N = 4000 only).
-# Quadruped: its C_QPAC and true cost as printed (PyBullet's Minitaur Derpy, 5000 test terrains).
 PAPER_M = 50
 PAPER_DELTA = 0.01
-PAPER_TABLE1: dict[str, dict[int, tuple[str, float, float | None]]] = {
-    "uav": {
-        1000: ("McAllester", 0.2602, None),
-        2000: ("quadratic", 0.2299, None),
-        4000: ("quadratic", 0.2155, 0.1843),
-    },
-    "quadruped": {
-        1000: ("quadratic", 0.2387, 0.1831),
-        2000: ("quadratic", 0.2193, 0.1829),
-        4000: ("quadratic", 0.2073, 0.1781),
-    },
-}
-# A world option the paper's setting needs (absent: the world's default, which is the paper's).
-_PAPER_OPTIONS: dict[str, dict[str, Any]] = {"quadruped": {"robot": "derpy"}}
+"""The paper's Table 1 is at m = 50 and δ = 0.01; its rows per N are each world's
+(`pacplan.worlds.story.PaperStory`, named by the world's registry entry)."""
+
+
+PAPER_HEAD = "paper (its own world and prior)"
 
 
 def pct(x: float | None) -> str:
@@ -55,14 +45,12 @@ def bound_pct(x: float | None) -> str:
 
 def reproduces_paper_setting(world: str, c: Certificate,
                              options: dict[str, Any] | None = None) -> bool:
-    """True when certificate `c` is in a setting of the paper's Table 1: a world of the paper
-    (the quadruped on its robot, the Derpy), m = 50 policies, δ = 0.01 and one of the paper's N
-    (its prior, and for the UAV its world, still differ)."""
-    table = PAPER_TABLE1.get(world, {})
-    needed = _PAPER_OPTIONS.get(world, {})
-    if any((options or {}).get(key, value) != value for key, value in needed.items()):
-        return False
-    return (c.m == PAPER_M and c.n in table
+    """True when certificate `c` is in a setting of the paper's Table 1: a world the paper has
+    rows for, in its setting (the quadruped on the paper's robot, say), m = 50 policies,
+    δ = 0.01 and one of the paper's N (its prior, and for the UAV its world, still differ)."""
+    story = world_paper_story(world)
+    return (story is not None and story.in_setting(options) and c.m == PAPER_M
+            and c.n in story.rows
             and math.isclose(c.delta, PAPER_DELTA, rel_tol=1e-12, abs_tol=0.0))
 
 
@@ -72,7 +60,7 @@ def paper_figures(world: str, certs: dict[int, Certificate],
     out = {}
     for n, c in certs.items():
         if reproduces_paper_setting(world, c, options):
-            bound, value, test = PAPER_TABLE1[world][n]
+            bound, value, test = _story(world).rows[n]
             text = f"{pct(value)} ({bound})"
             if test is not None:
                 text += f"; test {pct(test)}"
@@ -82,89 +70,37 @@ def paper_figures(world: str, certs: dict[int, Certificate],
 
 def paper_bounds(world: str) -> dict[int, float]:
     """N -> the bound the paper's Table 1 reports in `world` (for the bounds-against-N plot)."""
-    return {n: value for n, (_, value, _) in PAPER_TABLE1.get(world, {}).items()}
-
-
-PAPER_NOTES: dict[str, str] = {
-    "uav": (
-        "*paper*: what the paper's Table 1 reports for the same N, m = 50 and δ = 0.01 (the bound "
-        "it used, and the test cost of its N = 4000 posterior). It was obtained on the paper's own "
-        "UAV world and with its own prior, so it places this run's numbers in context; it is not "
-        "a like-for-like comparison. The paper's world is the easier one: its own published "
-        "prior, flown in this world, costs 23.17 % (mean policy) and 22.79 % (its 50 draws, as "
-        "its code drew them) on 2,000 environments, against 14.4 % for the mean policy in the "
-        "paper's world (`python benchmarks/uav_paper_prior.py`). What differs between the two "
-        "worlds (collision body, safe start, camera far plane and tunnel, primitives, the net's "
-        "input scale and output order, the Depth Filter's cells), why, and what each does: "
-        "docs/worlds.md, \"Beside the paper's UAV world\"."),
-    "quadruped": (
-        "*paper*: what the paper's Table 1 reports for the same N, m = 50 and δ = 0.01 (its "
-        "quadratic bound C_QPAC and the true cost of each posterior, on 5000 test terrains). It "
-        "walked the same robot (pybullet_envs' Minitaur Derpy) in PyBullet with its own prior "
-        "(ES on 10 terrains × 5 pairs per iteration) and its code's gait clock, which ran at "
-        "twice the simulated time; so it places this run's numbers in context and is not a "
-        "like-for-like comparison. The world's differences from the paper's code, and the "
-        "MuJoCo twin against PyBullet: docs/worlds.md."),
-}
-# The quadruped's `variant: paper-code` is the paper's experiment as its code ran it: there the
-# paper's figures differ from the run's by the prior (and the terrains drawn), not the world.
-_PAPER_CODE_NOTE = (
-    "*paper*: what the paper's Table 1 reports for the same N, m = 50 and δ = 0.01 (its "
-    "quadratic bound C_QPAC and the true cost of each posterior, on 5000 test terrains). This "
-    "run walks the paper's experiment as its code ran it (`variant: paper-code`: 0.25 s "
-    "primitives with the gait clock at twice simulated time, 5 s rollouts, overlapping box "
-    "tents at half the friction, the cost read at the start of the last primitive) on the same "
-    "robot{engine}; {differs}")
-_PAPER_CODE_DIFFERS = (
-    "what still differs is the prior (the paper's: ES on 10 terrains × 5 pairs per iteration) "
-    "and the terrains drawn. To certify the paper's own prior on this run's terrains: `pacplan "
-    "data paper`, `pacplan data minitaur-prior paper-minitaur.safetensors`, then the same "
-    "preset with `--prior paper-minitaur.safetensors` (docs/results.md).")
-_PAPER_CODE_DIFFERS_PAPERS_PRIOR = (
-    "the prior is the paper's own, as published (`pacplan data minitaur-prior`), so what still "
-    "differs is the terrains drawn and the 50 policies drawn from that prior (drawn by "
-    "`policies.seed`, not as the paper's code drew them).")
-_PAPER_CODE_ENGINES = {
-    "bullet": " in the paper's engine, PyBullet",
-    "mujoco": (" in MuJoCo, a twin that was not calibrated against PyBullet in this variant "
-               "(docs/worlds.md), so its numbers are not the paper's engine's"),
-}
-
-
-def _paper_code(world: str, options: dict[str, Any] | None) -> str | None:
-    """The engine of a quadruped run in the paper-code variant; None for any other run."""
-    opts = options or {}
-    if world != "quadruped" or opts.get("variant") != "paper-code":
-        return None
-    return str(opts.get("physics") or "mujoco")  # the variant's default engine
+    story = world_paper_story(world)
+    return {} if story is None else {n: value for n, (_, value, _) in story.rows.items()}
 
 
 def paper_note(world: str, options: dict[str, Any] | None = None,
                papers_prior: bool = False) -> str:
     """The note under Table 1 saying how far the paper's figures are this run's setting;
     `papers_prior`: the run certified the paper's published prior."""
-    engine = _paper_code(world, options)
-    if engine is None:
-        return PAPER_NOTES[world]
-    differs = _PAPER_CODE_DIFFERS_PAPERS_PRIOR if papers_prior else _PAPER_CODE_DIFFERS
-    return _PAPER_CODE_NOTE.format(engine=_PAPER_CODE_ENGINES.get(engine, f" in {engine}"),
-                                   differs=differs)
+    return str(_story(world).note(options, papers_prior))
 
 
 def paper_column_head(world: str, options: dict[str, Any] | None = None,
                       papers_prior: bool = False) -> str:
-    """The paper column's heading: its world differs from the run's unless the run is in the
-    paper-code variant, where only its prior does (or, with the paper's prior, its draws)."""
-    if _paper_code(world, options) is None:
-        return "paper (its own world and prior)"
-    if papers_prior:
-        return "paper (its code's experiment and prior, its own terrains)"
-    return "paper (its code's experiment, its own prior)"
+    """The paper column's heading (the world's story words how its setting differs; a world
+    the paper has no rows for shows no column, and its heading is the plain one)."""
+    story = world_paper_story(world)
+    if story is None:
+        return PAPER_HEAD
+    return str(story.column_head(options, papers_prior))
+
+
+def _story(world: str) -> PaperStory:
+    story = world_paper_story(world)
+    if story is None:
+        raise PacplanError(f"the paper's Table 1 has no rows for world {world!r}")
+    return story
 
 
 def table1(certs: dict[int, Certificate], baselines: dict[str, np.ndarray],
            paper: dict[int, str] | None = None,
-           paper_head: str = "paper (its own world and prior)") -> str:
+           paper_head: str = PAPER_HEAD) -> str:
     """Markdown table in the form of the paper's Table 1, one row per N, then baseline rows.
 
     `paper` (N -> text) adds a column `paper_head` filled on those rows only (`paper_figures`).

@@ -99,12 +99,24 @@ def _pool_worker_init(parent: int | None) -> None:
 @contextlib.contextmanager
 def spawned_pool(workers: int) -> Iterator[Any]:
     """Spawned processes for one job list (the distillers'): workers leave signals to the
-    driver; leaving early (an error, Ctrl-C) cancels the jobs not yet started."""
+    driver; leaving early (an error, Ctrl-C, SIGTERM) cancels the jobs not yet started and
+    kills the running ones (a teacher's task walks terrains for minutes; its chunk is redone
+    on resume, every finished one is kept), so no worker outlives a stopped run."""
     pool = _started_pool(workers, leave_signals_to_the_driver)
     try:
         yield pool
+    except BaseException:
+        kill_workers(pool)
+        raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def kill_workers(pool: Any) -> None:
+    """Kill a process pool's workers now (the standard library's own map of them)."""
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        with contextlib.suppress(OSError, ValueError):
+            process.kill()
 
 
 STOP_GRACE_S = 5.0
@@ -230,9 +242,7 @@ class ProcessExecutor(Executor):
         pool; the next task starts a new one."""
         if self._pool is None:
             return
-        for process in list(getattr(self._pool, "_processes", {}).values()):  # the stdlib's
-            with contextlib.suppress(OSError, ValueError):  # own map of its workers
-                process.kill()
+        kill_workers(self._pool)
         self._discard_pool()
 
     def _discard_pool(self) -> None:

@@ -1,7 +1,9 @@
 """The single seam between the learning code and the robots: the `World` protocol and a registry.
 
 A registry entry names, by import path, everything pacplan knows about a world: its factory,
-its figure renderer (optional) and its Gymnasium environment (optional). Import paths keep
+its figure renderer, its Gymnasium environment, its planner exporter and its place in the
+paper's Table 1 (each optional; `pacplan.worlds.story`), so the tools above never branch on a
+world's name. Import paths keep
 naming a world cheap (nothing imports torch or PyBullet until it is built) and let worker
 processes rebuild a world from its (name, options) spec.
 """
@@ -17,6 +19,7 @@ import numpy as np
 
 from pacplan.errors import PacplanError
 from pacplan.validation import check_keyword_options
+from pacplan.worlds.story import PaperStory, PlannerExporter
 
 
 @runtime_checkable
@@ -80,7 +83,9 @@ class WorldEntry:
     factory(**options) -> World; renderer(seed=, out=, theta_path=, world_options=) -> the PNG
     path
     draws one environment; gym_entry is the Gymnasium env class registered as gym_id, and
-    gym_max_episode_steps its episode length in the spec (so `TimeLimit` wraps it).
+    gym_max_episode_steps its episode length in the spec (so `TimeLimit` wraps it); exporter a
+    `PlannerExporter` (the world has a planner runtime), paper a `PaperStory` (the paper's
+    Table 1 has rows for it).
     """
 
     factory: str
@@ -88,31 +93,40 @@ class WorldEntry:
     gym_id: str | None = None
     gym_entry: str | None = None
     gym_max_episode_steps: int | None = None
+    exporter: str | None = None
+    paper: str | None = None
 
 
 _REGISTRY: dict[str, WorldEntry] = {
     "toy": WorldEntry("pacplan.worlds.toy:ToyWorld"),
-    "gym": WorldEntry("pacplan.worlds.gym_world:GymWorld"),  # any registered Gymnasium env
+    "gym": WorldEntry("pacplan.worlds.gym_world:GymWorld",  # any registered Gymnasium env
+                      exporter="pacplan.worlds.gym_export:EXPORTER"),
     # certify-policy's rollouts of imported policies (its --workers / --executor ray)
     "policy-rollouts": WorldEntry("pacplan.certify_policy.world:PolicyRollouts"),
     "uav": WorldEntry("pacplan.worlds.uav:UAVWorld",
                       renderer="pacplan.worlds.uav.render:render_figure",
                       gym_id="pacplan/UAVObstacleField-v0",
                       gym_entry="pacplan.worlds.uav.gym_env:UAVObstacleFieldEnv",
-                      gym_max_episode_steps=12),  # 12 primitives of 1 s (spec.N_STEPS)
+                      gym_max_episode_steps=12,  # 12 primitives of 1 s (spec.N_STEPS)
+                      exporter="pacplan.worlds.uav.export:EXPORTER",
+                      paper="pacplan.worlds.uav.paper_table:STORY"),
     "quadruped": WorldEntry("pacplan.worlds.quadruped:QuadrupedWorld",
                             renderer="pacplan.worlds.quadruped.render:render_figure",
                             gym_id="pacplan/MinitaurTerrain-v0",
                             gym_entry="pacplan.worlds.quadruped.gym_env:MinitaurTerrainEnv",
-                            gym_max_episode_steps=20),  # a 10 s horizon of 0.5 s primitives
+                            gym_max_episode_steps=20,  # 10 s of 0.5 s primitives
+                            exporter="pacplan.worlds.quadruped.export:EXPORTER",
+                            paper="pacplan.worlds.quadruped.paper_table:STORY"),
 }
 
 
 def register_world(name: str, factory: str, renderer: str | None = None,
                    gym_id: str | None = None, gym_entry: str | None = None,
-                   gym_max_episode_steps: int | None = None) -> None:
-    """Register a world by import paths "package.module:Attribute"."""
-    _REGISTRY[name] = WorldEntry(factory, renderer, gym_id, gym_entry, gym_max_episode_steps)
+                   gym_max_episode_steps: int | None = None, exporter: str | None = None,
+                   paper: str | None = None) -> None:
+    """Register a world by import paths "package.module:Attribute" (`WorldEntry`)."""
+    _REGISTRY[name] = WorldEntry(factory, renderer, gym_id, gym_entry, gym_max_episode_steps,
+                                 exporter, paper)
 
 
 def world_names() -> list[str]:
@@ -124,6 +138,38 @@ def world_entry(name: str) -> WorldEntry:
     if name not in _REGISTRY:
         raise PacplanError(f"unknown world {name!r}; known worlds: {', '.join(world_names())}")
     return _REGISTRY[name]
+
+
+def world_exporter(name: str) -> PlannerExporter:
+    """The planner exporter of world `name`, or a `PacplanError` naming the worlds that have
+    one."""
+    path = world_entry(name).exporter
+    if path is None:
+        have = ", ".join(n for n in world_names() if _REGISTRY[n].exporter) or "none"
+        raise PacplanError(f"world {name!r} has no planner runtime (worlds that have one: "
+                           f"{have})")
+    return resolve_target(path, f"world {name!r}'s planner exporter")  # type: ignore[no-any-return]
+
+
+def world_paper_story(name: str) -> PaperStory | None:
+    """The paper's Table 1 for world `name` (None: the paper has no rows for it; an unknown
+    world too, as a report of a world no longer registered still renders)."""
+    path = _REGISTRY[name].paper if name in _REGISTRY else None
+    return None if path is None else resolve_target(path, f"world {name!r}'s paper rows")
+
+
+def return_range(name: str, options: dict[str, Any]) -> tuple[float, float] | None:
+    """[R_min, R_max] of a world whose cost is a rescaled return, (R_max − R)/(R_max − R_min)
+    (its factory's `cost_is_return(**options)` says so, the gym world's `cost: return`),
+    built to read them; None for any other world or cost rule, or a world not registered."""
+    if name not in _REGISTRY:
+        return None
+    factory = resolve_target(_REGISTRY[name].factory, f"world {name!r}")
+    scaled = getattr(factory, "cost_is_return", None)
+    if not callable(scaled) or not scaled(**options):
+        return None
+    world = make_world(name, **options)
+    return float(world.r_min), float(world.r_max)  # type: ignore[attr-defined]
 
 
 def resolve_target(target: str, what: str) -> Any:

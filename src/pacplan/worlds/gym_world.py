@@ -146,6 +146,12 @@ class GymWorld:
         self.r_min, self.r_max = return_bounds_from_rewards(per_step, self.horizon,
                                                             f"{opt} {self.bounds_from}")
 
+    @staticmethod
+    def cost_is_return(cost: str = "return", **_: Any) -> bool:
+        """Whether options make the cost a rescaled return (a report then states each bound
+        as a return: `pacplan.worlds.base.return_range`)."""
+        return cost == "return"
+
     @classmethod
     def from_factory(cls, factory: Callable[[], Any], label: str, **options: Any) -> GymWorld:
         """A world whose environments come from `factory()` instead of Gymnasium's registry

@@ -184,7 +184,7 @@ def test_docs_quote_the_committed_measurement() -> None:
     state what the benchmark measured."""
     import json
 
-    from pacplan.report.tables import PAPER_NOTES
+    from pacplan.worlds.uav.paper_table import NOTE
 
     repo = Path(__file__).resolve().parents[3]
     data = json.loads((repo / "benchmarks" / "data" / "uav-paper-prior.json").read_text())
@@ -194,6 +194,6 @@ def test_docs_quote_the_committed_measurement() -> None:
     ours = f"{100 * data['pacplan_prior_uav']['mean_policy_cost']:.2f} %"
     worlds = (repo / "docs" / "worlds.md").read_text()
     results = (repo / "docs" / "results.md").read_text()
-    for text in (worlds, results, PAPER_NOTES["uav"]):
+    for text in (worlds, results, NOTE):
         assert mean in text and draws in text
     assert ours in worlds and ours in results
