@@ -49,8 +49,9 @@ def branching_modules(src: Path = SRC) -> dict[str, list[str]]:
 def test_no_tool_compares_a_world_name() -> None:
     found = branching_modules()
     new = {k: v for k, v in found.items() if k not in STILL_BRANCHING}
+    lines = [line for found_in in new.values() for line in found_in]
     assert not new, ("these branch on a world's name; ask the world's registry entry instead "
-                     "(pacplan.worlds.story):\n" + "\n".join(sum(new.values(), [])))
+                     "(pacplan.worlds.story):\n" + "\n".join(lines))
     paid = STILL_BRANCHING - set(found)
     assert not paid, f"no longer branching, remove from STILL_BRANCHING: {sorted(paid)}"
 

@@ -33,6 +33,7 @@ from pacplan.validation import (
     check_safe_name,
     check_unique,
     overlapping_ranges,
+    short,
 )
 
 SeedRange = Annotated[tuple[StrictInt, StrictInt], Strict(False)]
@@ -285,14 +286,9 @@ def _format_error(exc: ValidationError, source: str) -> str:
         if err["type"] == "extra_forbidden":
             msg = "unknown field"
         elif err["type"].endswith(("_type", "_parsing")):  # show what was given instead
-            msg += f", got {_short_repr(err.get('input'))}"
+            msg += f", got {short(err.get('input'))}"
         parts.append(f"{loc}: {msg}")
     return f"{source}: invalid config: " + "; ".join(parts)
-
-
-def _short_repr(value: Any, limit: int = 60) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def parse_config(data: Any, source: str = "config") -> RunConfig:

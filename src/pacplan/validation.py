@@ -11,6 +11,7 @@ import difflib
 import functools
 import inspect
 import itertools
+import json
 import math
 import re
 import sys
@@ -132,7 +133,7 @@ def _float_array(name: str, value: Any) -> np.ndarray:
     try:  # an int beyond float64's range raises OverflowError, not an inf
         arr = np.asarray(value, dtype=np.float64)
     except (OverflowError, TypeError, ValueError):
-        raise PacplanError(f"{name} must be a finite number, got {_short(value)}") from None
+        raise PacplanError(f"{name} must be a finite number, got {short(value, 40)}") from None
     if np.isnan(arr).any():
         raise PacplanError(f"{name} is NaN")
     return arr
@@ -213,7 +214,7 @@ def check_whole_number(value: Any, name: str, minimum: int = 1, maximum: int = M
     number = _as_whole(value)
     if number is None or not minimum <= number <= maximum:
         raise PacplanError(f"{name} must be a whole number from {minimum} to {maximum}, "
-                           f"got {_short(value)}")
+                           f"got {short(value, 40)}")
     return number
 
 
@@ -260,7 +261,7 @@ def check_int(value: Any, name: str, minimum: int | None = None,
         raise PacplanError(f"{name} must be an integer, got {value!r}")
     if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
         raise PacplanError(f"{name} must be an integer {_bounds_text(minimum, maximum)}, "
-                           f"got {_short(value)}")
+                           f"got {short(value, 40)}")
     return int(value)
 
 
@@ -273,20 +274,25 @@ def check_real(value: Any, name: str, minimum: float | None = None,
     big = isinstance(value, int) and abs(value) > sys.float_info.max  # float() would overflow
     number = math.inf if big else float(value)
     if not math.isfinite(number):
-        raise PacplanError(f"{name} must be a finite number, got {_short(value)}")
+        raise PacplanError(f"{name} must be a finite number, got {short(value, 40)}")
     if minimum is not None and number < minimum:
-        raise PacplanError(f"{name} must be >= {minimum}, got {_short(value)}")
+        raise PacplanError(f"{name} must be >= {minimum}, got {short(value, 40)}")
     if above is not None and number <= above:
-        raise PacplanError(f"{name} must be > {above}, got {_short(value)}")
+        raise PacplanError(f"{name} must be > {above}, got {short(value, 40)}")
     return number
 
 
-def _short(value: Any, limit: int = 40) -> str:
-    """`repr(value)` cut to `limit` characters (10**400 has 401 digits; past 4300, repr fails)."""
+def short(value: Any, limit: int = 60, *, as_json: bool = False) -> str:
+    """`value` as a message shows it: its repr (or JSON) on one line, cut to `limit`
+    characters with its full length said (10**400 has 401 digits; past 4300, repr fails and
+    the integer's size is said instead). The one helper every message uses."""
     try:
-        text = repr(value)
+        text = json.dumps(value, sort_keys=True, default=repr) if as_json else repr(value)
     except ValueError:
-        return f"an integer of {value.bit_length()} bits"
+        if isinstance(value, int):
+            return f"an integer of {value.bit_length()} bits"
+        return f"a {type(value).__name__} that cannot be shown"
+    text = " ".join(text.split())
     return text if len(text) <= limit else f"{text[:limit - 1]}… ({len(text)} characters)"
 
 

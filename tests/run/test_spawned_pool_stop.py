@@ -15,14 +15,13 @@ from pacplan.run.parallel import spawned_pool
 
 
 def test_leaving_a_spawned_pool_early_kills_its_running_workers() -> None:
-    with pytest.raises(KeyboardInterrupt):
-        with spawned_pool(2) as pool:
-            futures = [pool.submit(time.sleep, 120) for _ in range(2)]
-            processes = list(pool._processes.values())
-            assert len(processes) == 2
-            time.sleep(0.5)
-            t0 = time.monotonic()
-            raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt), spawned_pool(2) as pool:
+        futures = [pool.submit(time.sleep, 120) for _ in range(2)]
+        processes = list(pool._processes.values())
+        assert len(processes) == 2
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        raise KeyboardInterrupt
     assert time.monotonic() - t0 < 30, "the pool waited for its running tasks"
     for process in processes:
         process.join(timeout=10)

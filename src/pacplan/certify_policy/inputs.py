@@ -24,6 +24,7 @@ from pacplan.certify_policy.rollout import NO_WEIGHTS
 from pacplan.certify_policy.seeds import Names
 from pacplan.certify_policy.store import is_policy_dir
 from pacplan.errors import PacplanError
+from pacplan.validation import short
 
 
 @dataclass(frozen=True)
@@ -36,11 +37,6 @@ class Environment:
     factory: Any = None
     sha256: str = ""
     source: str = "file"
-
-
-def _short(value: Any, limit: int = 80) -> str:
-    text = " ".join(repr(value).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 MAX_KWARGS_DEPTH = 32
@@ -93,7 +89,7 @@ def environment(env: Any, env_kwargs: Mapping[str, Any] | None, names: Names) ->
             label, factory, sha, source = env_factory(env)
             return Environment(label, {}, factory, sha, source)
         raise PacplanError(f"{what} must be a Gymnasium environment id, 'module:EnvId', a "
-                           f"registered EnvSpec, an environment or a factory, got {_short(env)}")
+                           f"registered EnvSpec, an environment or a factory, got {short(env, 80)}")
     if not env.strip():
         raise PacplanError(f"{what} must be a Gymnasium environment id, got {env!r}")
     if env_kwargs is not None:
@@ -101,12 +97,12 @@ def environment(env: Any, env_kwargs: Mapping[str, Any] | None, names: Names) ->
         if not isinstance(env_kwargs, Mapping) or not all(isinstance(k, str)
                                                           for k in env_kwargs):
             raise PacplanError(f"{names.spelling('env_kwargs')} must be a mapping of names to "
-                               f"values, got {_short(env_kwargs)}")
+                               f"values, got {short(env_kwargs, 80)}")
         kwargs.update(env_kwargs)
     try:
         json.dumps(kwargs, allow_nan=False)
     except (TypeError, ValueError):
-        raise PacplanError(f"{names.spelling('env_kwargs')} {_short(kwargs)}: every value must "
+        raise PacplanError(f"{names.spelling('env_kwargs')} {short(kwargs, 80)}: every value must "
                            "be JSON (numbers, strings, booleans, lists, mappings), as it is "
                            "recorded with the certificate") from None
     return Environment(env, kwargs)

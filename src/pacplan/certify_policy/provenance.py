@@ -31,6 +31,7 @@ from pacplan.io.files import read_file_bytes, sha256_bytes
 from pacplan.pacbayes.record import Certificate, Loaded
 from pacplan.pacbayes.verify import Verified
 from pacplan.run.rundir import identity
+from pacplan.validation import short
 
 KEY = "certify_policy"
 """The one key of a certify-policy certificate's provenance."""
@@ -162,11 +163,6 @@ def _record(loaded: Loaded) -> dict[str, Any] | None:
     return record if isinstance(record, dict) else None
 
 
-def _short(value: Any, limit: int = 60) -> str:
-    text = json.dumps(value, sort_keys=True)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def _check(folder: Path, loaded: Loaded) -> list[str]:
     record = loaded.record.provenance.get(KEY) if loaded.record.provenance else None
     if not isinstance(record, dict):
@@ -183,14 +179,14 @@ def _check(folder: Path, loaded: Loaded) -> list[str]:
         claimed["seeds"] = {k: v for k, v in claimed["seeds"].items() if k not in RANGES}
     for key in sorted(set(claimed) | set(inputs)):
         if claimed.get(key) != inputs.get(key):
-            problems.append(f"provenance.{KEY}.{key} is {_short(claimed.get(key))} but {MARK} "
-                            f"says {_short(inputs.get(key))}")
+            was, now = short(claimed.get(key), as_json=True), short(inputs.get(key), as_json=True)
+            problems.append(f"provenance.{KEY}.{key} is {was} but {MARK} says {now}")
     problems += _check_seeds(record.get("seeds"), loaded)
     problems += _check_matrices(folder, loaded)
     names, given = record.get("policy_names"), stamp.get("policy_files")
     if names is not None and names != given:  # both: each policy as it was given
-        problems.append(f"provenance.{KEY}.policy_names is {_short(names)} but {MARK} says "
-                        f"{_short(given)}")
+        problems.append(f"provenance.{KEY}.policy_names is {short(names, as_json=True)} but "
+                        f"{MARK} says {short(given, as_json=True)}")
     return problems
 
 
@@ -277,7 +273,7 @@ def _entries(record: dict[str, Any], key: str, problems: list[str]) -> list[dict
                 and isinstance(entry.get("sha256"), str):
             good.append(entry)
         else:
-            problems.append(f"provenance.{KEY}.{key} holds {_short(entry)}, not "
+            problems.append(f"provenance.{KEY}.{key} holds {short(entry, as_json=True)}, not "
                             "{path, sha256, …}")
     return good
 

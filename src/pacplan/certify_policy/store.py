@@ -34,6 +34,7 @@ from pacplan.io.undo import undone_on_failure
 from pacplan.pacbayes.record import Certificate
 from pacplan.run.chunks import ChunkStore, Ledger
 from pacplan.run.rundir import identity
+from pacplan.validation import short
 
 MARK = "certify-policy.json"
 CERTIFICATES = "certificates"
@@ -105,7 +106,8 @@ def stamp(out: Path, inputs: dict[str, Any], option: str,
     if old.get("identity") != record["identity"] or identity(old_inputs) != record["identity"]:
         differs, was, now = _first_difference(old_inputs, inputs)
         raise PacplanError(f"{option} {out} holds a certify-policy run of other inputs "
-                           f"({differs} was {_short(was)}, now {_short(now)}): choose a new "
+                           f"({differs} was {short(was, 80, as_json=True)}, now "
+                           f"{short(now, 80, as_json=True)}): choose a new "
                            f"{option} or delete that folder")
 
 
@@ -128,11 +130,6 @@ def _first_difference(old: Any, new: Any, path: str = "") -> tuple[str, Any, Any
                 return _first_difference(old.get(key), new.get(key),
                                          f"{path}.{key}" if path else str(key))
     return path or "inputs", old, new
-
-
-def _short(value: Any, limit: int = 80) -> str:
-    text = json.dumps(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 _MATRIX = re.compile(r"(cert|test)(-N\d+(-T\d+)?)?\.npy")

@@ -30,6 +30,7 @@ from pacplan.cli.output import console, fail, shown
 from pacplan.errors import PacplanError
 from pacplan.io.files import open_regular
 from pacplan.io.outputs import folder_kind, refuse_overwriting
+from pacplan.validation import short
 
 JSON_SUFFIXES = (".jsonl", ".ndjson", ".json")
 MAX_LINE = 1 << 20
@@ -153,13 +154,8 @@ def json_costs(stream: TextIO, label: str) -> Iterator[float]:
                 raise PacplanError(f"{where}: an object without a \"cost\" key")
             value = value["cost"]
         if isinstance(value, bool) or not isinstance(value, float):
-            raise PacplanError(f"{where}: {_short(value)} is not a number")
+            raise PacplanError(f"{where}: {short(value, 40)} is not a number")
         yield _checked(value, where)
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def open_log(path: Path) -> TextIO:

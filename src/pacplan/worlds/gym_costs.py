@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from pacplan.errors import CostRangeError, PacplanError
+from pacplan.validation import short
 
 BUILTIN_COSTS: tuple[str, ...] = ("return", "terminated", "success")
 DEFAULT_SUCCESS_KEY = "is_success"
@@ -128,7 +129,7 @@ def checked_cost(value: Any, rule: CostRule, seed: int) -> float:
     if isinstance(value, np.ndarray) and value.size == 1:
         value = value.reshape(()).item()
     if not isinstance(value, numbers.Real | np.bool_):
-        raise PacplanError(f"{rule.describe()} returned {_short(value)} "
+        raise PacplanError(f"{rule.describe()} returned {short(value, 40)} "
                            f"({type(value).__name__}) on seed {seed}: a cost is a number in "
                            "[0, 1]")
     try:
@@ -140,8 +141,3 @@ def checked_cost(value: Any, rule: CostRule, seed: int) -> float:
                              "[0, 1]: a cost is never clipped (that would void the "
                              "certificate); return a number in [0, 1]")
     return number
-
-
-def _short(value: Any, limit: int = 40) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"

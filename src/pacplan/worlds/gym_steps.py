@@ -25,12 +25,7 @@ import numpy as np
 from gymnasium import spaces
 
 from pacplan.errors import PacplanError
-
-
-def short(value: Any, limit: int = 60) -> str:
-    """`repr(value)` on one line, cut to `limit` characters."""
-    text = " ".join(repr(value).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+from pacplan.validation import short
 
 
 def _scalar(value: Any) -> Any:
