@@ -3,7 +3,7 @@
 Why not `np.exp`: NumPy dispatches float64 exp and log to its own AVX-512 kernels where the CPU
 has them (x86-64-v4) and to the C library elsewhere; the two differ in the last bit of some
 results. ES feeds exp(½ log σ²) into every iterate, so a prior trained on an Intel Xeon and on an
-AMD EPYC without AVX-512 differed in its last bits (issue 22). These functions use only the
+AMD EPYC without AVX-512 differed in its last bits. These functions use only the
 IEEE-754 operations that every CPU rounds identically (+, −, ×, ÷, rint, ldexp, frexp), one
 separate NumPy ufunc call each (so no compiler can fuse a multiply and an add), in a fixed order.
 They are accurate to about one unit in the last place (tests/test_portable.py checks them against

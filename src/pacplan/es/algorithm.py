@@ -65,7 +65,7 @@ class ESState:
 
     @property
     def sigma(self) -> np.ndarray:
-        return portable.exp(0.5 * self.logvar)  # same bits on every CPU (issue 22)
+        return portable.exp(0.5 * self.logvar)  # same bits on every CPU (pacplan.portable)
 
 
 def init_state(cfg: ESConfig, dim: int, mean: np.ndarray | None = None,

@@ -44,7 +44,7 @@ def mixture_costs(costs: np.ndarray, p: np.ndarray, block_rows: int = 65_536) ->
 
     Not `costs @ p`: BLAS sums a matrix–vector product in an order its CPU-specific kernel
     chooses, so the same run gave certificates differing in their last bits on two machines
-    (issue 22). Row blocks keep the float64 temporary small for a large matrix.
+    (docs/reproducibility.md). Row blocks keep the float64 temporary small for a large matrix.
     """
     costs = np.asarray(costs)
     p = np.asarray(p, dtype=np.float64)

@@ -4,7 +4,7 @@ Matrices are .npy files read by `pacplan.io.files.load_npy` (never unpickled; si
 allocating), or *rational* matrices: a safetensors file holding integer numerators k and, in its
 metadata, a denominator d, the costs being exactly k / d. The UAV's costs are multiples of 1/240
 and mostly zero, so 100,000 × 50 of them take 5 MB as uint8 numerators instead of 40 MB of
-float64 (issue 23); the division is correctly rounded, so every machine decodes the same floats.
+float64; the division is correctly rounded, so every machine decodes the same floats.
 Every problem (missing file, damaged or object arrays, wrong shape, NaN, costs
 outside [0, 1]) is a `PacplanError` naming the file. Clipping out-of-range costs is allowed only
 when asked for, and the number of clipped entries is kept so the certificate can record it.

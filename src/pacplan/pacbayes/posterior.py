@@ -86,7 +86,7 @@ class _GibbsCurve:
             b = beta[s : s + block]
             w = self._unnormalized(b)
             # row sums in NumPy's fixed pairwise order, not BLAS's gemv, whose summation order
-            # depends on the CPU's kernel (issue 22): certificates agree across machines
+            # depends on the CPU's kernel: certificates agree across machines
             z = w.sum(axis=1)
             w *= self.shift
             excess = w.sum(axis=1) / z  # Ĉ − c_min

@@ -71,7 +71,7 @@ TERRAIN_CONTYPE, TERRAIN_CONAFFINITY = 2, 0  # terrain touches the robot, never 
 TERRAIN_GROUP = 1  # geom group of the ground and planks (robot: 0), so rays can skip them
 
 
-# The `minitaur` robot's calibration (issue 12): MuJoCo-only contact parameters, tuned so that
+# The `minitaur` robot's calibration: MuJoCo-only contact parameters, tuned so that
 # the open-loop
 # reference gait's outcome distribution on seeds 100-139 matches Bullet's default model there
 # (mean cost 0.251, falls 27.5 %; flat ground 10.13 m). Bullet's feet are a spring-damper
@@ -93,11 +93,11 @@ TERRAIN_GROUP = 1  # geom group of the ground and planks (robot: 0), so rays can
 FOOT_SOLREF = (0.005, 1.0)  # (time constant s, damping ratio)
 FOOT_SOLIMP = (0.9, 0.95, 0.001)  # (impedance at zero and at full width, width m)
 BODY_SOLREF = (0.02, 1.0)  # other links: MuJoCo's default (0.005-0.02 s changed no tuning run)
-# The Derpy's calibration (issue 20), against Bullet's Derpy on the same tuning seeds 100-139
+# The Derpy's calibration, against Bullet's Derpy on the same tuning seeds 100-139
 # (reference gait: mean cost 0.696, falls 7.5 %). Its URDF gives the feet a stiffness of 3e4 and
 # a damping of 1e3 (Bullet turns them into an implicit spring-damper; spinning friction 0.3
 # multiplies the terrain's 0, so it has no effect in either engine). Tried (mean cost, falls,
-# median per-terrain |Δx difference|): issue 12's stiff, critically damped contact
+# median per-terrain |Δx difference|): the minitaur's stiff, critically damped contact
 # solref (0.005, 1), default solimp: 0.709, 12.5 %, 0.06 m (adopted); solref (0.01, 1): 0.740,
 # 12.5 %, 0.09 m; the URDF's spring-damper per unit mass at 2 kg, solref (-15000, -500): 0.722,
 # 20 %, 0.09 m; solref (0.005, 1) with solimp (0.95, 0.99): 0.744, 22.5 %, 0.06 m.
@@ -129,7 +129,7 @@ class MujocoContact:
 
 
 MINITAUR_CONTACT = MujocoContact()
-# The Derpy's calibration (issue 20): see the notes above `DERPY_FOOT_SOLREF`.
+# The Derpy's calibration: see the notes above `DERPY_FOOT_SOLREF`.
 DERPY_CONTACT = MujocoContact(foot_solref=DERPY_FOOT_SOLREF, foot_solimp=DERPY_FOOT_SOLIMP)
 
 

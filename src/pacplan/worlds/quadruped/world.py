@@ -27,7 +27,7 @@ from pacplan.worlds.quadruped.terrain import Terrain, sample_terrain
 from pacplan.worlds.quadruped.terrain import first_slopes_deg as first_ridge_slopes
 
 ENGINES = ("bullet", "mujoco")
-STEEP_FIRST_SLOPE_DEG = 20.0  # stratum `steep`: where the MuJoCo-trained prior stalls (issue 65)
+STEEP_FIRST_SLOPE_DEG = 20.0  # stratum `steep`: where the MuJoCo-trained prior stalls
 VARIANTS = ("text", "paper-code")  # the paper's text (default); the paper's code as it ran
 ACTION_REPEAT = 5  # variant 'paper-code': physics steps per control step
 PLANNERS = ("policy", "teacher")  # who walks: θ, or the privileged teacher (a baseline row)

@@ -5,7 +5,7 @@ net_j(image / FAR), 25 tanh outputs, the same tie-break. Only the net differs:
 
 - `paper` (default): the paper's 13,943-weight net (spec.NET_SHAPES), kept bit for bit for
   the comparisons with the paper (uav-es, the shipped priors, every pinned result).
-- `conv`: a wider convnet (issue 52: the paper's net is the student's limit),
+- `conv`: a wider convnet (the paper's net is the taught student's limit: docs/results.md),
   Conv(1→w, k4, s2) → ELU → Conv(w→2w, k4, s2) → ELU → flatten (2w·11·11) → fc → 128 → ELU →
   fc → 25 → tanh, sized by the world option `policy_width` w, one of CONV_WIDTHS:
 
