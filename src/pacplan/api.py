@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pacplan.choices import BOUND_CHOICES, EXECUTORS, SOLVERS
+from pacplan.choices import BOUND_CHOICES, SOLVERS
 from pacplan.errors import NotCheckedWarning, PacplanError
 from pacplan.pacbayes.matrices import CostMatrix, load_cost_matrix, sha256_array
 from pacplan.pacbayes.record import Certificate
@@ -26,7 +26,6 @@ from pacplan.validation import (
     check_choice,
     check_delta,
     check_flag,
-    check_int,
     check_real,
     check_unit_costs,
 )
@@ -182,14 +181,12 @@ def run(config: PathLike | Mapping[str, Any] | RunConfig, out: PathLike | None =
 
 def _run(config: Any, out: PathLike | None, prior: PathLike | None, progress: bool, report: bool,
          executor: str | None, workers: int | None, address: str | None) -> RunResult:
-    from pacplan.io.outputs import refuse_overwriting
     from pacplan.presets import resolve_prior
     from pacplan.report.document import write_report
     from pacplan.run.fresh import discard_if_refused
-    from pacplan.run.pipeline import check_worlds
     from pacplan.run.pipeline import run as run_pipeline
-    from pacplan.run.prior_world import adopt_prior_options, prior_source
     from pacplan.run.rundir import RunDir
+    from pacplan.run.start import PYTHON, start_run
 
     for name, flag in (("progress", progress), ("report", report)):
         check_flag(flag, name)
@@ -197,23 +194,11 @@ def _run(config: Any, out: PathLike | None, prior: PathLike | None, progress: bo
         if path is not None and not isinstance(path, str | os.PathLike):
             raise PacplanError(f"{name} must be a path (a str or os.PathLike), got "
                                f"{type(path).__name__}")
-    if address is not None and not isinstance(address, str):
-        raise PacplanError(f"address must be a Ray cluster address (a str), got "
-                           f"{type(address).__name__}")
     cfg = _config(config)
-    if executor is not None:
-        cfg.executor.kind = check_choice("executor", executor, EXECUTORS)
-    if workers is not None:
-        cfg.executor.workers = check_int(workers, "workers", minimum=1)
-    if address is not None:  # a cluster address only means something to Ray
-        cfg.executor.address = str(address)
-        cfg.executor.kind = "ray"
     prior_file = resolve_prior(prior) if prior is not None else None
-    run_dir = Path(out) if out is not None else Path("runs") / cfg.name
-    adopt_prior_options(cfg, prior_source(cfg, prior_file, run_dir))
-    check_worlds(cfg)  # before the run directory is made
     given = Path(config) if isinstance(config, str | os.PathLike) else None
-    refuse_overwriting(run_dir, "out", {"prior": prior_file, "config": given}, resumes=True)
+    run_dir = start_run(cfg, out, PYTHON, prior_file=prior_file, config_file=given,
+                        executor=executor, workers=workers, address=address).run_dir
     with discard_if_refused(run_dir), RunDir(run_dir).locked():
         result = run_pipeline(cfg, run_dir, prior_file=prior_file, progress=progress)
         if report:

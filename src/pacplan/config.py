@@ -195,6 +195,7 @@ class RunConfig(Section):
     # set by `pacplan.run.pipeline.check_worlds` at the boundary: which worlds and options it
     # checked, so the stages trust them instead of checking again (not part of the config file)
     _worlds_checked: str | None = PrivateAttr(default=None)
+    _started: tuple[str, str | None] | None = PrivateAttr(default=None)
 
     def input_files(self) -> list[tuple[BaseModel, str]]:
         """Every field that names an input file, as (section, attribute): the one list that

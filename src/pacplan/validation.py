@@ -1,8 +1,8 @@
 """Every check of user-facing input, in one place (in the manner of scikit-learn's `check_array`).
 
 Each function takes the value and the name it is known by to the user (an argument, a config
-field or a file), and either returns the value in canonical form or raises `PacplanError`
-naming that thing and the rule it broke. Nothing else in pacplan re-implements these rules.
+field or a file), and returns the value in canonical form or raises `PacplanError` naming that
+thing and the rule it broke (its value cut short by `short`). Nothing else re-implements them.
 """
 
 from __future__ import annotations
@@ -283,15 +283,11 @@ def check_real(value: Any, name: str, minimum: float | None = None,
 
 
 def short(value: Any, limit: int = 60, *, as_json: bool = False) -> str:
-    """`value` as a message shows it: its repr (or JSON) on one line, cut to `limit`
-    characters with its full length said (10**400 has 401 digits; past 4300, repr fails and
-    the integer's size is said instead). The one helper every message uses."""
+    """`value` for a message: its repr (or JSON) on one line, cut to `limit` characters."""
     try:
         text = json.dumps(value, sort_keys=True, default=repr) if as_json else repr(value)
-    except ValueError:
-        if isinstance(value, int):
-            return f"an integer of {value.bit_length()} bits"
-        return f"a {type(value).__name__} that cannot be shown"
+    except ValueError:  # an integer of over 4300 digits has no repr: its size instead
+        return f"an integer of {value.bit_length()} bits"
     text = " ".join(text.split())
     return text if len(text) <= limit else f"{text[:limit - 1]}… ({len(text)} characters)"
 

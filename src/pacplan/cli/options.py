@@ -6,9 +6,7 @@ from __future__ import annotations
 import typer
 
 from pacplan.choices import BOUND_CHOICES, EXECUTORS
-from pacplan.errors import PacplanError
 from pacplan.presets import list_presets, shipped_priors
-from pacplan.validation import check_choice
 
 
 def choices(names: tuple[str, ...]) -> str:
@@ -44,16 +42,3 @@ ConfigArg = typer.Argument(..., metavar="CONFIG", autocompletion=complete_preset
                            help="A run config (YAML file) or a preset name, e.g. uav-quick "
                            "(`pacplan presets` lists them); a file of that name wins.")
 DeltaOpt = typer.Option(0.01, "--delta", help="Confidence parameter δ in (0, 1).")
-
-
-def apply_executor_options(cfg, executor: str | None, workers: int | None,
-                            address: str | None) -> None:
-    if executor is not None:
-        cfg.executor.kind = check_choice("executor", executor, EXECUTORS)
-    if workers is not None:
-        if workers < 1:
-            raise PacplanError("--workers must be >= 1")
-        cfg.executor.workers = workers
-    if address is not None:  # a cluster address only means something to Ray
-        cfg.executor.address = address
-        cfg.executor.kind = "ray"

@@ -12,12 +12,10 @@ from rich.table import Table
 from pacplan.cli.options import (
     ConfigArg,
     ExecutorOpt,
-    apply_executor_options,
     complete_preset,
     complete_prior,
 )
 from pacplan.cli.output import certificate_table, console, shown, sigterm_as_ctrl_c
-from pacplan.io.outputs import refuse_overwriting
 from pacplan.presets import list_presets, preset_path, resolve_config, resolve_prior, shipped_priors
 
 
@@ -38,21 +36,18 @@ def run_cmd(
     from pacplan.config import load_config
     from pacplan.report.document import write_report
     from pacplan.run.fresh import discard_if_refused
-    from pacplan.run.pipeline import check_worlds, run
-    from pacplan.run.prior_world import adopt_prior_options, prior_source
+    from pacplan.run.pipeline import run
     from pacplan.run.rundir import RunDir
+    from pacplan.run.start import CLI, start_run
 
     config_file = resolve_config(config)
     cfg = load_config(config_file)
     prior_file = resolve_prior(prior) if prior is not None else None
-    run_dir = out or Path("runs") / cfg.name
-    adopted = adopt_prior_options(cfg, prior_source(cfg, prior_file, run_dir))
-    check_worlds(cfg)  # before the run directory is made
-    apply_executor_options(cfg, executor, workers, address)
-    if adopted:
-        console.print(f"[dim]{escape(adopted)}[/]", soft_wrap=True)
-    refuse_overwriting(run_dir, "--out", {"--prior": prior_file, "CONFIG": config_file},
-                       resumes=True)
+    started = start_run(cfg, out, CLI, prior_file=prior_file, config_file=config_file,
+                        executor=executor, workers=workers, address=address)
+    run_dir = started.run_dir
+    if started.adopted:
+        console.print(f"[dim]{escape(started.adopted)}[/]", soft_wrap=True)
     # one lock for the run and its report; `kill` stops it as Ctrl-C does
     with sigterm_as_ctrl_c(), discard_if_refused(run_dir), RunDir(run_dir).locked():
         result = run(cfg, run_dir, prior_file=prior_file, progress=not quiet,
@@ -97,16 +92,14 @@ def train_prior_cmd(
     """Train the PAC-Bayes prior with Evolution Strategies (resumes a killed run exactly)."""
     from pacplan.config import load_config
     from pacplan.run.fresh import discard_if_refused
-    from pacplan.run.pipeline import check_worlds
     from pacplan.run.rundir import RunDir
+    from pacplan.run.start import CLI, start_run
     from pacplan.run.training import train_prior
 
     config_file = resolve_config(config)
     cfg = load_config(config_file)
-    check_worlds(cfg)  # the whole config is checked, baselines included
-    # not into a planner, another run, a folder of other files or one holding the config
-    refuse_overwriting(out, "--out", {"CONFIG": config_file}, resumes=True)
-    apply_executor_options(cfg, executor, workers, address)
+    start_run(cfg, out, CLI, config_file=config_file, executor=executor, workers=workers,
+              address=address, adopt_prior=False)  # the whole config, baselines included
     with discard_if_refused(out):
         state = train_prior(cfg, out, progress=not quiet,
                             log=lambda msg: console.print(f"[dim]{escape(msg)}[/]"))

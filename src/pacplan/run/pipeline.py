@@ -213,6 +213,12 @@ def check_files(cfg: RunConfig) -> None:
             raise noted(PacplanError(f"baseline {base.name!r} weights: {exc}"), note) from None
 
 
+def started_key(run_dir: str | Path, prior_file: str | Path | None) -> tuple[str, str | None]:
+    """What `pacplan.run.start.start_run` prepared a config for (`cfg._started`): `run`
+    adopts nothing again for it."""
+    return str(Path(run_dir)), None if prior_file is None else str(Path(prior_file))
+
+
 def run(cfg: RunConfig, run_dir: str | Path, prior_file: str | Path | None = None,
         progress: bool = True, executor: Executor | None = None,
         log: Callable[[str], None] | None = None) -> RunResult:
@@ -220,10 +226,11 @@ def run(cfg: RunConfig, run_dir: str | Path, prior_file: str | Path | None = Non
     process working there is refused at once, naming it). A config whose worlds the boundary
     checked (`check_worlds`) is trusted; any other is checked here first. A prior file that
     records its policy family sets the world options the config leaves unset
-    (`adopt_prior_options`)."""
-    adopted = adopt_prior_options(cfg, prior_source(cfg, prior_file, run_dir))
-    if adopted and log:
-        log(adopted)
+    (`adopt_prior_options`), unless `pacplan.run.start.start_run` has done so already."""
+    if cfg._started != started_key(run_dir, prior_file):
+        adopted = adopt_prior_options(cfg, prior_source(cfg, prior_file, run_dir))
+        if adopted and log:
+            log(adopted)
     if cfg._worlds_checked != _worlds_key(cfg):
         check_worlds(cfg)
     rd = RunDir(run_dir)
