@@ -256,11 +256,6 @@ def world_renderer(name: str) -> Callable[..., Any] | None:
     return None if target is None else resolve_target(target, f"renderer of world {name!r}")
 
 
-def gym_environments() -> dict[str, str]:
-    """Gymnasium id -> entry point of every registered world that has one."""
-    return {e.gym_id: e.gym_entry for e in _REGISTRY.values() if e.gym_id and e.gym_entry}
-
-
 def gym_specs() -> dict[str, dict[str, Any]]:
     """Gymnasium id -> keyword arguments of `gymnasium.register` (entry point, episode length)
     of every registered world that has an environment."""

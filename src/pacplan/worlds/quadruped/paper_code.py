@@ -46,7 +46,7 @@ share.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -221,10 +221,3 @@ def paper_code_rollout(sim: QuadrupedSim, terrain: BoxTerrain, controller: Contr
         path=np.array(path, dtype=np.float64).reshape(-1, 4), first_depth=first_depth,
         unclipped_cost=raw, x_at_primitive_start=starts,
     )
-
-
-def paper_code_rollout_config(finish_dx: float, horizon_s: float,
-                              primitive_s: float) -> RolloutConfig:
-    """The episode sizes (the goal is x = finish_dx in the world frame here)."""
-    return replace(RolloutConfig(), finish_dx=finish_dx, horizon_s=horizon_s,
-                   primitive_s=primitive_s)

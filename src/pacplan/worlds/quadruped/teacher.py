@@ -159,11 +159,6 @@ def check_teacher_request(world: str, options: Mapping[str, Any] | None,
     check_teacher_seeds(seeds, forbidden or {}, "prior-training or held-out")
 
 
-def forbidden_seeds(config: Any) -> dict[str, Sequence[int]]:
-    """The seed ranges of a `RunConfig` the teacher must not see: its cert and test seeds."""
-    return {"cert": config.seeds.cert, "test": config.seeds.test}
-
-
 class QuadrupedTeacher:
     """The look-ahead teacher of a `QuadrupedWorld` (the Derpy, either engine); one thread.
 
