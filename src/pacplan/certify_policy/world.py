@@ -21,14 +21,15 @@ from pacplan.certify_policy.seeds import Names
 from pacplan.errors import PacplanError
 from pacplan.validation import check_policies, check_seeds
 
-NAME = "policy-rollouts"
-"""The world's name in pacplan's registry (`pacplan.worlds.base`)."""
+NAME = "pacplan.certify_policy.world:PolicyRollouts"
+"""The world's name for `make_world` in a worker: its factory's import path (it is no
+registered world: `pacplan.worlds.base.world_entry`)."""
 
 
 class PolicyRollouts:
     """Rollouts of imported policies on a Gymnasium environment, costed by a declared rule."""
 
-    name = NAME
+    name = "policy-rollouts"
 
     def __init__(self, env_id: str, policies: list[str], policy_sha256: list[str],
                  env_kwargs: dict[str, Any] | None = None, cost: str = "return",

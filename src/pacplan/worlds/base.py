@@ -101,8 +101,6 @@ _REGISTRY: dict[str, WorldEntry] = {
     "toy": WorldEntry("pacplan.worlds.toy:ToyWorld"),
     "gym": WorldEntry("pacplan.worlds.gym_world:GymWorld",  # any registered Gymnasium env
                       exporter="pacplan.worlds.gym_export:EXPORTER"),
-    # certify-policy's rollouts of imported policies (its --workers / --executor ray)
-    "policy-rollouts": WorldEntry("pacplan.certify_policy.world:PolicyRollouts"),
     "uav": WorldEntry("pacplan.worlds.uav:UAVWorld",
                       renderer="pacplan.worlds.uav.render:render_figure",
                       gym_id="pacplan/UAVObstacleField-v0",
@@ -134,7 +132,12 @@ def world_names() -> list[str]:
 
 
 def world_entry(name: str) -> WorldEntry:
-    """The registry entry of `name`, or a `PacplanError` listing the known worlds."""
+    """The registry entry of `name`, or a `PacplanError` listing the known worlds. A world of
+    pacplan's own that lives above this layer (certify-policy's rollouts, which its workers
+    rebuild) is named by its factory's import path, "pacplan.package.module:Factory", so no
+    entry here points upward."""
+    if name.startswith("pacplan.") and ":" in name and name not in _REGISTRY:
+        return WorldEntry(name)
     if name not in _REGISTRY:
         raise PacplanError(f"unknown world {name!r}; known worlds: {', '.join(world_names())}")
     return _REGISTRY[name]
