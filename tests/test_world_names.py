@@ -18,10 +18,7 @@ from pacplan.worlds.base import world_names
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "pacplan"
 
-STILL_BRANCHING = {
-    # the distillation stage picks the UAV's lattice teacher or the quadruped's look-ahead one
-    "run/distill.py",
-}
+STILL_BRANCHING: set[str] = set()
 
 
 def _pattern() -> re.Pattern[str]:

@@ -37,7 +37,7 @@ def _cfg(world: str = "uav", **distill: object) -> object:
 
 
 def test_refuses_a_world_the_teacher_does_not_support_before_any_work(tmp_path: Path) -> None:
-    with pytest.raises(PacplanError, match="only in the uav world, not 'toy'") as exc:
+    with pytest.raises(PacplanError, match="only in the quadruped, uav worlds, not 'toy'") as exc:
         stage.distill(_cfg("toy"), tmp_path / "run")
     assert "\n" not in str(exc.value)
     assert not (tmp_path / "run").exists()

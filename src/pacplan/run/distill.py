@@ -54,6 +54,7 @@ from pacplan.run.distill_quadruped import FILES as QUADRUPED_FILES
 from pacplan.run.distill_store import LOG, mend_log, read_round, write_round
 from pacplan.run.parallel import spawned_pool
 from pacplan.run.rundir import identity
+from pacplan.worlds.base import world_teacher
 
 DIR = "distill"
 THETA = "theta.safetensors"
@@ -80,9 +81,15 @@ def _cfg(cfg: RunConfig) -> DistillConfig:
     return cfg.distill
 
 
+def _look_ahead(cfg: RunConfig) -> bool:
+    """Whether the world's teacher is the quadruped's look-ahead (else the UAV's lattice): the
+    world names its teacher (`pacplan.worlds.base.world_teacher`), never its name here."""
+    return world_teacher(cfg.world.name) == "quadruped-look-ahead"
+
+
 def check_request(cfg: RunConfig) -> None:
     """The one-line refusals, before any work (world, seed overlap, sizes)."""
-    if cfg.world.name == "quadruped":
+    if _look_ahead(cfg):
         from pacplan.run.distill_quadruped import check_request as check_quadruped
 
         check_quadruped(cfg, teacher_seeds(cfg))
@@ -118,7 +125,7 @@ def distill(cfg: RunConfig, run_dir: str | Path, log: Any = None) -> Path:
     t0 = time.perf_counter()
     lo, hi = teacher_seeds(cfg)
     seeds = np.arange(lo, hi, dtype=np.int64)
-    if cfg.world.name == "quadruped":
+    if _look_ahead(cfg):
         from pacplan.run import distill_quadruped
 
         theta, records, chosen = distill_quadruped.rounds(cfg, seeds, _eval_seeds(cfg), files,
@@ -130,7 +137,7 @@ def distill(cfg: RunConfig, run_dir: str | Path, log: Any = None) -> Path:
         record = {"teacher": "uav lattice dynamic program (pacplan.worlds.uav.teacher)"}
     record.update({"seeds": [lo, hi], "rounds": d.rounds, "config": d.model_dump(mode="json"),
                    "seconds_this_call": round(time.perf_counter() - t0, 1)})
-    if cfg.world.name != "quadruped":
+    if not _look_ahead(cfg):
         record["seconds_lattice_this_call"] = round(t_lattice, 1)
     record["rounds_log"] = records
     atomic_write_json(out / RECORD, record)
@@ -184,7 +191,7 @@ def _inputs(cfg: RunConfig) -> dict[str, Any]:
     inputs = {"distill": settings, "seeds": list(teacher_seeds(cfg)),
               "eval_seeds": None if ev is None else [int(ev[0]), int(ev[-1]) + 1],
               "net_scale": float(cfg.world.options.get("net_scale", 5.0))}
-    if cfg.world.name == "quadruped":  # its world options shape every label
+    if _look_ahead(cfg):  # its world options shape every label
         del inputs["net_scale"]
         inputs["world"] = {k: v for k, v in cfg.world.options.items() if k != "threads"}
     elif not _family(cfg).is_paper:

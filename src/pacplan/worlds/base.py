@@ -85,7 +85,8 @@ class WorldEntry:
     draws one environment; gym_entry is the Gymnasium env class registered as gym_id, and
     gym_max_episode_steps its episode length in the spec (so `TimeLimit` wraps it); exporter a
     `PlannerExporter` (the world has a planner runtime), paper a `PaperStory` (the paper's
-    Table 1 has rows for it).
+    Table 1 has rows for it), teacher the kind of privileged teacher `train-prior`'s
+    distillation stage can teach its policy with (`TEACHERS`).
     """
 
     factory: str
@@ -95,6 +96,14 @@ class WorldEntry:
     gym_max_episode_steps: int | None = None
     exporter: str | None = None
     paper: str | None = None
+    teacher: str | None = None
+
+
+TEACHERS = ("uav-lattice", "quadruped-look-ahead")
+"""The privileged teachers `pacplan.run.distill` knows: the UAV's exact lattice program
+(`worlds.uav.teacher`) and the quadruped's look-ahead in the simulator
+(`worlds.quadruped.teacher`). A world names the one it supports; a new kind of teacher is a new
+training stage, written in `pacplan.run`."""
 
 
 _REGISTRY: dict[str, WorldEntry] = {
@@ -107,24 +116,28 @@ _REGISTRY: dict[str, WorldEntry] = {
                       gym_entry="pacplan.worlds.uav.gym_env:UAVObstacleFieldEnv",
                       gym_max_episode_steps=12,  # 12 primitives of 1 s (spec.N_STEPS)
                       exporter="pacplan.worlds.uav.export:EXPORTER",
-                      paper="pacplan.worlds.uav.paper_table:STORY"),
+                      paper="pacplan.worlds.uav.paper_table:STORY", teacher="uav-lattice"),
     "quadruped": WorldEntry("pacplan.worlds.quadruped:QuadrupedWorld",
                             renderer="pacplan.worlds.quadruped.render:render_figure",
                             gym_id="pacplan/MinitaurTerrain-v0",
                             gym_entry="pacplan.worlds.quadruped.gym_env:MinitaurTerrainEnv",
                             gym_max_episode_steps=20,  # 10 s of 0.5 s primitives
                             exporter="pacplan.worlds.quadruped.export:EXPORTER",
-                            paper="pacplan.worlds.quadruped.paper_table:STORY"),
+                            paper="pacplan.worlds.quadruped.paper_table:STORY",
+                            teacher="quadruped-look-ahead"),
 }
 
 
 def register_world(name: str, factory: str, renderer: str | None = None,
                    gym_id: str | None = None, gym_entry: str | None = None,
                    gym_max_episode_steps: int | None = None, exporter: str | None = None,
-                   paper: str | None = None) -> None:
+                   paper: str | None = None, teacher: str | None = None) -> None:
     """Register a world by import paths "package.module:Attribute" (`WorldEntry`)."""
+    if teacher is not None and teacher not in TEACHERS:
+        raise PacplanError(f"teacher {teacher!r} of world {name!r} is not one pacplan has: "
+                           f"{', '.join(TEACHERS)}")
     _REGISTRY[name] = WorldEntry(factory, renderer, gym_id, gym_entry, gym_max_episode_steps,
-                                 exporter, paper)
+                                 exporter, paper, teacher)
 
 
 def world_names() -> list[str]:
@@ -152,6 +165,17 @@ def world_exporter(name: str) -> PlannerExporter:
         raise PacplanError(f"world {name!r} has no planner runtime (worlds that have one: "
                            f"{have})")
     return resolve_target(path, f"world {name!r}'s planner exporter")  # type: ignore[no-any-return]
+
+
+def world_teacher(name: str) -> str:
+    """The teacher kind of world `name` (`TEACHERS`), or a `PacplanError` naming the worlds
+    that have a teacher."""
+    teacher = world_entry(name).teacher
+    if teacher is None:
+        have = ", ".join(n for n in world_names() if _REGISTRY[n].teacher) or "none"
+        raise PacplanError(f"the privileged teacher plans only in the {have} worlds, not "
+                           f"{name!r} (remove the distill section)")
+    return teacher
 
 
 def world_paper_story(name: str) -> PaperStory | None:
