@@ -22,8 +22,8 @@ from pacplan.config import parse_config
 from pacplan.export import export_planner
 from pacplan.io.files import sha256_file
 from pacplan.run.pipeline import run
-from pacplan.worlds.gym_policies import LinearPolicy
-from pacplan.worlds.gym_world import GymWorld
+from pacplan.worlds.from_gym.policies import LinearPolicy
+from pacplan.worlds.from_gym.world import GymWorld
 from pacplan_runtime import GymDecision, Planner, PlannerError
 
 HORIZON = 20
@@ -147,7 +147,7 @@ def test_gym_observation_of_another_shape_is_refused(exported) -> None:
 
 
 def test_gym_nets_have_the_hashes_the_runtime_knows() -> None:
-    from pacplan.worlds.gym_export import GYM_WEIGHTS, gym_net_onnx
+    from pacplan.worlds.from_gym.export import GYM_WEIGHTS, gym_net_onnx
     from pacplan_runtime.spec import GYM_NET_SHA256
 
     assert set(GYM_NET_SHA256) == set(GYM_WEIGHTS)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 
-from pacplan.worlds.gym_costs import Episode
+from pacplan.worlds.from_gym.costs import Episode
 
 SEEN: list[Episode] = []
 

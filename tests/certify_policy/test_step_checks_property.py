@@ -1,5 +1,5 @@
 """A property test of the checks between a policy and an environment
-(`pacplan.worlds.gym_steps`), with Gymnasium's own `Space.contains` as the oracle: an action
+(`pacplan.worlds.from_gym.steps`), with Gymnasium's own `Space.contains` as the oracle: an action
 is accepted exactly when it is real, finite and in the space, is handed over unchanged, and
 with `clip` comes back inside the space; a reward is accepted exactly when it is one finite
 real number."""
@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from pacplan.errors import PacplanError
-from pacplan.worlds.gym_steps import checked_action, checked_reward
+from pacplan.worlds.from_gym.steps import checked_action, checked_reward
 
 BOXES = [spaces.Box(-2.0, 2.0, (1,), np.float32),
          spaces.Box(np.array([-1.0, 0.0]), np.array([1.0, 0.5]), dtype=np.float64),

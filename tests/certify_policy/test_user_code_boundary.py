@@ -195,7 +195,7 @@ def test_every_environment_output_is_checked_by_type(tmp_path: Path, fault: str,
 
 def test_the_gym_world_checks_the_same_outputs(tmp_path: Path) -> None:
     """pacplan's own policies on a user's environment get the same checks."""
-    from pacplan.worlds.gym_world import GymWorld
+    from pacplan.worlds.from_gym.world import GymWorld
 
     ids = user_faults.register_faulty()
     theta = np.zeros((1, 6), np.float32)

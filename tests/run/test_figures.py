@@ -74,7 +74,7 @@ def test_quadruped_figure_follows_the_depth_convention_and_is_cropped(tmp_path, 
 
 def test_gymnasium_frames_share_the_convention():
     """The Gymnasium frames' depth panel: the same colour map, 0 to far, labelled colorbar."""
-    from pacplan.worlds.gym_common import depth_panel
+    from pacplan.worlds.as_gym import depth_panel
 
     plt = plotting.pyplot()
     fig = plt.figure(figsize=(4, 3))

@@ -12,8 +12,8 @@ import pytest
 
 from pacplan.errors import CostRangeError, PacplanError
 from pacplan.worlds.check import check_world
-from pacplan.worlds.gym_bounds import return_bounds_from_rewards
-from pacplan.worlds.gym_world import GymWorld
+from pacplan.worlds.from_gym.bounds import return_bounds_from_rewards
+from pacplan.worlds.from_gym.world import GymWorld
 
 # Pendulum-v1's reward is −(θ² + 0.1·θ̇² + 0.001·u²) with |θ| ≤ π, |θ̇| ≤ 8, |u| ≤ 2
 # (Gymnasium's documentation of the env): the worst step is −(π² + 6.4 + 0.004).

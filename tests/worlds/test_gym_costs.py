@@ -14,7 +14,7 @@ import user_costs
 from pacplan.errors import CostRangeError, PacplanError
 from pacplan.worlds.base import make_world
 from pacplan.worlds.check import check_world
-from pacplan.worlds.gym_world import GymWorld
+from pacplan.worlds.from_gym.world import GymWorld
 
 # Linear policies on the lander's 2 observations: d = 2·2 + 2; the bias decides the action.
 HOVER = np.array([[0, 0, 0, 0, 1, 0]], np.float32)  # always action 0

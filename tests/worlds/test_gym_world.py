@@ -15,7 +15,7 @@ import pytest
 from pacplan.errors import PacplanError
 from pacplan.run.executors import SerialExecutor, WorldSpec, make_executor
 from pacplan.worlds.base import make_world
-from pacplan.worlds.gym_world import GymWorld
+from pacplan.worlds.from_gym.world import GymWorld
 
 CARTPOLE = {"env_id": "CartPole-v1", "return_bounds": [0, 500], "horizon": 500}
 PENDULUM = {"env_id": "Pendulum-v1", "return_bounds": [-16.3 * 200, 0]}

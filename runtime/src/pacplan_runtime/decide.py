@@ -5,7 +5,7 @@ ties toward the straighter one (the tie-break order). Every step is float32 like
 simulator that produced the certified costs; the net runs in onnxruntime.
 Quadruped: η = policy(depth, proprio) in float64 like the numpy policy, rounded to float32 (the
 action the Gymnasium env and the certified rollouts take), then the paper's gait map.
-Gym: z = net(flattened observation) in float64 like `pacplan.worlds.gym_policies`, then its
+Gym: z = net(flattened observation) in float64 like `pacplan.worlds.from_gym.policies`, then its
 action rule: start + argmax z (discrete), or low + (tanh z + 1)/2 · (high − low) cast to the
 box's dtype.
 A decider holds only what is fixed at load: what one observation needs between `inputs` and

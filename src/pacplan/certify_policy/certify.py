@@ -121,7 +121,7 @@ def certify_policy(env_id: Any, policies: Sequence[Any], *, n: int = DEFAULT_N,
         n: certification seeds.
         cost: "return" (with return_bounds or reward_bounds), "terminated", "success" (with
             success_key, success_needs_terminated), 'module:function' or a function of the
-            episode record (`pacplan.worlds.gym_costs.Episode`) returning a number in [0, 1].
+            episode record (`pacplan.worlds.from_gym.costs.Episode`) returning a number in [0, 1].
         env_kwargs: keyword arguments for `gymnasium.make` (JSON values: they are recorded).
         clip_actions: clip an action outside a Box action space into it (the certificate is
             then for the clipped policy) instead of refusing it.

@@ -117,7 +117,7 @@ def make_world_for(env: Any, env_kwargs: Mapping[str, Any] | None, cost: Any,
     environment was given; a cost function object's (sha256, source), set on the world after
     it is built)."""
     from pacplan.worlds.base import check_world_options
-    from pacplan.worlds.gym_world import GymWorld
+    from pacplan.worlds.from_gym.world import GymWorld
 
     given_env = environment(env, env_kwargs, names)
     function = None

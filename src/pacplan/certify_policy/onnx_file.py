@@ -174,7 +174,7 @@ class OnnxPolicy:
         if importlib.util.find_spec("onnxruntime") is None:  # the child imports it
             raise PacplanError(f"{path}: reading an .onnx policy needs onnxruntime (pip install "
                                "onnxruntime)")
-        from pacplan.worlds.gym_policies import flat_size
+        from pacplan.worlds.from_gym.policies import flat_size
 
         size = flat_size(observation_space, f"{path}: an .onnx policy", "certify a "
                          "'module:callable' policy, which is handed the raw observation")

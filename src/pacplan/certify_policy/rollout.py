@@ -17,9 +17,9 @@ import numpy as np
 from pacplan.certify_policy.policies import ImportedPolicy
 from pacplan.errors import PacplanError
 from pacplan.io.user_code import calling_user_code
-from pacplan.worlds.gym_costs import Episode
-from pacplan.worlds.gym_steps import check_observation, checked_action, checked_step
-from pacplan.worlds.gym_world import GymWorld
+from pacplan.worlds.from_gym.costs import Episode
+from pacplan.worlds.from_gym.steps import check_observation, checked_action, checked_step
+from pacplan.worlds.from_gym.world import GymWorld
 
 NO_WEIGHTS = "pacplan.certify_policy.rollout:no_weights"
 """The `gym` world's policy option for a world that only declares the environment and its
@@ -44,7 +44,7 @@ def rollout(world: GymWorld, env: Any, policy: ImportedPolicy, seed: int,
             clip_actions: bool = False) -> tuple[Episode, int]:
     """(one episode of `policy` on environment `seed`, the number of its actions clipped into
     the action space); every failure of the policy or of the environment, and everything they
-    hand over that is not what Gymnasium's API says (`pacplan.worlds.gym_steps`), is one line
+    hand over that is not what Gymnasium's API says (`pacplan.worlds.from_gym.steps`), is one line
     naming the policy or the environment, the seed and the step."""
     with calling_user_code(f"{world.env_id} failed to reset with seed {seed}"):
         obs, _ = env.reset(seed=seed)

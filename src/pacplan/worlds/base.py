@@ -108,8 +108,8 @@ training stage, written in `pacplan.run`."""
 
 _REGISTRY: dict[str, WorldEntry] = {
     "toy": WorldEntry("pacplan.worlds.toy:ToyWorld"),
-    "gym": WorldEntry("pacplan.worlds.gym_world:GymWorld",  # any registered Gymnasium env
-                      exporter="pacplan.worlds.gym_export:EXPORTER"),
+    "gym": WorldEntry("pacplan.worlds.from_gym.world:GymWorld",  # any registered Gymnasium env
+                      exporter="pacplan.worlds.from_gym.export:EXPORTER"),
     "uav": WorldEntry("pacplan.worlds.uav:UAVWorld",
                       renderer="pacplan.worlds.uav.render:render_figure",
                       gym_id="pacplan/UAVObstacleField-v0",

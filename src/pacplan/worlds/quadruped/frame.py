@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from pacplan.worlds.gym_common import FRAME_SIZE_PX, depth_panel, figure_rgb, frame_figure
+from pacplan.worlds.as_gym import FRAME_SIZE_PX, depth_panel, figure_rgb, frame_figure
 from pacplan.worlds.quadruped.terrain import Terrain
 
 _X_SPAN = (-0.5, 10.5)  # the flat start, the ridges, and a little past them
@@ -22,7 +22,7 @@ _DEPTH_RECT = (0.62, 0.08, 0.26, 0.26 * _WIDTH_PX / _HEIGHT_PX)
 
 
 class MinitaurFrame:
-    """Draws the env's frames on one fixed-size figure (`gym_common.FRAME_SIZE_PX`)."""
+    """Draws the env's frames on one fixed-size figure (`as_gym.FRAME_SIZE_PX`)."""
 
     def __init__(self, far_m: float, image_size: int) -> None:
         self.fig = fig = frame_figure()

@@ -23,7 +23,7 @@ import numpy as np
 from gymnasium import spaces
 
 from pacplan.errors import PacplanError
-from pacplan.worlds.gym_common import (
+from pacplan.worlds.as_gym import (
     RENDER_MODES,
     check_image_obs,
     check_render_mode,

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from pacplan.worlds.gym_common import FRAME_SIZE_PX, depth_panel, figure_rgb, frame_figure
+from pacplan.worlds.as_gym import FRAME_SIZE_PX, depth_panel, figure_rgb, frame_figure
 from pacplan.worlds.uav import spec
 from pacplan.worlds.uav.render import silhouette
 from pacplan.worlds.uav.scene import Scene
@@ -70,7 +70,7 @@ class _View:
 
 
 class UAVFrame:
-    """Draws the env's frames on one fixed-size figure (`gym_common.FRAME_SIZE_PX`)."""
+    """Draws the env's frames on one fixed-size figure (`as_gym.FRAME_SIZE_PX`)."""
 
     def __init__(self) -> None:
         self.fig = frame_figure()

@@ -27,7 +27,7 @@ import gymnasium as gym
 import numpy as np
 
 from pacplan.validation import check_choice
-from pacplan.worlds.gym_common import (
+from pacplan.worlds.as_gym import (
     RENDER_MODES,
     check_image_obs,
     check_render_mode,

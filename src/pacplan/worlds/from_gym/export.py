@@ -2,7 +2,7 @@
 
 Fixed parts: the policy family's sizes and its action rule (discrete argmax or the bounded
 box's squash); a `module:factory` family is refused (the runtime knows only the networks
-pacplan writes). Networks (`pacplan.worlds.gym_policies`), float64 like the world's policies:
+pacplan writes). Networks (`pacplan.worlds.from_gym.policies`), float64 like the world's policies:
 observation (B, obs_dim) → `linear`: z = obs·Wᵀ + b; `mlp`: z = tanh(obs·W1ᵀ + b1)·W2ᵀ + b2.
 The sizes are symbolic (obs_dim, hidden, actions), so one graph per family serves every
 environment and its sha256 is a constant the runtime knows; the action rule runs in numpy.
@@ -22,7 +22,7 @@ GYM_WEIGHTS: dict[str, Layout] = {
     "linear": (("w", ("actions", "obs_dim")), ("b", ("actions",))),
     "mlp": (("w1", ("hidden", "obs_dim")), ("b1", ("hidden",)),
             ("w2", ("actions", "hidden")), ("b2", ("actions",)))}
-"""Each family's weight inputs in the order of its flat θ (`gym_policies`), sizes by name."""
+"""Each family's weight inputs in the order of its flat θ (`from_gym.policies`), sizes by name."""
 
 
 def gym_net_onnx(family: str) -> bytes:
@@ -49,8 +49,8 @@ class GymExporter:
     net_dtype = NET_DTYPE["gym"]
 
     def fixed_parts(self, options: dict[str, Any]) -> dict[str, Any]:
-        from pacplan.worlds.gym_policies import BUILTIN_POLICIES
-        from pacplan.worlds.gym_world import GymWorld
+        from pacplan.worlds.from_gym.policies import BUILTIN_POLICIES
+        from pacplan.worlds.from_gym.world import GymWorld
 
         world = GymWorld(**options)
         describe = getattr(world.policy_family(), "runtime_parts", None)

@@ -102,7 +102,7 @@ def episode_cost(rule: CostRule, episode: Episode) -> float | None:
     if rule.kind == "terminated":
         return float(episode.terminated)
     if rule.kind == "success":
-        from pacplan.worlds.gym_steps import success_value
+        from pacplan.worlds.from_gym.steps import success_value
 
         try:
             ok = success_value(episode.info, rule.success_key)

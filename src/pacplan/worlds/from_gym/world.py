@@ -3,7 +3,7 @@
 Environment seed s is `env.reset(seed=s)` (the action space is seeded with s too), after an
 optional user function `randomize(env, s)` that sets the environment's parameters (masses,
 terrain) from s alone. A policy θ is a flat weight vector of a family in
-`pacplan.worlds.gym_policies` (linear, MLP, or the user's `module:factory`) acting on the
+`pacplan.worlds.from_gym.policies` (linear, MLP, or the user's `module:factory`) acting on the
 flattened observation; an episode runs until it terminates, is truncated, or reaches `horizon`
 steps.
 
@@ -12,13 +12,13 @@ The cost is declared, not guessed (`cost`):
   (R_max − R)/(R_max − R_min) ∈ [0, 1]. A return outside the declared bounds is an error naming
   the seed and the value, never clipped: a clipped cost would silently void the certificate.
   Instead of `return_bounds`, `reward_bounds = [r_min, r_max]` per step (or the env's own
-  finite `reward_range`) gives them over the horizon (`pacplan.worlds.gym_bounds`).
+  finite `reward_range`) gives them over the horizon (`pacplan.worlds.from_gym.bounds`).
 - "terminated": 1 if the episode terminated (the environment's failure: fell, crashed) before
   the horizon, else 0 — the probability of failure is what is certified.
 - "success": 0 if the last step's `info[success_key]` is truthy (`is_success` by default, the
   goal-reaching tasks' convention in Gymnasium-Robotics), else 1; with
   `success_needs_terminated` the episode must also have terminated (not run out of time);
-- "module:function": the user's function of the finished episode (`pacplan.worlds.gym_costs.
+- "module:function": the user's function of the finished episode (`pacplan.worlds.from_gym.costs.
   Episode`: seed, return, last reward, terminated, truncated, length, last info), a number in
   [0, 1]; anything else, or an exception, is an error naming the seed and the function.
 
@@ -46,10 +46,10 @@ from pacplan.validation import (
     check_seeds,
     check_unit_costs,
 )
-from pacplan.worlds.gym_bounds import declared_reward_range, return_bounds_from_rewards
-from pacplan.worlds.gym_costs import BUILTIN_COSTS, CostRule, Episode, cost_rule, episode_cost
-from pacplan.worlds.gym_policies import PolicyFamily, make_policy
-from pacplan.worlds.gym_steps import check_observation, checked_action, checked_step
+from pacplan.worlds.from_gym.bounds import declared_reward_range, return_bounds_from_rewards
+from pacplan.worlds.from_gym.costs import BUILTIN_COSTS, CostRule, Episode, cost_rule, episode_cost
+from pacplan.worlds.from_gym.policies import PolicyFamily, make_policy
+from pacplan.worlds.from_gym.steps import check_observation, checked_action, checked_step
 
 COST_RULES: tuple[str, ...] = BUILTIN_COSTS
 """The built-in ways an episode becomes a cost in [0, 1] (besides 'module:function')."""
@@ -347,7 +347,7 @@ class GymWorld:
         return Episodes(total, terminated_at, records)
 
     def _step(self, env: Any, action: Any, where: str) -> tuple[Any, float, bool, bool, Any]:
-        """One checked `env.step` (`pacplan.worlds.gym_steps`): a failure, or an output that is
+        """One checked `env.step` (`pacplan.worlds.from_gym.steps`): a failure, or an output that is
         not what Gymnasium's API says, is one line naming the environment and the step."""
         try:
             action, _ = checked_action(action, env.action_space)
