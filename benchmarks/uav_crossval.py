@@ -9,7 +9,7 @@ planner, which flies much further than random weights), instead of random weight
 Figures: (a) depth-image error at the same poses (median, 99th percentile), (b) share of
 replayed primitive sequences whose collision times agree, (c) closed-loop mean costs of both
 simulators, their difference in percentage points and the share of identical costs; plus every
-disagreement with the data that explains it (see pacplan.validate.uav_crossval).
+disagreement with the data that explains it (see pacplan.worlds.uav.crossval).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import numpy as np
 
 from pacplan.es.checkpoint import load_prior
 from pacplan.presets import resolve_prior
-from pacplan.validate import uav_crossval as crossval
+from pacplan.worlds.uav import crossval
 
 
 def main() -> None:

@@ -57,7 +57,7 @@ def layer(module: str) -> int:
         return 1
     if under("pacplan.config", "pacplan.presets"):
         return 2
-    if under("pacplan.pacbayes", "pacplan.es", "pacplan.worlds", "pacplan.validate",
+    if under("pacplan.pacbayes", "pacplan.es", "pacplan.worlds",
              "pacplan.runtime"):
         return 3
     if under("pacplan.report", *_REPORT_OLD):

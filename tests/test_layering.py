@@ -7,7 +7,7 @@ Layers, low to high (a module may import its own layer and those below):
     0 basics      errors, choices, validation, portable, extras, callable_package
     1 io          pacplan.io.*: files, YAML, weights, output paths, paper data, plotting
     2 config      config, config_training, presets
-    3 libraries   pacbayes, es, worlds, validate, runtime
+    3 libraries   pacbayes, es, worlds, runtime
     4 run         pacplan.run.*: the pipeline and its stages
     5 report      pacplan.report.*: a consumer of finished runs
     6 tools       export, certify_policy
@@ -36,7 +36,7 @@ LAYERS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
                    "pacplan.extras", "pacplan.callable_package")),
     (1, "io", ("pacplan.io",)),
     (2, "config", ("pacplan.config", "pacplan.config_training", "pacplan.presets")),
-    (3, "libraries", ("pacplan.pacbayes", "pacplan.es", "pacplan.worlds", "pacplan.validate",
+    (3, "libraries", ("pacplan.pacbayes", "pacplan.es", "pacplan.worlds",
                       "pacplan.runtime")),
     (4, "run", ("pacplan.run",)),
     (5, "report", ("pacplan.report",)),

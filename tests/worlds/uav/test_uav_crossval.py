@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pacplan.validate import uav_crossval as crossval
+from pacplan.worlds.uav import crossval
 
 
 def _check(out: dict, replay_min: float, depth_p99: float) -> None:
