@@ -6,7 +6,7 @@ Layers, low to high (a module may import its own layer and those below):
 
     0 basics      errors, choices, validation, portable, extras, callable_package
     1 io          pacplan.io.*: files, YAML, weights, output paths, paper data, plotting
-    2 config      config, config_training, presets
+    2 config      config (run, training), presets
     3 libraries   pacbayes, es, worlds, runtime
     4 run         pacplan.run.*: the pipeline and its stages
     5 report      pacplan.report.*: a consumer of finished runs
@@ -35,7 +35,7 @@ LAYERS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
     (0, "basics", ("pacplan.errors", "pacplan.choices", "pacplan.validation", "pacplan.portable",
                    "pacplan.extras", "pacplan.callable_package")),
     (1, "io", ("pacplan.io",)),
-    (2, "config", ("pacplan.config", "pacplan.config_training", "pacplan.presets")),
+    (2, "config", ("pacplan.config", "pacplan.presets")),
     (3, "libraries", ("pacplan.pacbayes", "pacplan.es", "pacplan.worlds",
                       "pacplan.runtime")),
     (4, "run", ("pacplan.run",)),

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from pacplan.config_training import StratumConfig
+from pacplan.config.training import StratumConfig
 from pacplan.errors import PacplanError
 from pacplan.worlds.base import stratum_members, world_strata
 

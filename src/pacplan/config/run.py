@@ -24,7 +24,7 @@ from pydantic import (
 from pydantic.types import Strict
 
 from pacplan.choices import BOUND_CHOICES, EXECUTORS, SOLVERS
-from pacplan.config_training import MAX_BATCH, DistillConfig, ESConfig, RngSeed, Section
+from pacplan.config.training import MAX_BATCH, DistillConfig, ESConfig, RngSeed, Section
 from pacplan.errors import PacplanError
 from pacplan.io.files import atomic_write_text
 from pacplan.io.yamlio import read_yaml, yaml_text
