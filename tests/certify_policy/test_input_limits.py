@@ -118,7 +118,7 @@ def test_a_npy_is_not_taken_for_the_statistics(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("kwargs", "expected"), [
     ({"train_seeds": 5}, "train_seeds must be two integers [start, stop), got 5"),
     ({"log": 5}, "log must be a function of one message (or None), got int"),
-    ({"names": 5}, "names must be a pacplan.certify_policy.seeds.Names, got int"),
+    ({"names": 5}, "names must be a pacplan.certify_policy.names.Names, got int"),
 ])
 def test_remaining_type_errors_are_one_line(tmp_path: Path, kwargs: dict, expected: str
                                             ) -> None:

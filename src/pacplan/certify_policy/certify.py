@@ -27,9 +27,10 @@ from pacplan.certify_policy.inputs import (
     refuse_unidentified_resume,
     unidentified,
 )
+from pacplan.certify_policy.names import Names
 from pacplan.certify_policy.policies import ImportedPolicy
 from pacplan.certify_policy.rollout import cost_rows
-from pacplan.certify_policy.seeds import DEFAULT_FIRST_SEED, DEFAULT_N, Names, seed_ranges
+from pacplan.certify_policy.seeds import DEFAULT_FIRST_SEED, DEFAULT_N, seed_ranges
 from pacplan.certify_policy.store import (
     CERTIFICATE,
     CERTIFICATES,
@@ -142,7 +143,7 @@ def certify_policy(env_id: Any, policies: Sequence[Any], *, n: int = DEFAULT_N,
     file): the certificate says so and the folder cannot be resumed
     (`pacplan.certify_policy.live`)."""
     if names is not None and not isinstance(names, Names):
-        raise PacplanError(f"names must be a pacplan.certify_policy.seeds.Names, got "
+        raise PacplanError(f"names must be a pacplan.certify_policy.names.Names, got "
                            f"{type(names).__name__}")
     names = names or Names()
     if log is not None and not callable(log):

@@ -4,10 +4,9 @@ policies were trained on (a certificate needs environments the policies never sa
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from pacplan.certify_policy.names import Names
 from pacplan.errors import PacplanError
 from pacplan.validation import (
     INT64_MAX,
@@ -21,36 +20,6 @@ DEFAULT_FIRST_SEED = 1_000_000
 
 DEFAULT_N = 500
 """Certification seeds when none are given (the command's --n and Python's n= alike)."""
-
-
-@dataclass(frozen=True)
-class Names:
-    """How the caller's user spells each argument in an error (CLI flags or Python names)."""
-
-    n: str = "n"
-    test_n: str = "test_n"
-    first_seed: str = "first_seed"
-    train_seeds: str = "train_seeds"
-    out: str = "out"
-    cost: str = "cost"
-    delta: str = "delta"
-    options: tuple[tuple[str, str], ...] = ()
-    """(gym world option, how the user spells it): how a cost option's error is reworded."""
-    notation: tuple[tuple[str, str], ...] = ()
-    """(the world's notation for a value, the caller's): e.g. '[R_min, R_max]' → 'LO,HI'."""
-
-    def spelling(self, option: str) -> str:
-        """How the user spells argument `option` (its Python name when not listed)."""
-        return dict(self.options).get(option, option)
-
-    def reword(self, message: str) -> str:
-        """A `gym` world error about an option, in the caller's spelling of it."""
-        text = re.sub(r"gym world: (options? )?", "", message)
-        for option, spelling in self.options:
-            text = re.sub(rf"(?<![\w-]){option}(?=[ ,;:)]|$)", spelling, text)
-        for notation, spelling in self.notation:
-            text = text.replace(notation, spelling)
-        return text
 
 
 def seed_ranges(n: int, test_n: int, first_seed: int, train_seeds: Sequence[int] | None,

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 
 from pacplan.certify_policy.inputs import load_policies, make_world_for
+from pacplan.certify_policy.names import Names
 from pacplan.certify_policy.rollout import cost_rows
-from pacplan.certify_policy.seeds import Names
 from pacplan.errors import PacplanError
 from pacplan.validation import check_policies, check_seeds
 

@@ -11,7 +11,8 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-from pacplan.certify_policy.seeds import DEFAULT_FIRST_SEED, DEFAULT_N, Names
+from pacplan.certify_policy.names import Names
+from pacplan.certify_policy.seeds import DEFAULT_FIRST_SEED, DEFAULT_N
 from pacplan.cli.output import (
     certificate_table,
     console,
