@@ -1,11 +1,10 @@
 """The single seam between the learning code and the robots: the `World` protocol and a registry.
 
 A registry entry names, by import path, everything pacplan knows about a world: its factory,
-its figure renderer, its Gymnasium environment, its planner exporter and its place in the
-paper's Table 1 (each optional; `pacplan.worlds.story`), so the tools above never branch on a
-world's name. Import paths keep
-naming a world cheap (nothing imports torch or PyBullet until it is built) and let worker
-processes rebuild a world from its (name, options) spec.
+its figure renderer, its Gymnasium environment, its planner exporter, its place in the paper's
+Table 1 and its teacher (each optional; `pacplan.worlds.story`), so the tools above never branch
+on a world's name. Import paths keep naming a world cheap (nothing imports torch or PyBullet
+until it is built) and let worker processes rebuild a world from its (name, options) spec.
 """
 
 from __future__ import annotations
@@ -191,7 +190,10 @@ def return_range(name: str, options: dict[str, Any]) -> tuple[float, float] | No
     built to read them; None for any other world or cost rule, or a world not registered."""
     if name not in _REGISTRY:
         return None
-    factory = resolve_target(_REGISTRY[name].factory, f"world {name!r}")
+    try:
+        factory = resolve_target(_REGISTRY[name].factory, f"world {name!r}")
+    except PacplanError:  # its package is not installed here: it says nothing of returns
+        return None
     scaled = getattr(factory, "cost_is_return", None)
     if not callable(scaled) or not scaled(**options):
         return None
