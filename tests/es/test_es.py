@@ -268,7 +268,7 @@ def test_cli_reports_user_errors_in_one_line(tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=120,
     )
     assert out.returncode == 2
-    assert "unknown executor 'gpu'" in out.stderr
+    assert "unknown --executor 'gpu'" in out.stderr  # the command's own spelling
     assert "Traceback" not in out.stderr
 
 
