@@ -172,6 +172,22 @@ def test_refuses_before_any_work(tmp_path: Path, options: dict, distill: dict,
     assert not (tmp_path / "run").exists()
 
 
+def test_a_frozen_config_with_every_setting_stated_is_accepted(tmp_path: Path) -> None:
+    """A run's frozen config.yaml states every distill setting, the UAV teacher's at their
+    defaults: resuming from it (`train-prior RUN/config.yaml --out RUN`) was refused."""
+    from pacplan.config import config_to_dict, load_config
+    from pacplan.io.yamlio import yaml_text
+
+    frozen = tmp_path / "config.yaml"
+    frozen.write_text(yaml_text(config_to_dict(_cfg())), encoding="utf-8")
+    cfg = load_config(frozen)
+    assert "clear_cap" in cfg.distill.model_fields_set
+    stage.check_request(cfg)  # no refusal
+    cfg.distill.clear_cap = 0.5  # a UAV setting changed from its default is still refused
+    with pytest.raises(PacplanError, match=r"distill\.clear_cap is a setting of the UAV's"):
+        stage.check_request(cfg)
+
+
 def test_refuses_teacher_seeds_overlapping_certification(tmp_path: Path) -> None:
     cfg = _cfg()
     cfg.seeds.cert = (0, 100)
