@@ -4,9 +4,7 @@ and its registration only.
 
 Read from the source: a comparison with a registered world's name (`== "uav"`, `!= "gym"`,
 `in ("uav", ...)`, a `match` case) outside `src/pacplan/worlds/`. Using a world by name
-(`make_world("gym", ...)`) is not a branch. `STILL_BRANCHING` lists the modules that still do,
-each a debt with its reason; the test fails when one is added, and when a listed one no longer
-branches (so the list only shrinks).
+(`make_world("gym", ...)`) is not a branch.
 """
 
 from __future__ import annotations
@@ -17,9 +15,6 @@ from pathlib import Path
 from pacplan.worlds.base import world_names
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "pacplan"
-
-STILL_BRANCHING: set[str] = set()
-
 
 def _pattern() -> re.Pattern[str]:
     names = "|".join(re.escape(n) for n in world_names())
@@ -45,12 +40,9 @@ def branching_modules(src: Path = SRC) -> dict[str, list[str]]:
 
 def test_no_tool_compares_a_world_name() -> None:
     found = branching_modules()
-    new = {k: v for k, v in found.items() if k not in STILL_BRANCHING}
-    lines = [line for found_in in new.values() for line in found_in]
-    assert not new, ("these branch on a world's name; ask the world's registry entry instead "
-                     "(pacplan.worlds.story):\n" + "\n".join(lines))
-    paid = STILL_BRANCHING - set(found)
-    assert not paid, f"no longer branching, remove from STILL_BRANCHING: {sorted(paid)}"
+    lines = [line for found_in in found.values() for line in found_in]
+    assert not found, ("these branch on a world's name; ask the world's registry entry instead "
+                       "(pacplan.worlds.story):\n" + "\n".join(lines))
 
 
 def test_the_check_catches_each_form(tmp_path: Path) -> None:

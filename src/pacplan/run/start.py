@@ -39,12 +39,10 @@ PYTHON = Spelling("out", "prior", "config", "executor", "workers", "address")
 
 @dataclass(frozen=True)
 class StartedRun:
-    """A run checked and ready: its config (executor options applied, the prior's policy
-    family adopted), folder, prior file and what was adopted (a sentence for the log)."""
+    """A run checked and ready (its config changed in place): its folder and what the prior's
+    file set on the world options (a sentence for the log), if anything."""
 
-    cfg: RunConfig
     run_dir: Path
-    prior_file: Path | None
     adopted: str | None
 
 
@@ -65,7 +63,7 @@ def start_run(cfg: RunConfig, out: str | Path | None, spelling: Spelling, *,
     refuse_overwriting(run_dir, spelling.out,
                        {spelling.prior: prior_file, spelling.config: config_file}, resumes=True)
     cfg._started = started_key(run_dir, prior_file)
-    return StartedRun(cfg, run_dir, prior_file, adopted)
+    return StartedRun(run_dir, adopted)
 
 
 def apply_executor_options(cfg: RunConfig, spelling: Spelling, executor: str | None,
@@ -81,4 +79,3 @@ def apply_executor_options(cfg: RunConfig, spelling: Spelling, executor: str | N
                                f"{type(address).__name__}")
         cfg.executor.address = address
         cfg.executor.kind = "ray"
-

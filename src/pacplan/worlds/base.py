@@ -160,9 +160,8 @@ def world_exporter(name: str) -> PlannerExporter:
     one."""
     path = world_entry(name).exporter
     if path is None:
-        have = ", ".join(n for n in world_names() if _REGISTRY[n].exporter) or "none"
         raise PacplanError(f"world {name!r} has no planner runtime (worlds that have one: "
-                           f"{have})")
+                           f"{_worlds_with('exporter')})")
     return resolve_target(path, f"world {name!r}'s planner exporter")  # type: ignore[no-any-return]
 
 
@@ -171,10 +170,15 @@ def world_teacher(name: str) -> str:
     that have a teacher."""
     teacher = world_entry(name).teacher
     if teacher is None:
-        have = ", ".join(n for n in world_names() if _REGISTRY[n].teacher) or "none"
-        raise PacplanError(f"the privileged teacher plans only in the {have} worlds, not "
-                           f"{name!r} (remove the distill section)")
+        raise PacplanError(f"the privileged teacher plans only in the "
+                           f"{_worlds_with('teacher')} worlds, not {name!r} (remove the "
+                           "distill section)")
     return teacher
+
+
+def _worlds_with(field: str) -> str:
+    """The registered worlds whose entry has `field` ("none" if none), for a refusal."""
+    return ", ".join(n for n in world_names() if getattr(_REGISTRY[n], field)) or "none"
 
 
 def world_paper_story(name: str) -> PaperStory | None:
@@ -191,7 +195,7 @@ def return_range(name: str, options: dict[str, Any]) -> tuple[float, float] | No
     if name not in _REGISTRY:
         return None
     try:
-        factory = resolve_target(_REGISTRY[name].factory, f"world {name!r}")
+        factory = world_factory(name)
     except PacplanError:  # its package is not installed here: it says nothing of returns
         return None
     scaled = getattr(factory, "cost_is_return", None)
@@ -199,6 +203,12 @@ def return_range(name: str, options: dict[str, Any]) -> tuple[float, float] | No
         return None
     world = make_world(name, **options)
     return float(world.r_min), float(world.r_max)  # type: ignore[attr-defined]
+
+
+def world_factory(name: str) -> Any:
+    """The factory of world `name`, imported (a `PacplanError` for an unknown world or one
+    whose package cannot be imported here)."""
+    return resolve_target(world_entry(name).factory, f"world {name!r}")
 
 
 def resolve_target(target: str, what: str) -> Any:
@@ -213,7 +223,7 @@ def check_world_options(name: str, options: dict[str, Any]) -> None:
     """Every option is a parameter of the world's factory, of the type it is annotated with,
     and, where the factory has a `check_options(**options)` (building no simulator), a
     combination it accepts: a baseline's world is otherwise first built after the matrices."""
-    factory = resolve_target(world_entry(name).factory, f"world {name!r}")
+    factory = world_factory(name)
     check_keyword_options(f"world {name!r}", factory, options)
     check = getattr(factory, "check_options", None)
     if callable(check):
@@ -223,7 +233,7 @@ def check_world_options(name: str, options: dict[str, Any]) -> None:
 def warmup_note(name: str, options: dict[str, Any]) -> str | None:
     """What a world's first call costs beyond its work (the UAV's torch.compile), said before
     a run computes costs: the factory's optional `warmup_note(**options)`, else None."""
-    factory = resolve_target(world_entry(name).factory, f"world {name!r}")
+    factory = world_factory(name)
     note = getattr(factory, "warmup_note", None)
     return note(**options) if callable(note) else None
 
@@ -232,7 +242,7 @@ def prior_options(name: str) -> tuple[str, ...]:
     """The options of world `name` that choose what θ is (its factory's `PRIOR_OPTIONS`, the
     UAV's policy family): a prior file names them, and two runs differing only in them fly the
     same environments."""
-    factory = resolve_target(world_entry(name).factory, f"world {name!r}")
+    factory = world_factory(name)
     return tuple(getattr(factory, "PRIOR_OPTIONS", ()))
 
 
@@ -255,7 +265,7 @@ def make_world(name: str, **options: Any) -> World:
     Unknown options and values of the wrong type are named before the factory runs; what the
     factory's own parsing still refuses (a TypeError or ValueError) is named as well.
     """
-    factory = resolve_target(world_entry(name).factory, f"world {name!r}")
+    factory = world_factory(name)
     check_keyword_options(f"world {name!r}", factory, options)
     return _call(name, options, factory)
 
