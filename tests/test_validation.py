@@ -151,3 +151,14 @@ def test_overlapping_ranges_brute_force() -> None:
         expected = [(a, b) for i, a in enumerate("abc") for b in "abc"[i + 1:]
                     if set(range(*ranges[a])) & set(range(*ranges[b]))]
         assert overlapping_ranges(ranges) == expected
+
+
+def test_short_shows_a_value_it_cannot_print_by_its_kind() -> None:
+    """An integer of over 4300 digits has no repr, nor JSON inside a record: a message says
+    its size (or its container's kind) instead of ending in a traceback."""
+    from pacplan.errors import short
+
+    assert short(10**5000) == "an integer of 16610 bits"
+    assert short({"n": 10**5000}, as_json=True) == "a dict holding an integer too large to show"
+    assert short(list(range(100)), 20) == "[0, 1, 2, 3, 4, 5, …" + " (390 characters)"
+    assert short({"b": 1, "a": [2]}, as_json=True) == '{"a": [2], "b": 1}'

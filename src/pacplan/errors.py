@@ -1,4 +1,10 @@
-"""One exception type for every problem a user can fix: the CLI prints it as one line, exit 2."""
+"""One exception type for every problem a user can fix: the CLI prints it as one line, exit 2;
+and `short`, how every such message shows a value it was given."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
 
 
 class PacplanError(ValueError):
@@ -21,3 +27,15 @@ class NotCheckedWarning(UserWarning):
     """`pacplan.verify` could not re-check something a certificate rests on (a recorded file
     not found, a Python object no file holds): the certificate verified for the rest.
     `pacplan.verify(path, strict=True)` raises instead."""
+
+
+def short(value: Any, limit: int = 60, *, as_json: bool = False) -> str:
+    """`value` for a message: its repr (or JSON) on one line, cut to `limit` characters."""
+    try:
+        text = json.dumps(value, sort_keys=True, default=repr) if as_json else repr(value)
+    except ValueError:  # an integer of over 4300 digits (or one inside) has no repr or JSON
+        if isinstance(value, int):
+            return f"an integer of {value.bit_length()} bits"
+        return f"a {type(value).__name__} holding an integer too large to show"
+    text = " ".join(text.split())
+    return text if len(text) <= limit else f"{text[:limit - 1]}… ({len(text)} characters)"

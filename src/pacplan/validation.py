@@ -1,8 +1,8 @@
 """Every check of user-facing input, in one place (in the manner of scikit-learn's `check_array`).
 
 Each function takes the value and the name it is known by to the user (an argument, a config
-field or a file), and returns the value in canonical form or raises `PacplanError` naming that
-thing and the rule it broke (its value cut short by `short`). Nothing else re-implements them.
+field or a file), and either returns the value in canonical form or raises `PacplanError`
+naming that thing and the rule it broke. Nothing else in pacplan re-implements these rules.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import difflib
 import functools
 import inspect
 import itertools
-import json
 import math
 import re
 import sys
@@ -21,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from pacplan.errors import PacplanError
+from pacplan.errors import PacplanError, short
 
 INT64_MAX = 2**63 - 1
 """The largest seed: seeds are stored and hashed as int64."""
@@ -280,16 +279,6 @@ def check_real(value: Any, name: str, minimum: float | None = None,
     if above is not None and number <= above:
         raise PacplanError(f"{name} must be > {above}, got {short(value, 40)}")
     return number
-
-
-def short(value: Any, limit: int = 60, *, as_json: bool = False) -> str:
-    """`value` for a message: its repr (or JSON) on one line, cut to `limit` characters."""
-    try:
-        text = json.dumps(value, sort_keys=True, default=repr) if as_json else repr(value)
-    except ValueError:  # an integer of over 4300 digits has no repr: its size instead
-        return f"an integer of {value.bit_length()} bits"
-    text = " ".join(text.split())
-    return text if len(text) <= limit else f"{text[:limit - 1]}… ({len(text)} characters)"
 
 
 def _bounds_text(minimum: int | None, maximum: int | None) -> str:

@@ -23,8 +23,7 @@ from pacplan.certify_policy.names import Names
 from pacplan.certify_policy.policies import ImportedPolicy, load_policy
 from pacplan.certify_policy.rollout import NO_WEIGHTS
 from pacplan.certify_policy.store import is_policy_dir
-from pacplan.errors import PacplanError
-from pacplan.validation import short
+from pacplan.errors import PacplanError, short
 
 
 @dataclass(frozen=True)

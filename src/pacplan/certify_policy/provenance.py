@@ -26,12 +26,11 @@ from typing import Any
 
 from pacplan.certify_policy.policies import ImportedPolicy
 from pacplan.certify_policy.store import COSTS, MARK, listed_matrix
-from pacplan.errors import PacplanError
+from pacplan.errors import PacplanError, short
 from pacplan.io.files import read_file_bytes, sha256_bytes
 from pacplan.pacbayes.record import Certificate, Loaded
 from pacplan.pacbayes.verify import Verified
 from pacplan.run.rundir import identity
-from pacplan.validation import short
 
 KEY = "certify_policy"
 """The one key of a certify-policy certificate's provenance."""

@@ -27,14 +27,13 @@ from typing import Any
 
 import numpy as np
 
-from pacplan.errors import PacplanError
+from pacplan.errors import PacplanError, short
 from pacplan.io.files import atomic_write_json, npy_bytes, npy_from_bytes, read_file_bytes
 from pacplan.io.outputs import protecting_folder, refuse_overwriting, same_file
 from pacplan.io.undo import undone_on_failure
 from pacplan.pacbayes.record import Certificate
 from pacplan.run.chunks import ChunkStore, Ledger
 from pacplan.run.rundir import identity
-from pacplan.validation import short
 
 MARK = "certify-policy.json"
 CERTIFICATES = "certificates"

@@ -27,10 +27,9 @@ import numpy as np
 import typer
 
 from pacplan.cli.output import console, fail, shown
-from pacplan.errors import PacplanError
+from pacplan.errors import PacplanError, short
 from pacplan.io.files import open_regular
 from pacplan.io.outputs import folder_kind, refuse_overwriting
-from pacplan.validation import short
 
 JSON_SUFFIXES = (".jsonl", ".ndjson", ".json")
 MAX_LINE = 1 << 20

@@ -25,7 +25,7 @@ from pydantic.types import Strict
 
 from pacplan.choices import BOUND_CHOICES, EXECUTORS, SOLVERS
 from pacplan.config.training import MAX_BATCH, DistillConfig, ESConfig, RngSeed, Section
-from pacplan.errors import PacplanError
+from pacplan.errors import PacplanError, short
 from pacplan.io.files import atomic_write_text
 from pacplan.io.yamlio import read_yaml, yaml_text
 from pacplan.validation import (
@@ -33,7 +33,6 @@ from pacplan.validation import (
     check_safe_name,
     check_unique,
     overlapping_ranges,
-    short,
 )
 
 SeedRange = Annotated[tuple[StrictInt, StrictInt], Strict(False)]

@@ -24,8 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from pacplan.errors import CostRangeError, PacplanError
-from pacplan.validation import short
+from pacplan.errors import CostRangeError, PacplanError, short
 
 BUILTIN_COSTS: tuple[str, ...] = ("return", "terminated", "success")
 DEFAULT_SUCCESS_KEY = "is_success"

@@ -24,8 +24,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from pacplan.errors import PacplanError
-from pacplan.validation import short
+from pacplan.errors import PacplanError, short
 
 
 def _scalar(value: Any) -> Any:
