@@ -24,7 +24,9 @@ Each (policy, terrain) cell is appended to `--rows` as it finishes, keyed by the
 weights (sha256): a rerun resumes, a changed prior recomputes only its own cells. The JSON has
 each policy's mean cost with a 95 % interval, falls and finishes; the paired differences
 prior − paper (draws and means) and each − gait with 95 % intervals; CPU-s per rollout; and
-issue 49's goal (the prior's draws ≤ 0.13). `--save` writes
+issue 49's goal (the prior's draws ≤ 0.13); and each policy's mean cost by first-tent slope
+bin (`by_first_tent`, with prior − paper draws there). `--only` walks some columns only.
+`--save` writes
 benchmarks/data/quadruped-paper-code-prior-<physics>.json.
 """
 
@@ -111,8 +113,30 @@ def _walk(task: tuple[dict[str, Any], str, dict[str, Any], list[int]]) -> list[d
     return rows
 
 
-def summarise(cells: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
-    """Each policy's figures and the paired comparisons, on the terrains all of them walked."""
+SLOPE_BINS = ((0.0, 18.0), (18.0, 20.0), (20.0, 22.0), (22.0, 90.0))
+"""First-tent slope bins (degrees): a prior trained on the MuJoCo twin loses only from 20° on."""
+
+
+def by_first_tent(cost: dict[str, np.ndarray], slopes: np.ndarray) -> dict[str, Any]:
+    """Each policy's mean cost per first-tent slope bin, and prior − paper (draws) there."""
+    out: dict[str, Any] = {}
+    for lo, hi in SLOPE_BINS:
+        inside = (slopes >= lo) & (slopes < hi)
+        if not inside.any():
+            continue
+        row: dict[str, Any] = {"terrains": int(inside.sum())}
+        row.update({n: round(float(c[inside].mean()), 4) for n, c in cost.items()})
+        if "prior_draws" in cost and "paper_draws" in cost and inside.sum() > 1:
+            row["prior_draws_minus_paper_draws"] = paired(cost["prior_draws"][inside],
+                                                          cost["paper_draws"][inside])
+        out[f"{lo:g}-{hi:g} deg" if hi < 90 else f">= {lo:g} deg"] = row
+    return out
+
+
+def summarise(cells: dict[str, list[dict[str, Any]]],
+              slopes: np.ndarray | None = None) -> dict[str, Any]:
+    """Each policy's figures and the paired comparisons, on the terrains all of them walked;
+    with `slopes` (each terrain's first-tent slope), the same by slope bin."""
     cost = {n: np.array([c["cost"] for c in rows]) for n, rows in cells.items()}
     out: dict[str, Any] = {"policies": {}}
     for name, rows in cells.items():
@@ -132,6 +156,8 @@ def summarise(cells: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
         got = float(cost["prior_draws"].mean())
         out["goal"] = {"prior_draws_at_most": GOAL_DRAWS, "measured": round(got, 4),
                        "met": bool(got <= GOAL_DRAWS)}
+    if slopes is not None:
+        out["by_first_tent"] = by_first_tent(cost, slopes)
     return out
 
 
@@ -145,6 +171,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--rows", type=Path, default=None)
     ap.add_argument("--save", action="store_true")
+    ap.add_argument("--only", nargs="+", default=None,
+                    help="walk only these columns (e.g. prior_draws paper_draws)")
     args = ap.parse_args(argv)
     lo, hi = args.first_seed, args.first_seed + args.terrains
     for what, (a, b) in seed_ranges("quadruped").items():
@@ -153,6 +181,11 @@ def main(argv: list[str] | None = None) -> None:
     options = {"variant": "paper-code", "physics": args.physics}
     rows_path = args.rows or RUN / f"heldout-{args.physics}.jsonl"
     specs = policy_specs(args.prior, args.start)
+    if args.only:
+        unknown = sorted(set(args.only) - set(specs))
+        if unknown:
+            raise SystemExit(f"error: --only {unknown[0]!r} is not a column ({sorted(specs)})")
+        specs = {n: sp for n, sp in specs.items() if n in args.only}
     done = load_rows(rows_path, {"world": options},
                      lambda row: (row["policy"], row["sha"], int(row["seed"])),
                      "holds rows of another world ({found}): pass another --rows")
@@ -175,7 +208,8 @@ def main(argv: list[str] | None = None) -> None:
                            "draws_as": "mu + sigma * default_rng([0, seed]).standard_normal",
                            "prior": str(args.prior) if args.prior else None,
                            "weights_sha": {n: sp["sha"] for n, sp in specs.items()},
-                           **summarise(cells),
+                           **summarise(cells, QuadrupedWorld(**options).first_slopes_deg(
+                               np.array(seeds, dtype=np.int64))),
                            "wall_s_this_invocation": round(time.perf_counter() - t0, 1)}
     text = json.dumps(out)
     print(text)

@@ -37,9 +37,19 @@ def test_the_benchmark_pairs_a_prior_with_the_papers_and_resumes(
     assert first["goal"]["prior_draws_at_most"] == 0.13
     for row in first["policies"].values():
         assert 0.0 <= row["mean_cost"] <= 1.0
+    bins = first["by_first_tent"]  # each terrain in one slope bin, each bin's mean its own
+    assert sum(b["terrains"] for b in bins.values()) == 2
+    for name, row in first["policies"].items():
+        weighted = sum(b[name] * b["terrains"] for b in bins.values()) / 2
+        assert weighted == pytest.approx(row["mean_cost"], abs=1e-4)
     bench.main(args)  # resumed: nothing walked again, the same figures
     again = json.loads(capsys.readouterr().out)
     assert rows.read_text().splitlines() == cells
     assert again["policies"] == first["policies"]
+    bench.main([*args, "--only", "paper_draws"])  # a column alone, from the same rows
+    alone = json.loads(capsys.readouterr().out)
+    assert alone["policies"] == {"paper_draws": first["policies"]["paper_draws"]}
+    with pytest.raises(SystemExit, match="not a column"):
+        bench.main([*args, "--only", "paper"])
     with pytest.raises(SystemExit, match="another world"):
         bench.main([*args[:-4], "--physics", "bullet", "--rows", str(rows)])

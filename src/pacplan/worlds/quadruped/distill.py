@@ -135,7 +135,7 @@ def fit(theta: np.ndarray, data: Labelled, scores: np.ndarray, etas: np.ndarray,
     torch.set_num_threads(1)
     gen = torch.Generator().manual_seed(int(seed))
     d_mu, d_sd, p_mu, p_sd = input_scales(data.depth, data.proprio)
-    conv_w, conv_b, lin_w, lin_b = _to_standardised(theta, d_mu, d_sd, p_mu, p_sd)
+    conv_w, conv_b, lin_w, lin_b = to_standardised(theta, d_mu, d_sd, p_mu, p_sd)
     params = [torch.tensor(a, dtype=torch.float64, requires_grad=True)
               for a in (conv_w, conv_b, lin_w, lin_b)]
     depth = torch.tensor((data.depth.astype(np.float64) - d_mu) / d_sd).unsqueeze(1)
@@ -151,7 +151,7 @@ def fit(theta: np.ndarray, data: Labelled, scores: np.ndarray, etas: np.ndarray,
         total = 0.0
         for start in range(0, n, batch):
             idx = order[start : start + batch]
-            eta = _forward(params, depth[idx], prop[idx])
+            eta = net_output(params, depth[idx], prop[idx])
             near = torch.softmax(-((eta[:, None, :] - cand[None]) ** 2).sum(-1) / kernel, 1)
             off = (lo - eta).clamp_min(0) + (eta - hi).clamp_min(0)  # beyond the grid's box
             loss = (-(near * y[idx]).sum(dim=1).mean()
@@ -162,7 +162,7 @@ def fit(theta: np.ndarray, data: Labelled, scores: np.ndarray, etas: np.ndarray,
             total += float(loss.detach()) * len(idx)
         losses.append(total / max(n, 1))
     out = [p.detach().numpy() for p in params]
-    return _from_standardised(*out, d_mu, d_sd, p_mu, p_sd), losses
+    return from_standardised(*out, d_mu, d_sd, p_mu, p_sd), losses
 
 
 def input_scales(depth: np.ndarray, proprio: np.ndarray
@@ -190,7 +190,7 @@ def agreement(theta: np.ndarray, data: Labelled, teacher_etas: np.ndarray) -> fl
     return hits / len(data)
 
 
-def _forward(params: list[Any], depth: Any, prop: Any) -> Any:
+def net_output(params: list[Any], depth: Any, prop: Any) -> Any:
     import torch
 
     conv_w, conv_b, lin_w, lin_b = params
@@ -206,7 +206,7 @@ def _split(theta: np.ndarray) -> tuple[np.ndarray, ...]:
     return w["conv_w"].copy(), w["conv_b"].copy(), w["lin_w"].copy(), w["lin_b"].copy()
 
 
-def _to_standardised(theta: np.ndarray, d_mu: float, d_sd: float, p_mu: np.ndarray,
+def to_standardised(theta: np.ndarray, d_mu: float, d_sd: float, p_mu: np.ndarray,
                      p_sd: np.ndarray) -> tuple[np.ndarray, ...]:
     """The same net on standardised inputs: conv on (d − μ)/σ, linear on (p − μ)/σ."""
     conv_w, conv_b, lin_w, lin_b = _split(theta)
@@ -219,7 +219,7 @@ def _to_standardised(theta: np.ndarray, d_mu: float, d_sd: float, p_mu: np.ndarr
     return conv_w, conv_b, lin_w, lin_b
 
 
-def _from_standardised(conv_w: np.ndarray, conv_b: np.ndarray, lin_w: np.ndarray,
+def from_standardised(conv_w: np.ndarray, conv_b: np.ndarray, lin_w: np.ndarray,
                        lin_b: np.ndarray, d_mu: float, d_sd: float, p_mu: np.ndarray,
                        p_sd: np.ndarray) -> np.ndarray:
     """Fold the standardisation back: the plain net on raw inputs, flat (944,) float64."""
