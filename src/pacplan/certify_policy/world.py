@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from pacplan.certify_policy.inputs import load_policies, make_world_for
-from pacplan.certify_policy.names import Names
+from pacplan.certify_policy.names import PYTHON
+from pacplan.certify_policy.request import CostOptions
 from pacplan.certify_policy.rollout import cost_rows
 from pacplan.errors import PacplanError
 from pacplan.validation import check_policies, check_seeds
@@ -38,9 +39,9 @@ class PolicyRollouts:
                  reward_bounds: list[float] | None = None, horizon: int | None = None,
                  clip_actions: bool = False, obs_normalization: list[str] | None = None
                  ) -> None:
-        self._world, _, _ = make_world_for(env_id, env_kwargs, cost, success_key,
-                                           success_needs_terminated, return_bounds,
-                                           reward_bounds, horizon, Names())
+        costs = CostOptions(cost, success_key, success_needs_terminated, return_bounds,
+                            reward_bounds, horizon)
+        self._world, _, _ = make_world_for(env_id, env_kwargs, costs, PYTHON)
         self._env = self._world.make_env()
         self._policies = load_policies(policies, self._env.observation_space,
                                        self._env.action_space)
@@ -75,13 +76,16 @@ class PolicyRollouts:
 
 
 def world_options(policies: Sequence[Any], sha256: Sequence[str], env_id: Any,
-                  env_kwargs: dict[str, Any], options: dict[str, Any]) -> dict[str, Any] | None:
+                  env_kwargs: dict[str, Any], costs: CostOptions,
+                  normalization: list[str] | None) -> dict[str, Any] | None:
     """The `policy-rollouts` options for these inputs, or None when one of them is a Python
-    object (which only the driver's process holds)."""
+    object (which only the driver's process holds); `normalization` is the observation
+    statistics' [path, sha256]."""
     if not isinstance(env_id, str) or not all(isinstance(p, str) for p in policies) \
-            or not isinstance(options.get("cost", "return"), str):
+            or not isinstance(costs.cost, str):
         return None
-    given = {k: (list(v) if isinstance(v, tuple) else v) for k, v in options.items()
-             if v is not None and v is not False}
+    given = {"cost": costs.cost, **costs.world_options(),
+             **({"clip_actions": True} if costs.clip_actions else {}),
+             **({"obs_normalization": normalization} if normalization is not None else {})}
     return {"env_id": env_id, "policies": list(policies), "policy_sha256": list(sha256),
             **({"env_kwargs": env_kwargs} if env_kwargs else {}), **given}
