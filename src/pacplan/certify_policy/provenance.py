@@ -24,6 +24,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from pacplan.certify_policy.kinds import PolicyKind
 from pacplan.certify_policy.policies import ImportedPolicy
 from pacplan.certify_policy.store import COSTS, MARK, listed_matrix
 from pacplan.errors import PacplanError, short
@@ -57,7 +58,7 @@ def provenance(inputs: dict[str, Any], loaded: list[ImportedPolicy],
     files = []
     for p in loaded:
         path = Path(p.label)
-        if p.kind != "callable" and p.source == "file" and path.is_file():
+        if p.kind is not PolicyKind.CALLABLE and p.source == "file" and path.is_file():
             files.append({"label": p.label, "path": _relative(path, folder),
                           "sha256": p.sha256})
     others = [{"of": "user code", "path": _relative(path, folder), "sha256": sha}
@@ -282,7 +283,7 @@ def _has_user_code(record: dict[str, Any]) -> bool:
     env, cost = record.get("env"), record.get("cost")
     return ((isinstance(env, dict) and "source_sha256" in env)
             or (isinstance(cost, dict) and "cost_source_sha256" in cost)
-            or any(isinstance(p, dict) and p.get("kind") == "callable"
+            or any(isinstance(p, dict) and PolicyKind.of(p.get("kind")) is PolicyKind.CALLABLE
                    and p.get("source", "file") == "file" for p in _list(record.get("policies"))))
 
 
