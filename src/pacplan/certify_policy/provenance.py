@@ -30,7 +30,7 @@ from pacplan.certify_policy.store import COSTS, MARK, listed_matrix
 from pacplan.errors import PacplanError, short
 from pacplan.io.files import read_file_bytes, sha256_bytes
 from pacplan.pacbayes.record import Certificate, Loaded
-from pacplan.pacbayes.verify import Verified
+from pacplan.pacbayes.verify import Verified, folder_holding
 from pacplan.run.rundir import identity
 
 KEY = "certify_policy"
@@ -99,14 +99,7 @@ def versions() -> dict[str, str]:
 
 def policy_dir_of(path: Path) -> Path | None:
     """The certify-policy folder holding this certificate (<dir>/ or <dir>/certificates/)."""
-    try:
-        folder = path.resolve().parent
-    except (OSError, RuntimeError):
-        return None
-    for candidate in (folder, folder.parent if folder.name == "certificates" else None):
-        if candidate is not None and (candidate / MARK).is_file():
-            return candidate
-    return None
+    return folder_holding(path, MARK)
 
 
 class PolicyDirProvenance:

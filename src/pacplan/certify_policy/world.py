@@ -33,15 +33,12 @@ class PolicyRollouts:
     name = "policy-rollouts"
 
     def __init__(self, env_id: str, policies: list[str], policy_sha256: list[str],
-                 env_kwargs: dict[str, Any] | None = None, cost: str = "return",
-                 success_key: str | None = None, success_needs_terminated: bool = False,
-                 return_bounds: list[float] | None = None,
-                 reward_bounds: list[float] | None = None, horizon: int | None = None,
-                 clip_actions: bool = False, obs_normalization: list[str] | None = None
-                 ) -> None:
-        costs = CostOptions(cost, success_key, success_needs_terminated, return_bounds,
-                            reward_bounds, horizon)
-        self._world, _, _ = make_world_for(env_id, env_kwargs, costs, PYTHON)
+                 env_kwargs: dict[str, Any] | None = None, costs: dict[str, Any] | None = None,
+                 obs_normalization: list[str] | None = None) -> None:
+        """`costs`: the request's `CostOptions` given by name (the normalization statistics
+        apart, as the driver's [path, sha256] in `obs_normalization`)."""
+        options = CostOptions(**(costs or {}))
+        self._world, _, _ = make_world_for(env_id, env_kwargs, options, PYTHON)
         self._env = self._world.make_env()
         self._policies = load_policies(policies, self._env.observation_space,
                                        self._env.action_space)
@@ -57,7 +54,7 @@ class PolicyRollouts:
             if norm.sha256 != want:
                 raise PacplanError(f"{path} changed while it was being certified")
             self._policies = normalized(self._policies, norm)
-        self._clip = clip_actions
+        self._clip = options.clip_actions
 
     def policy_dim(self) -> int:
         return 1
@@ -85,7 +82,7 @@ def world_options(policies: Sequence[Any], sha256: Sequence[str], env_id: Any,
             or not isinstance(costs.cost, str):
         return None
     given = {"cost": costs.cost, **costs.world_options(),
-             **({"clip_actions": True} if costs.clip_actions else {}),
-             **({"obs_normalization": normalization} if normalization is not None else {})}
+             **({"clip_actions": True} if costs.clip_actions else {})}
     return {"env_id": env_id, "policies": list(policies), "policy_sha256": list(sha256),
-            **({"env_kwargs": env_kwargs} if env_kwargs else {}), **given}
+            **({"env_kwargs": env_kwargs} if env_kwargs else {}), "costs": given,
+            **({"obs_normalization": normalization} if normalization is not None else {})}
