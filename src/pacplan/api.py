@@ -130,17 +130,14 @@ def verify(path: PathLike, *, strict: bool = False) -> Certificate:
         PacplanError: the first thing that does not check, named in one line (a `path` that
             is not a path, too).
     """
-    from pacplan.certify_policy.provenance import verify_saved_in_full
-    from pacplan.export import is_planner_dir, verify_planner
+    from pacplan.export.verify_any import verify_any
 
     if not isinstance(path, str | os.PathLike):
         raise PacplanError(f"path must be a certificate file or planner directory (a str or "
                            f"os.PathLike), got {type(path).__name__}")
     check_flag(strict, "strict")
     p = Path(path)
-    if is_planner_dir(p):
-        return verify_planner(p)
-    verified = verify_saved_in_full(p)
+    verified = verify_any(p)
     if verified.unchecked and strict:
         raise PacplanError(f"{p}: {len(verified.unchecked)} of what it rests on could not be "
                            f"checked (strict): {verified.unchecked[0]}")
