@@ -161,7 +161,8 @@ def certify(request: CertifyRequest) -> PolicyCertification:
     with recording_user_files() as code:  # every user file the identity below hashes
         world, environment, cost_id = make_world_for(r.env_id, r.env_kwargs, costs, names)
         env = world.make_env()
-        loaded = load_policies(r.policies, env.observation_space, env.action_space)
+        loaded = load_policies(r.policies, env.observation_space, env.action_space,
+                               names.obs_normalization)
         norm = None
         if costs.obs_normalization is not None:
             from pacplan.certify_policy.normalization import normalized, read_obs_normalization
@@ -186,7 +187,8 @@ def certify(request: CertifyRequest) -> PolicyCertification:
                            None if norm is None else [str(Path(norm.path).resolve()),
                                                       norm.sha256])
     rollouts = _Rollouts(world, env, loaded, bool(costs.clip_actions), pool, spec)
-    with removed_if_refused(out), hold(out, out / LOCK), contextlib.ExitStack() as stack:
+    with removed_if_refused(out), hold(out, out / LOCK, names.out), \
+            contextlib.ExitStack() as stack:
         if pool is not None:
             stack.callback(pool.close)
         stamp(out, inputs, names.out, {"policy_files": [p.label for p in loaded]})

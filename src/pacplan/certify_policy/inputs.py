@@ -134,13 +134,15 @@ def make_world_for(env: Any, env_kwargs: Mapping[str, Any] | None, costs: CostOp
 
 
 def load_policies(policies: Sequence[Any], observation_space: spaces.Space,
-                  action_space: spaces.Space) -> list[ImportedPolicy]:
+                  action_space: spaces.Space,
+                  normalization: str = "obs_normalization") -> list[ImportedPolicy]:
     """Each policy as something that acts, with its identity; the same policy twice is
-    refused (it would be certified as two)."""
+    refused (it would be certified as two). `normalization`: how the caller names the
+    statistics' option, which a refused pickle is pointed to."""
     loaded = []
     for i, p in enumerate(policies):
         if isinstance(p, str | os.PathLike):
-            loaded.append(load_policy(str(p), observation_space, action_space))
+            loaded.append(load_policy(str(p), observation_space, action_space, normalization))
         else:
             from pacplan.certify_policy.live import policy_from_object
 

@@ -47,12 +47,13 @@ class ImportedPolicy:
         return record
 
 
-def load_policy(spec: str, observation_space: spaces.Space,
-                action_space: spaces.Space) -> ImportedPolicy:
-    """The policy named by `spec`, checked against the environment's spaces."""
+def load_policy(spec: str, observation_space: spaces.Space, action_space: spaces.Space,
+                normalization: str = "obs_normalization") -> ImportedPolicy:
+    """The policy named by `spec`, checked against the environment's spaces; `normalization`
+    is how the caller names the option a refused pickle of statistics belongs in."""
     path = Path(spec)
     if path.is_file():
-        return _from_file(spec, observation_space, action_space)
+        return _from_file(spec, observation_space, action_space, normalization)
     if path.exists():
         raise PacplanError(f"policy {spec} is not a regular file")
     module, sep, name = spec.partition(":")
@@ -63,8 +64,8 @@ def load_policy(spec: str, observation_space: spaces.Space,
                        "'module:callable' (no such file)")
 
 
-def _from_file(spec: str, observation_space: spaces.Space,
-               action_space: spaces.Space) -> ImportedPolicy:
+def _from_file(spec: str, observation_space: spaces.Space, action_space: spaces.Space,
+               normalization: str) -> ImportedPolicy:
     data = read_file_bytes(spec, f"policy {spec}")
     digest = sha256_bytes(data)
     suffix = Path(spec).suffix.lower()
@@ -79,7 +80,7 @@ def _from_file(spec: str, observation_space: spaces.Space,
         sb3 = SB3Policy(spec, data, observation_space, action_space)
         return ImportedPolicy(spec, PolicyKind.SB3, digest, sb3.act, detail=sb3.detail)
     hint = (" (VecNormalize statistics are a pickle, which pacplan never loads: convert them "
-            "to an .npz and pass it with --obs-normalization, docs/certify-policy.md)"
+            f"to an .npz and pass it with {normalization}, docs/certify-policy.md)"
             if suffix in (".pkl", ".pickle") else "")
     raise PacplanError(f"policy {spec} is not a Stable-Baselines3 .zip, an .onnx file or a "
                        f"'module:callable'{hint}")
