@@ -48,6 +48,7 @@ from pacplan.validation import (
 )
 from pacplan.worlds.from_gym.bounds import declared_reward_range, return_bounds_from_rewards
 from pacplan.worlds.from_gym.costs import BUILTIN_COSTS, CostRule, Episode, cost_rule, episode_cost
+from pacplan.worlds.from_gym.episodes import lockstep_episodes
 from pacplan.worlds.from_gym.policies import PolicyFamily, make_policy
 from pacplan.worlds.from_gym.steps import check_observation, checked_action, checked_step
 from pacplan.worlds.from_gym.wording import CONFIG, Wording
@@ -67,6 +68,12 @@ class Episodes:
     returns: np.ndarray
     terminated: np.ndarray
     records: tuple[Episode, ...]
+
+    @classmethod
+    def of(cls, records: Sequence[Episode]) -> Episodes:
+        """The episodes of these records."""
+        return cls(np.array([e.total_return for e in records], dtype=np.float64),
+                   np.array([e.terminated for e in records], dtype=bool), tuple(records))
 
 
 def declared_return_bounds(return_bounds: Sequence[float] | None,
@@ -303,10 +310,7 @@ class GymWorld:
     def episode_costs(self, records: Sequence[Episode], seed: int) -> np.ndarray:
         """The declared cost of episodes run on environment `seed` outside this world (by
         `pacplan certify-policy`), with the same rule and the same errors as `costs`."""
-        episodes = Episodes(np.array([e.total_return for e in records], dtype=np.float64),
-                            np.array([e.terminated for e in records], dtype=bool),
-                            tuple(records))
-        return self._cost(episodes, seed)
+        return self._cost(Episodes.of(records), seed)
 
     def returns(self, thetas: np.ndarray, seed: int) -> np.ndarray:
         """Undiscounted returns of k policies (k, d) float64 on environment `seed`."""
@@ -314,10 +318,10 @@ class GymWorld:
 
     def episodes(self, thetas: np.ndarray, seed: int) -> Episodes:
         """Returns, termination and last steps of k policies (k, d) float64 on environment
-        `seed`, stepped in lockstep."""
+        `seed`, stepped in lockstep (`pacplan.worlds.from_gym.episodes`)."""
         family = self._family()
         envs = self._pool(len(thetas))
-        obs = []
+        first = []
         for env in envs:
             if self._randomize_fn is not None:
                 with calling_user_code(f"gym world: randomize {self.randomize!r} failed on "
@@ -326,37 +330,16 @@ class GymWorld:
             with calling_user_code(f"gym world: {self.env_id} failed to reset with seed {seed}"):
                 o, _ = env.reset(seed=seed)
                 env.action_space.seed(seed)
-            obs.append(self._observed(env, o, seed, 0))
-        total = np.zeros(len(thetas), dtype=np.float64)
-        terminated_at = np.zeros(len(thetas), dtype=bool)
-        truncated_at = np.zeros(len(thetas), dtype=bool)
-        last_reward = np.zeros(len(thetas), dtype=np.float64)
-        length = np.zeros(len(thetas), dtype=np.int64)
-        infos: list[dict[str, Any]] = [{} for _ in thetas]
-        alive = list(range(len(thetas)))
-        for _ in range(self.horizon):
+            first.append(o)
+
+        def act(alive: list[int], obs: list[Any], _where: str) -> Any:
             with calling_user_code(f"gym world: policy {self.policy!r} failed on seed {seed}"):
-                actions = family.act(thetas[alive], np.stack(obs))
-            still, obs = [], []
-            for j, a in zip(alive, actions, strict=True):
-                where = f"on seed {seed} at step {length[j]}"
-                o, r, terminated, truncated, info = self._step(envs[j], a, where)
-                total[j] += r
-                last_reward[j], length[j] = r, length[j] + 1
-                terminated_at[j], truncated_at[j] = terminated, truncated
-                infos[j] = info
-                if not (terminated or truncated):
-                    still.append(j)
-                    obs.append(self._observed(envs[j], o, seed, int(length[j])))
-            alive = still
-            if not alive:
-                break
-        records = tuple(
-            Episode(seed=seed, total_return=float(total[j]), last_reward=float(last_reward[j]),
-                    terminated=bool(terminated_at[j]), truncated=bool(truncated_at[j]),
-                    length=int(length[j]), info=infos[j])
-            for j in range(len(thetas)))
-        return Episodes(total, terminated_at, records)
+                return family.act(thetas[alive], np.stack(obs))
+
+        return Episodes.of(lockstep_episodes(
+            envs, first, seed, self.horizon,
+            lambda j, o, where: self._observed(envs[j], o, where), act,
+            lambda j, a, where: self._step(envs[j], a, where)))
 
     def _step(self, env: Any, action: Any, where: str) -> tuple[Any, float, bool, bool, Any]:
         """One checked `env.step` (`pacplan.worlds.from_gym.steps`): a failure, or an output that is
@@ -370,13 +353,12 @@ class GymWorld:
         except PacplanError as exc:
             raise PacplanError(f"gym world: {self.env_id} {where}: {exc}") from None
 
-    def _observed(self, env: Any, o: Any, seed: int, step: int) -> np.ndarray:
+    def _observed(self, env: Any, o: Any, where: str) -> np.ndarray:
         """An observation, flattened for the policy family; NaN refused."""
         try:
             check_observation(o)
         except PacplanError as exc:
-            raise PacplanError(f"gym world: {self.env_id} on seed {seed} at step {step}: "
-                               f"{exc}") from None
+            raise PacplanError(f"gym world: {self.env_id} {where}: {exc}") from None
         return self._flat(env, o)
 
     @staticmethod
