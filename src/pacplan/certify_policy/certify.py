@@ -137,6 +137,8 @@ def certify_policy(env_id: Any, policies: Sequence[Any], *, n: int = DEFAULT_N,
         test_n: test seeds after the certification seeds (a test estimate).
         train_seeds: [start, stop) the policies were trained on; overlapping seeds are refused.
         horizon: the most steps per episode (default: the environment's limit).
+        names: how messages spell each argument (`pacplan.certify_policy.names.PYTHON`, the
+            default, or `CLI`, the command's flags).
 
     Python objects are identified by their code's files and weights where they can be; a
     lambda, closure, callable object or environment instance cannot be (its state is in no
