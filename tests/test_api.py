@@ -312,3 +312,24 @@ def test_certify_policy_is_one_call_and_verifies(tmp_path: Path,
     expected = klinv_oracle(float(costs.mean()), 0.0, 30, 0.01)
     assert result.certificate.certified == pytest.approx(expected, rel=1e-9)
     assert pacplan.verify(result.certificate_path).certified == result.certificate.certified
+
+
+def test_deep_run_errors_are_written_in_the_callers_spelling(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The run directory's name travels with it (`RunDir.option`): a damaged frozen config,
+    refused deep in the pipeline, names `out` in Python and `--out` on the command line,
+    written so the first time (pacplan.run no longer rewords messages)."""
+    import yaml
+
+    from helpers import cli
+
+    out = tmp_path / "tiny"
+    pacplan.run(TINY, out, progress=False, report=False)
+    (out / "config.yaml").write_text("- not a mapping\n")
+    with pytest.raises(PacplanError) as info:
+        pacplan.run(TINY, out, progress=False, report=False)
+    assert str(info.value).endswith("restore it, or use a new out directory"), info.value
+    config = tmp_path / "tiny.yaml"
+    config.write_text(yaml.safe_dump(TINY))
+    code, _, err = cli(["run", str(config), "--out", str(out), "--quiet"], capsys)
+    assert code != 0 and "restore it, or use a new --out directory" in " ".join(err.split())

@@ -8,11 +8,9 @@ never a command-line flag the caller has no way to pass.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import re
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,12 +35,6 @@ if TYPE_CHECKING:
 __all__ = ["Certificate", "certify", "run", "verify"]
 
 PathLike = str | os.PathLike[str]
-
-# flags that library messages shared with the CLI name, and this module's argument for each
-_ARGUMENTS = {"--out": "out", "--prior": "prior", "--workers": "workers",
-              "--executor": "executor", "--address": "address"}
-_FLAG = re.compile(r"--(?:out|prior|workers|executor|address)\b")
-
 
 def certify(costs: Any, *, delta: float = 0.01, test: Any = None, bound: str = "best",
             clip: bool = False, solver: str = "gibbs") -> Certificate:
@@ -130,17 +122,14 @@ def verify(path: PathLike, *, strict: bool = False) -> Certificate:
         PacplanError: the first thing that does not check, named in one line (a `path` that
             is not a path, too).
     """
-    from pacplan.certify_policy.provenance import verify_saved_in_full
-    from pacplan.export import is_planner_dir, verify_planner
+    from pacplan.export.verify_any import verify_any
 
     if not isinstance(path, str | os.PathLike):
         raise PacplanError(f"path must be a certificate file or planner directory (a str or "
                            f"os.PathLike), got {type(path).__name__}")
     check_flag(strict, "strict")
     p = Path(path)
-    if is_planner_dir(p):
-        return verify_planner(p)
-    verified = verify_saved_in_full(p)
+    verified = verify_any(p)
     if verified.unchecked and strict:
         raise PacplanError(f"{p}: {len(verified.unchecked)} of what it rests on could not be "
                            f"checked (strict): {verified.unchecked[0]}")
@@ -175,8 +164,7 @@ def run(config: PathLike | Mapping[str, Any] | RunConfig, out: PathLike | None =
         PacplanError: a bad config, a run directory made by another config, or any other
             problem the caller can fix, in one line naming this function's arguments.
     """
-    with _python_words():
-        return _run(config, out, prior, progress, report, executor, workers, address)
+    return _run(config, out, prior, progress, report, executor, workers, address)
 
 
 def _run(config: Any, out: PathLike | None, prior: PathLike | None, progress: bool, report: bool,
@@ -199,8 +187,10 @@ def _run(config: Any, out: PathLike | None, prior: PathLike | None, progress: bo
     given = Path(config) if isinstance(config, str | os.PathLike) else None
     run_dir = start_run(cfg, out, PYTHON, prior_file=prior_file, config_file=given,
                         executor=executor, workers=workers, address=address).run_dir
-    with discard_if_refused(run_dir), RunDir(run_dir).locked():
-        result = run_pipeline(cfg, run_dir, prior_file=prior_file, progress=progress)
+    # messages name the run directory `out`, as this function's caller spells it
+    with discard_if_refused(run_dir), RunDir(run_dir, PYTHON.out).locked():
+        result = run_pipeline(cfg, run_dir, prior_file=prior_file, progress=progress,
+                              option=PYTHON.out)
         if report:
             write_report(run_dir)
     return result
@@ -219,17 +209,3 @@ def _config(config: Any) -> RunConfig:
         return load_config(resolve_config(config))
     raise PacplanError(f"config must be a preset name, a YAML file path or a dict, got "
                        f"{type(config).__name__}")
-
-
-@contextlib.contextmanager
-def _python_words() -> Iterator[None]:
-    """Re-word a `PacplanError` from code shared with the CLI: the flag it advises (`use a new
-    --out directory`) becomes this module's argument (`use a new out directory`). The
-    exception keeps its type and traceback."""
-    try:
-        yield
-    except PacplanError as exc:
-        if exc.args and isinstance(exc.args[0], str):
-            exc.args = (_FLAG.sub(lambda m: _ARGUMENTS[m.group(0)], exc.args[0]),
-                        *exc.args[1:])
-        raise

@@ -20,6 +20,7 @@ import pytest
 import user_policies
 from helpers import cli, onnx_linear
 from pacplan.certify_policy import certify_policy
+from pacplan.certify_policy.kinds import PolicyKind
 from pacplan.certify_policy.stable_baselines import SB3Policy
 from pacplan.errors import PacplanError
 from pacplan.export import export_planner, verify_planner
@@ -171,7 +172,7 @@ def test_sb3_onnx_acts_as_the_reader(algo: str, env_id: str, activation: str | N
     env = gym.make(env_id)
     data = (tmp_path / "model.zip").read_bytes()
     reader = SB3Policy("model.zip", data, env.observation_space, env.action_space)
-    graph, converted = policy_onnx("model.zip", reader.kind, data, env.observation_space,
+    graph, converted = policy_onnx("model.zip", PolicyKind.SB3, data, env.observation_space,
                                    env.action_space)
     onnx = OnnxPolicy("model.onnx", graph, env.observation_space, env.action_space)
     obs = np.random.default_rng(0).normal(0.0, 2.0, (2000, spaces_dim(env))).astype(np.float32)

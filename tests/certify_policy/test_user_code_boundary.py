@@ -218,13 +218,11 @@ def test_the_gym_world_checks_the_same_outputs(tmp_path: Path) -> None:
 def test_bounds_whose_span_overflows_are_refused(tmp_path: Path, options: dict,
                                                  words: str) -> None:
     """Finite bounds with an infinite span made every cost 0 (a certificate of 0 %)."""
-    from pacplan.certify_policy.names import Names
+    from pacplan.certify_policy.names import CLI
 
-    names = Names(options=(("return_bounds", "--return-bounds"),
-                           ("reward_bounds", "--reward-bounds")))
     with pytest.raises(PacplanError) as info:
         certify_policy("CartPole-v1", ["user_faults:zero"], n=3, out=tmp_path / "o",
-                       names=names, **options)
+                       names=CLI, **options)
     assert words in str(info.value)
 
 

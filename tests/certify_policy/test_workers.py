@@ -73,9 +73,9 @@ def test_a_policy_file_changed_under_a_worker_is_refused(tmp_path: Path) -> None
 
     path = _policies(tmp_path)[0]
     with pytest.raises(PacplanError, match="changed while it was being certified"):
-        PolicyRollouts("CartPole-v1", [path], ["0" * 64], cost="terminated")
-    world = PolicyRollouts("CartPole-v1", ["user_policies:lean"],
-                           [_sha("user_policies:lean")], cost="terminated", horizon=50)
+        PolicyRollouts("CartPole-v1", [path], ["0" * 64], costs={"cost": "terminated"})
+    world = PolicyRollouts("CartPole-v1", ["user_policies:lean"], [_sha("user_policies:lean")],
+                           costs={"cost": "terminated", "horizon": 50})
     costs = world.costs(np.zeros((1, 1), np.float32), np.array([1, 2, 3]))
     assert costs.shape == (3, 1) and set(costs[:, 0]) <= {0.0, 1.0}
     with pytest.raises(PacplanError, match="policy indices must be 0 … 0"):

@@ -27,10 +27,11 @@ from pacplan.certify_policy.inputs import (
     refuse_unidentified_resume,
     unidentified,
 )
-from pacplan.certify_policy.names import Names
+from pacplan.certify_policy.names import PYTHON, Names
 from pacplan.certify_policy.policies import ImportedPolicy
+from pacplan.certify_policy.request import CertifyRequest, CostOptions
 from pacplan.certify_policy.rollout import cost_rows
-from pacplan.certify_policy.seeds import DEFAULT_FIRST_SEED, DEFAULT_N, seed_ranges
+from pacplan.certify_policy.seeds import DEFAULT_FIRST_SEED, DEFAULT_N
 from pacplan.certify_policy.store import (
     CERTIFICATE,
     CERTIFICATES,
@@ -51,7 +52,6 @@ from pacplan.pacbayes.certificate import build_certificate
 from pacplan.pacbayes.matrices import load_cost_matrix
 from pacplan.pacbayes.record import Certificate
 from pacplan.run.progress import progress_bar
-from pacplan.validation import check_delta, check_flag, check_real
 
 
 @dataclass
@@ -137,99 +137,81 @@ def certify_policy(env_id: Any, policies: Sequence[Any], *, n: int = DEFAULT_N,
         test_n: test seeds after the certification seeds (a test estimate).
         train_seeds: [start, stop) the policies were trained on; overlapping seeds are refused.
         horizon: the most steps per episode (default: the environment's limit).
+        names: how messages spell each argument (`pacplan.certify_policy.names.PYTHON`, the
+            default, or `CLI`, the command's flags).
 
     Python objects are identified by their code's files and weights where they can be; a
     lambda, closure, callable object or environment instance cannot be (its state is in no
     file): the certificate says so and the folder cannot be resumed
     (`pacplan.certify_policy.live`)."""
-    if names is not None and not isinstance(names, Names):
-        raise PacplanError(f"names must be a pacplan.certify_policy.names.Names, got "
-                           f"{type(names).__name__}")
-    names = names or Names()
-    if log is not None and not callable(log):
-        raise PacplanError(f"log must be a function of one message (or None), got "
-                           f"{type(log).__name__}")
-    check_delta(check_real(delta, names.delta))
-    for flag, value in (("success_needs_terminated", success_needs_terminated),
-                        ("clip_actions", clip_actions), ("progress", progress)):
-        check_flag(value, names.spelling(flag))
-    for name, value in (("out", out), ("obs_normalization", obs_normalization)):
-        if value is not None and not isinstance(value, str | os.PathLike):
-            raise PacplanError(f"{names.spelling(name) if name != 'out' else names.out} must "
-                               f"be a path (a str or os.PathLike), got {type(value).__name__}")
-    seeds = seed_ranges(n, test_n, first_seed, train_seeds, names)
-    if isinstance(policies, str | os.PathLike) or not isinstance(policies, Sequence) \
-            or not policies:
-        raise PacplanError("give one or more policies (a list of paths of SB3 .zip or .onnx "
-                           "files, 'module:callable' or Python objects)")
-    _check_matrix_memory(seeds, len(policies), names)
+    request = CertifyRequest(
+        env_id, policies, n=n, test_n=test_n, first_seed=first_seed, train_seeds=train_seeds,
+        out=out, env_kwargs=env_kwargs, delta=delta, workers=workers, executor=executor,
+        progress=progress, log=log, names=PYTHON if names is None else names,
+        costs=CostOptions(cost=cost, success_key=success_key,
+                          success_needs_terminated=success_needs_terminated,
+                          return_bounds=return_bounds, reward_bounds=reward_bounds,
+                          horizon=horizon, clip_actions=clip_actions,
+                          obs_normalization=obs_normalization))
+    return certify(request)
+
+
+def certify(request: CertifyRequest) -> PolicyCertification:
+    """Carry out a checked request (`certify_policy` builds one from Python's arguments, the
+    command from its flags): everything is identified and checked before the first rollout."""
+    r, names, costs = request, request.names, request.costs
     with recording_user_files() as code:  # every user file the identity below hashes
-        world, environment, cost_id = make_world_for(env_id, env_kwargs, cost, success_key,
-                                                     success_needs_terminated, return_bounds,
-                                                     reward_bounds, horizon, names)
+        world, environment, cost_id = make_world_for(r.env_id, r.env_kwargs, costs, names)
         env = world.make_env()
-        loaded = load_policies(policies, env.observation_space, env.action_space)
+        loaded = load_policies(r.policies, env.observation_space, env.action_space,
+                               names.obs_normalization)
         norm = None
-        if obs_normalization is not None:
+        if costs.obs_normalization is not None:
             from pacplan.certify_policy.normalization import normalized, read_obs_normalization
 
-            norm = read_obs_normalization(obs_normalization, env.observation_space,
-                                          names.spelling("obs_normalization"))
+            norm = read_obs_normalization(costs.obs_normalization, env.observation_space,
+                                          names.obs_normalization)
             loaded = normalized(loaded, norm)
-        inputs = identify(world, environment, cost_id, loaded, seeds, bool(clip_actions))
+        inputs = identify(world, environment, cost_id, loaded, r.seeds, bool(costs.clip_actions))
     if norm is not None:
         inputs["obs_normalization"] = norm.record()
-    out = Path(out) if out is not None else default_out(world.env_id)
+    out = r.out if r.out is not None else default_out(world.env_id)
     refuse_unidentified_resume(out, inputs, names.out)
-    _say_unidentified(inputs, log)
-    given = {f"POLICY {p}": p for p in policies
+    _say_unidentified(inputs, r.log)
+    given = {f"POLICY {p}": p for p in r.policies
              if isinstance(p, str | os.PathLike) and Path(p).exists()}
-    if obs_normalization is not None:
-        given[names.spelling("obs_normalization")] = obs_normalization
+    if costs.obs_normalization is not None:
+        given[names.obs_normalization] = costs.obs_normalization
     refuse_output(out, given, names.out)
     from pacplan.run.lock import hold
 
-    pool, spec = _parallel(executor, workers, policies, environment, loaded,
-                               {"cost": cost, "success_key": success_key,
-                                "success_needs_terminated": success_needs_terminated,
-                                "return_bounds": return_bounds, "reward_bounds": reward_bounds,
-                                "horizon": horizon, "clip_actions": clip_actions,
-                                "obs_normalization": None if norm is None else
-                                [str(Path(norm.path).resolve()), norm.sha256]}, names)
-    rollouts = _Rollouts(world, env, loaded, bool(clip_actions), pool, spec)
-    with removed_if_refused(out), hold(out, out / LOCK), contextlib.ExitStack() as stack:
+    pool, spec = _parallel(r, environment, loaded,
+                           None if norm is None else [str(Path(norm.path).resolve()),
+                                                      norm.sha256])
+    rollouts = _Rollouts(world, env, loaded, bool(costs.clip_actions), pool, spec)
+    with removed_if_refused(out), hold(out, out / LOCK, names.out), \
+            contextlib.ExitStack() as stack:
         if pool is not None:
             stack.callback(pool.close)
         stamp(out, inputs, names.out, {"policy_files": [p.label for p in loaded]})
         paths = {}
         for role, label in (("cert", "certification"), ("test", "test")):
-            if seeds[role] is not None:
-                paths[role] = _matrix(out, role, label, seeds, rollouts, inputs, progress, log)
+            if r.seeds[role] is not None:
+                paths[role] = _matrix(out, role, label, r, rollouts, inputs)
         cert = load_cost_matrix(paths["cert"], name=str(paths["cert"]))
         test = (load_cost_matrix(paths["test"], name=str(paths["test"]))
                 if "test" in paths else None)
         from pacplan.certify_policy.provenance import provenance
 
-        certificate = build_certificate(cert, delta, test=test,
+        certificate = build_certificate(cert, r.delta, test=test,
                                         provenance=provenance(
-                                            inputs, loaded, seeds, out, code,
+                                            inputs, loaded, r.seeds, out, code,
                                             None if norm is None else (norm.path, norm.sha256)))
         certificate.save(out / CERTIFICATE)
         certificate.save(out / CERTIFICATES / certificate_name(certificate))
         remove_chunks(out)  # only now: until a certificate vouches for a matrix, its chunks
         # are what a resume takes its rows from (`store._vouched`)
     return PolicyCertification(certificate, out, inputs, [p.label for p in loaded])
-
-
-def _check_matrix_memory(seeds: dict[str, list[int] | None], m: int, names: Names) -> None:
-    """The largest matrix is held twice at its end (the array and its .npy bytes), beside
-    the bookkeeping of its chunks of ten rows (a flag per row, ranges and slices: about 64
-    bytes a row): refused before any rollout or folder when that cannot fit."""
-    from pacplan.io.memory import check_fits
-
-    rows = max(b - a for a, b in (r for k, r in seeds.items() if k != "train" and r))
-    check_fits(rows * (16 * m + 64), f"a cost matrix of {rows:,} seeds × {m} policies",
-               f"certify fewer seeds ({names.n}, {names.test_n})")
 
 
 def _say_unidentified(inputs: dict[str, Any], log: Callable[[str], None] | None) -> None:
@@ -242,12 +224,12 @@ def _say_unidentified(inputs: dict[str, Any], log: Callable[[str], None] | None)
                "so, cannot be re-verified from files, and this folder cannot be resumed")
     if log is not None:
         log(message)
-    else:  # Python: a warning the caller can filter (the command prints the line instead)
-        import warnings
+    else:  # Python: a warning the caller can filter (the command prints the line instead),
+        import warnings  # shown at the line that called certify_policy
 
         from pacplan.errors import UnidentifiedInputWarning
 
-        warnings.warn(message, UnidentifiedInputWarning, stacklevel=3)
+        warnings.warn(message, UnidentifiedInputWarning, stacklevel=4)
 
 
 @dataclass
@@ -279,41 +261,36 @@ class _Rollouts:
             yield i, block
 
 
-def _parallel(kind: str, workers: int, policies: Sequence[Any], environment: Any,
-              loaded: list[ImportedPolicy], options: dict[str, Any],
-              names: Names) -> tuple[Any, Any]:
-    """(executor, world spec) for `kind` with `workers`, or (None, None) for this process."""
-    from pacplan.choices import EXECUTORS
-    from pacplan.validation import check_choice, check_int
-
-    check_choice(names.spelling("executor"), kind, EXECUTORS)
-    check_int(workers, names.spelling("workers"), minimum=1)
-    if kind == "serial" and workers == 1:
+def _parallel(request: CertifyRequest, environment: Any, loaded: list[ImportedPolicy],
+              normalization: list[str] | None) -> tuple[Any, Any]:
+    """(executor, world spec) for the request's executor and workers, or (None, None) for
+    this process; `normalization` is the statistics' (path, sha256) a worker checks."""
+    if request.in_this_process:
         return None, None
     from pacplan.certify_policy.world import NAME, world_options
     from pacplan.run.executors import make_executor
     from pacplan.run.tasks import WorldSpec
 
+    names = request.names
     specs = [str(Path(p).resolve()) if isinstance(p, str | os.PathLike) and Path(p).is_file()
-             else p for p in policies]
+             else p for p in request.policies]
     opts = world_options(specs, [p.sha256 for p in loaded],
                          environment.env_id if environment.factory is None else None,
-                         environment.kwargs,
-                         options)
+                         environment.kwargs, request.costs, normalization)
     if opts is None:
-        raise PacplanError(f"{names.spelling('workers')} > 1 and {names.spelling('executor')} "
-                           "processes or ray roll out in other processes, where Python objects "
-                           "cannot go: give the environment, policies and cost by name or "
-                           "path, or roll out in this process")
-    kind = "processes" if kind == "serial" else kind
-    return make_executor(kind, workers), WorldSpec(NAME, opts)
+        raise PacplanError(f"{names.workers} > 1 and {names.executor} processes or ray roll "
+                           "out in other processes, where Python objects cannot go: give the "
+                           "environment, policies and cost by name or path, or roll out in "
+                           "this process")
+    kind = "processes" if request.executor == "serial" else request.executor
+    return make_executor(kind, request.workers), WorldSpec(NAME, opts)
 
 
-def _matrix(out: Path, role: str, label: str, seeds: dict[str, list[int] | None],
-            rollouts: _Rollouts, inputs: dict[str, Any], progress: bool,
-            log: Callable[[str], None] | None) -> Path:
+def _matrix(out: Path, role: str, label: str, request: CertifyRequest, rollouts: _Rollouts,
+            inputs: dict[str, Any]) -> Path:
     """The cost matrix of `role`'s seeds (`pacplan.certify_policy.store.cost_matrix`), with a
     bar that counts the rows already done."""
+    seeds, progress, log = request.seeds, request.progress, request.log
     rng, first = seeds[role], seeds["cert"][0]  # type: ignore[index]
     assert rng is not None
     rows, offset = rng[1] - rng[0], rng[0] - first

@@ -21,6 +21,7 @@ from gymnasium import spaces
 
 from pacplan.certify_policy.names import Names
 from pacplan.certify_policy.policies import ImportedPolicy, load_policy
+from pacplan.certify_policy.request import CostOptions
 from pacplan.certify_policy.rollout import NO_WEIGHTS
 from pacplan.certify_policy.store import is_policy_dir
 from pacplan.errors import PacplanError, short
@@ -69,7 +70,7 @@ def environment(env: Any, env_kwargs: Mapping[str, Any] | None, names: Names) ->
     they are recorded; a Python environment or factory takes no kwargs (it makes its own)."""
     import gymnasium as gym
 
-    what = names.spelling("env_id")
+    what = names.env_id
     kwargs: dict[str, Any] = {}
     if isinstance(env, gym.envs.registration.EnvSpec):
         registered = gym.registry.get(env.id)
@@ -83,7 +84,7 @@ def environment(env: Any, env_kwargs: Mapping[str, Any] | None, names: Names) ->
             from pacplan.certify_policy.live import env_factory
 
             if env_kwargs:
-                raise PacplanError(f"{names.spelling('env_kwargs')} goes to gymnasium.make; an "
+                raise PacplanError(f"{names.env_kwargs} goes to gymnasium.make; an "
                                    "environment given as an object or factory makes its own")
             label, factory, sha, source = env_factory(env)
             return Environment(label, {}, factory, sha, source)
@@ -92,58 +93,39 @@ def environment(env: Any, env_kwargs: Mapping[str, Any] | None, names: Names) ->
     if not env.strip():
         raise PacplanError(f"{what} must be a Gymnasium environment id, got {env!r}")
     if env_kwargs is not None:
-        check_nesting(env_kwargs, names.spelling("env_kwargs"))
+        check_nesting(env_kwargs, names.env_kwargs)
         if not isinstance(env_kwargs, Mapping) or not all(isinstance(k, str)
                                                           for k in env_kwargs):
-            raise PacplanError(f"{names.spelling('env_kwargs')} must be a mapping of names to "
+            raise PacplanError(f"{names.env_kwargs} must be a mapping of names to "
                                f"values, got {short(env_kwargs, 80)}")
         kwargs.update(env_kwargs)
     try:
         json.dumps(kwargs, allow_nan=False)
     except (TypeError, ValueError):
-        raise PacplanError(f"{names.spelling('env_kwargs')} {short(kwargs, 80)}: every value must "
+        raise PacplanError(f"{names.env_kwargs} {short(kwargs, 80)}: every value must "
                            "be JSON (numbers, strings, booleans, lists, mappings), as it is "
                            "recorded with the certificate") from None
     return Environment(env, kwargs)
 
 
-def make_world_for(env: Any, env_kwargs: Mapping[str, Any] | None, cost: Any,
-                   success_key: str | None, success_needs_terminated: bool,
-                   return_bounds: Sequence[float] | None, reward_bounds: Sequence[float] | None,
-                   horizon: int | None,
+def make_world_for(env: Any, env_kwargs: Mapping[str, Any] | None, costs: CostOptions,
                    names: Names) -> tuple[Any, Environment, tuple[str, str] | None]:
-    """(the `gym` world that declares the environment, its horizon and the cost; how the
-    environment was given; a cost function object's (sha256, source), set on the world after
-    it is built)."""
-    from pacplan.worlds.base import check_world_options
+    """(the `gym` world that declares the environment, its horizon and the cost, its errors in
+    the caller's spelling; how the environment was given; a cost function object's (sha256,
+    source), set on the world after it is built)."""
     from pacplan.worlds.from_gym.world import GymWorld
 
     given_env = environment(env, env_kwargs, names)
-    function = None
+    cost, function = costs.cost, None
     if not isinstance(cost, str):
         from pacplan.certify_policy.live import cost_function
 
         function = cost_function(cost)
         cost = "terminated"  # the world is built with a rule, then given the function
-    options: dict[str, Any] = {"cost": cost, "policy": NO_WEIGHTS}
+    options: dict[str, Any] = {"cost": cost, "policy": NO_WEIGHTS, **costs.world_options()}
     if given_env.kwargs:
         options["env_kwargs"] = given_env.kwargs
-    given = {"success_key": success_key, "return_bounds": return_bounds,
-             "reward_bounds": reward_bounds, "horizon": horizon}
-    options.update({k: (list(v) if isinstance(v, tuple) else v) for k, v in given.items()
-                    if v is not None})
-    if success_needs_terminated:
-        options["success_needs_terminated"] = True
-    try:
-        check_world_options("gym", {"env_id": given_env.env_id, **options})
-        if given_env.factory is not None:
-            world = GymWorld.from_factory(given_env.factory, given_env.env_id, **options)
-        else:
-            from pacplan.worlds.base import make_world
-
-            world = make_world("gym", env_id=given_env.env_id, **options)
-    except PacplanError as exc:
-        raise PacplanError(names.reword(str(exc))) from None
+    world = GymWorld.spelled(names.wording(), given_env.env_id, given_env.factory, **options)
     if function is None:
         return world, given_env, None
     label, fn, sha, source = function
@@ -152,13 +134,15 @@ def make_world_for(env: Any, env_kwargs: Mapping[str, Any] | None, cost: Any,
 
 
 def load_policies(policies: Sequence[Any], observation_space: spaces.Space,
-                  action_space: spaces.Space) -> list[ImportedPolicy]:
+                  action_space: spaces.Space,
+                  normalization: str = "obs_normalization") -> list[ImportedPolicy]:
     """Each policy as something that acts, with its identity; the same policy twice is
-    refused (it would be certified as two)."""
+    refused (it would be certified as two). `normalization`: how the caller names the
+    statistics' option, which a refused pickle is pointed to."""
     loaded = []
     for i, p in enumerate(policies):
         if isinstance(p, str | os.PathLike):
-            loaded.append(load_policy(str(p), observation_space, action_space))
+            loaded.append(load_policy(str(p), observation_space, action_space, normalization))
         else:
             from pacplan.certify_policy.live import policy_from_object
 

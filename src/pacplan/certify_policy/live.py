@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
+from pacplan.certify_policy.kinds import PolicyKind
 from pacplan.certify_policy.policies import ImportedPolicy
 from pacplan.errors import PacplanError
 from pacplan.io.user_code import calling_user_code, user_code_sha256, user_files
@@ -187,8 +188,8 @@ def policy_from_object(obj: Any, index: int, observation_space: spaces.Space,
         return _session_policy(obj, path, index, observation_space, action_space)
     if callable(obj):
         sha, source = function_identity(obj)
-        return ImportedPolicy(f"policy #{index} ({describe(obj)})", "callable", sha, obj,
-                              source)
+        return ImportedPolicy(f"policy #{index} ({describe(obj)})", PolicyKind.CALLABLE, sha,
+                              obj, source)
     raise PacplanError(f"policy #{index} is a {type(obj).__name__}: give a path (.zip, .onnx), "
                        "'module:callable', a function obs -> action, a torch module, a "
                        "Stable-Baselines3 model or an onnxruntime session")
@@ -218,7 +219,7 @@ def _session_policy(session: Any, path: str, index: int, observation_space: spac
             raise PacplanError(f"policy #{index}: the onnxruntime session computes other "
                                f"outputs than its file {path} (replaced after the session "
                                "was made?): pass the file's path to certify what it holds")
-    return ImportedPolicy(path, onnx.kind, sha256_bytes(data), onnx.act)
+    return ImportedPolicy(path, PolicyKind.ONNX, sha256_bytes(data), onnx.act)
 
 
 def _is_torch_module(obj: Any) -> bool:
@@ -254,7 +255,8 @@ def _torch_module(module: Any, index: int, observation_space: spaces.Space,
         return action_from_output(label, out.detach().cpu().double().numpy().reshape(-1), x,
                                   action_space)
 
-    return ImportedPolicy(label, "torch module", sha or _random_sha256(), act, source)
+    return ImportedPolicy(label, PolicyKind.TORCH, sha or _random_sha256(), act, source,
+                          "module")
 
 
 def _sb3_model(model: Any, index: int) -> ImportedPolicy:
@@ -276,8 +278,8 @@ def _sb3_model(model: Any, index: int) -> ImportedPolicy:
         seen = norm.normalize_obs(obs) if norm is not None else obs
         return model.predict(seen, deterministic=True)[0]
 
-    kind = "sb3 model" + (" with VecNormalize" if norm is not None else "")
-    return ImportedPolicy(label, kind, sha, act, "object")
+    detail = "model" + (" with VecNormalize" if norm is not None else "")
+    return ImportedPolicy(label, PolicyKind.SB3, sha, act, "object", detail)
 
 
 def cost_function(fn: Any) -> tuple[str, Callable[[Any], Any], str, str]:

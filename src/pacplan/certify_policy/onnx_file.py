@@ -166,8 +166,6 @@ def _stop_server() -> None:
 class OnnxPolicy:
     """A deterministic policy from an ONNX file (module docstring)."""
 
-    kind = "onnx"
-
     def __init__(self, path: str, data: bytes, observation_space: spaces.Space,
                  action_space: spaces.Space) -> None:
         self.label = path

@@ -18,6 +18,7 @@ from typing import Any
 
 from gymnasium import spaces
 
+from pacplan.certify_policy.kinds import PolicyKind
 from pacplan.errors import PacplanError
 from pacplan.io.files import read_file_bytes, sha256_bytes
 
@@ -27,28 +28,32 @@ class ImportedPolicy:
     """A policy that acts on one observation: `act(obs) -> action`."""
 
     label: str
-    kind: str
+    kind: PolicyKind
     sha256: str
     act: Callable[[Any], Any]
     source: str = "file"
     """'file' (a path or module:callable: re-checkable from files), 'object' (a Python object
     identified by its code's files and its weights), or 'unidentified' (a lambda, a closure, a
     callable object: its state is in no file, so its sha256 is drawn at random)."""
+    detail: str = ""
+    """What else its record says of it after the kind ('PPO MLP (tanh)')."""
 
     def record(self) -> dict[str, Any]:
         """What the policy is, wherever its file lies: a run's identity holds this."""
-        record: dict[str, Any] = {"kind": self.kind, "sha256": self.sha256}
+        record: dict[str, Any] = {"kind": self.kind.described(self.detail),
+                                  "sha256": self.sha256}
         if self.source != "file":
             record["source"] = self.source
         return record
 
 
-def load_policy(spec: str, observation_space: spaces.Space,
-                action_space: spaces.Space) -> ImportedPolicy:
-    """The policy named by `spec`, checked against the environment's spaces."""
+def load_policy(spec: str, observation_space: spaces.Space, action_space: spaces.Space,
+                normalization: str = "obs_normalization") -> ImportedPolicy:
+    """The policy named by `spec`, checked against the environment's spaces; `normalization`
+    is how the caller names the option a refused pickle of statistics belongs in."""
     path = Path(spec)
     if path.is_file():
-        return _from_file(spec, observation_space, action_space)
+        return _from_file(spec, observation_space, action_space, normalization)
     if path.exists():
         raise PacplanError(f"policy {spec} is not a regular file")
     module, sep, name = spec.partition(":")
@@ -59,8 +64,8 @@ def load_policy(spec: str, observation_space: spaces.Space,
                        "'module:callable' (no such file)")
 
 
-def _from_file(spec: str, observation_space: spaces.Space,
-               action_space: spaces.Space) -> ImportedPolicy:
+def _from_file(spec: str, observation_space: spaces.Space, action_space: spaces.Space,
+               normalization: str) -> ImportedPolicy:
     data = read_file_bytes(spec, f"policy {spec}")
     digest = sha256_bytes(data)
     suffix = Path(spec).suffix.lower()
@@ -68,14 +73,14 @@ def _from_file(spec: str, observation_space: spaces.Space,
         from pacplan.certify_policy.onnx_file import OnnxPolicy
 
         onnx = OnnxPolicy(spec, data, observation_space, action_space)
-        return ImportedPolicy(spec, onnx.kind, digest, onnx.act)
+        return ImportedPolicy(spec, PolicyKind.ONNX, digest, onnx.act)
     if suffix == ".zip" or data[:4] == b"PK\x03\x04":
         from pacplan.certify_policy.stable_baselines import SB3Policy
 
         sb3 = SB3Policy(spec, data, observation_space, action_space)
-        return ImportedPolicy(spec, sb3.kind, digest, sb3.act)
+        return ImportedPolicy(spec, PolicyKind.SB3, digest, sb3.act, detail=sb3.detail)
     hint = (" (VecNormalize statistics are a pickle, which pacplan never loads: convert them "
-            "to an .npz and pass it with --obs-normalization, docs/certify-policy.md)"
+            f"to an .npz and pass it with {normalization}, docs/certify-policy.md)"
             if suffix in (".pkl", ".pickle") else "")
     raise PacplanError(f"policy {spec} is not a Stable-Baselines3 .zip, an .onnx file or a "
                        f"'module:callable'{hint}")
@@ -88,4 +93,5 @@ def _from_callable(spec: str) -> ImportedPolicy:
     if not callable(fn):
         raise PacplanError(f"policy {spec!r} is not callable")
     # the module's files and the name within it (hashed with them): two callables differ
-    return ImportedPolicy(spec, "callable", user_code_sha256(spec.partition(":")[0], spec), fn)
+    return ImportedPolicy(spec, PolicyKind.CALLABLE,
+                          user_code_sha256(spec.partition(":")[0], spec), fn)

@@ -24,12 +24,13 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from pacplan.certify_policy.kinds import PolicyKind
 from pacplan.certify_policy.policies import ImportedPolicy
 from pacplan.certify_policy.store import COSTS, MARK, listed_matrix
 from pacplan.errors import PacplanError, short
 from pacplan.io.files import read_file_bytes, sha256_bytes
 from pacplan.pacbayes.record import Certificate, Loaded
-from pacplan.pacbayes.verify import Verified
+from pacplan.pacbayes.verify import Verified, folder_holding
 from pacplan.run.rundir import identity
 
 KEY = "certify_policy"
@@ -57,7 +58,7 @@ def provenance(inputs: dict[str, Any], loaded: list[ImportedPolicy],
     files = []
     for p in loaded:
         path = Path(p.label)
-        if p.kind != "callable" and p.source == "file" and path.is_file():
+        if p.kind is not PolicyKind.CALLABLE and p.source == "file" and path.is_file():
             files.append({"label": p.label, "path": _relative(path, folder),
                           "sha256": p.sha256})
     others = [{"of": "user code", "path": _relative(path, folder), "sha256": sha}
@@ -98,14 +99,7 @@ def versions() -> dict[str, str]:
 
 def policy_dir_of(path: Path) -> Path | None:
     """The certify-policy folder holding this certificate (<dir>/ or <dir>/certificates/)."""
-    try:
-        folder = path.resolve().parent
-    except (OSError, RuntimeError):
-        return None
-    for candidate in (folder, folder.parent if folder.name == "certificates" else None):
-        if candidate is not None and (candidate / MARK).is_file():
-            return candidate
-    return None
+    return folder_holding(path, MARK)
 
 
 class PolicyDirProvenance:
@@ -282,7 +276,7 @@ def _has_user_code(record: dict[str, Any]) -> bool:
     env, cost = record.get("env"), record.get("cost")
     return ((isinstance(env, dict) and "source_sha256" in env)
             or (isinstance(cost, dict) and "cost_source_sha256" in cost)
-            or any(isinstance(p, dict) and p.get("kind") == "callable"
+            or any(isinstance(p, dict) and PolicyKind.of(p.get("kind")) is PolicyKind.CALLABLE
                    and p.get("source", "file") == "file" for p in _list(record.get("policies"))))
 
 

@@ -1,15 +1,16 @@
 """Rolling imported policies out on seeded environments, as the `gym` world rolls out its own.
 
 Environment seed s is `env.reset(seed=s)` with the action space seeded with s too, and an
-episode runs until it terminates, is truncated, or reaches the world's horizon: exactly the
-`gym` world's episode, so a cost rule means the same for a policy pacplan trained and for one
-trained elsewhere. The cost of each episode is the world's (`GymWorld.episode_costs`).
+episode runs until it terminates, is truncated, or reaches the world's horizon: the `gym`
+world's own loop (`pacplan.worlds.from_gym.episodes`), so a cost rule means the same for a
+policy pacplan trained and for one trained elsewhere. The cost of each episode is the world's
+(`GymWorld.episode_costs`).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,7 @@ from pacplan.certify_policy.policies import ImportedPolicy
 from pacplan.errors import PacplanError
 from pacplan.io.user_code import calling_user_code
 from pacplan.worlds.from_gym.costs import Episode
+from pacplan.worlds.from_gym.episodes import Step, lockstep_episodes
 from pacplan.worlds.from_gym.steps import check_observation, checked_action, checked_step
 from pacplan.worlds.from_gym.world import GymWorld
 
@@ -43,35 +45,36 @@ def no_weights(observation_space: Any, action_space: Any) -> _NoWeights:
 def rollout(world: GymWorld, env: Any, policy: ImportedPolicy, seed: int,
             clip_actions: bool = False) -> tuple[Episode, int]:
     """(one episode of `policy` on environment `seed`, the number of its actions clipped into
-    the action space); every failure of the policy or of the environment, and everything they
-    hand over that is not what Gymnasium's API says (`pacplan.worlds.from_gym.steps`), is one line
-    naming the policy or the environment, the seed and the step."""
+    the action space): the `gym` world's episode loop (`lockstep_episodes`), with every
+    failure of the policy or of the environment, and everything they hand over that is not
+    what Gymnasium's API says (`pacplan.worlds.from_gym.steps`), one line naming the policy
+    or the environment, the seed and the step."""
     with calling_user_code(f"{world.env_id} failed to reset with seed {seed}"):
-        obs, _ = env.reset(seed=seed)
+        first, _ = env.reset(seed=seed)
         env.action_space.seed(seed)
-    total, reward, terminated, truncated, length, clipped = 0.0, 0.0, False, False, 0, 0
-    info: Mapping[str, Any] = {}
-    for _ in range(world.horizon):
-        where = f"on seed {seed} at step {length}"
+    clipped = [0]
+
+    def observe(_j: int, obs: Any, where: str) -> Any:
         with _named(f"{world.env_id} gave an observation {where}: "):
             check_observation(obs)
+        return obs
+
+    def act(_alive: list[int], obs: list[Any], where: str) -> list[Any]:
         with calling_user_code(f"policy {policy.label} failed {where}"):
             try:
-                action = policy.act(obs)
+                return [policy.act(obs[0])]
             except PacplanError as exc:
                 raise PacplanError(f"{exc} ({where.removeprefix('on ')})") from None
+
+    def step(_j: int, action: Any, where: str) -> Step:
         with _named(f"policy {policy.label} {where}: "):
             action, was_clipped = checked_action(action, env.action_space, clip_actions)
-        clipped += was_clipped
+        clipped[0] += was_clipped
         with _named(f"{world.env_id} (policy {policy.label}) {where}: "):
-            obs, reward, terminated, truncated, info = checked_step(env, action)
-        length += 1
-        total += reward
-        if terminated or truncated:
-            break
-    episode = Episode(seed=seed, total_return=total, last_reward=reward, terminated=terminated,
-                      truncated=truncated, length=length, info=info)
-    return episode, clipped
+            return checked_step(env, action)
+
+    (episode,) = lockstep_episodes([env], [first], seed, world.horizon, observe, act, step)
+    return episode, clipped[0]
 
 
 @contextlib.contextmanager

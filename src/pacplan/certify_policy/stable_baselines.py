@@ -86,7 +86,7 @@ class SB3Policy:
         state = _state_dict(path, read_member(path, archive, "policy.pth"))
         self.activation = activation_of(path, kwargs, kwargs_globals, default_act)
         self.hidden, self.head = _checked(path, *_network(path, self.algorithm, state))
-        self.kind = f"sb3 {self.algorithm} MLP ({self.activation})"
+        self.detail = f"{self.algorithm} MLP ({self.activation})"  # after the kind, 'sb3'
         self._obs_space, self._action_space = observation_space, action_space
         _check_spaces(path, self.algorithm, self.hidden, self.head, observation_space,
                       action_space)

@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from pacplan.certify_policy.inputs import load_policies, make_world_for
-from pacplan.certify_policy.names import Names
+from pacplan.certify_policy.names import PYTHON
+from pacplan.certify_policy.request import CostOptions
 from pacplan.certify_policy.rollout import cost_rows
 from pacplan.errors import PacplanError
 from pacplan.validation import check_policies, check_seeds
@@ -32,15 +33,12 @@ class PolicyRollouts:
     name = "policy-rollouts"
 
     def __init__(self, env_id: str, policies: list[str], policy_sha256: list[str],
-                 env_kwargs: dict[str, Any] | None = None, cost: str = "return",
-                 success_key: str | None = None, success_needs_terminated: bool = False,
-                 return_bounds: list[float] | None = None,
-                 reward_bounds: list[float] | None = None, horizon: int | None = None,
-                 clip_actions: bool = False, obs_normalization: list[str] | None = None
-                 ) -> None:
-        self._world, _, _ = make_world_for(env_id, env_kwargs, cost, success_key,
-                                           success_needs_terminated, return_bounds,
-                                           reward_bounds, horizon, Names())
+                 env_kwargs: dict[str, Any] | None = None, costs: dict[str, Any] | None = None,
+                 obs_normalization: list[str] | None = None) -> None:
+        """`costs`: the request's `CostOptions` given by name (the normalization statistics
+        apart, as the driver's [path, sha256] in `obs_normalization`)."""
+        options = CostOptions(**(costs or {}))
+        self._world, _, _ = make_world_for(env_id, env_kwargs, options, PYTHON)
         self._env = self._world.make_env()
         self._policies = load_policies(policies, self._env.observation_space,
                                        self._env.action_space)
@@ -56,7 +54,7 @@ class PolicyRollouts:
             if norm.sha256 != want:
                 raise PacplanError(f"{path} changed while it was being certified")
             self._policies = normalized(self._policies, norm)
-        self._clip = clip_actions
+        self._clip = options.clip_actions
 
     def policy_dim(self) -> int:
         return 1
@@ -75,13 +73,16 @@ class PolicyRollouts:
 
 
 def world_options(policies: Sequence[Any], sha256: Sequence[str], env_id: Any,
-                  env_kwargs: dict[str, Any], options: dict[str, Any]) -> dict[str, Any] | None:
+                  env_kwargs: dict[str, Any], costs: CostOptions,
+                  normalization: list[str] | None) -> dict[str, Any] | None:
     """The `policy-rollouts` options for these inputs, or None when one of them is a Python
-    object (which only the driver's process holds)."""
+    object (which only the driver's process holds); `normalization` is the observation
+    statistics' [path, sha256]."""
     if not isinstance(env_id, str) or not all(isinstance(p, str) for p in policies) \
-            or not isinstance(options.get("cost", "return"), str):
+            or not isinstance(costs.cost, str):
         return None
-    given = {k: (list(v) if isinstance(v, tuple) else v) for k, v in options.items()
-             if v is not None and v is not False}
+    given = {"cost": costs.cost, **costs.world_options(),
+             **({"clip_actions": True} if costs.clip_actions else {})}
     return {"env_id": env_id, "policies": list(policies), "policy_sha256": list(sha256),
-            **({"env_kwargs": env_kwargs} if env_kwargs else {}), **given}
+            **({"env_kwargs": env_kwargs} if env_kwargs else {}), "costs": given,
+            **({"obs_normalization": normalization} if normalization is not None else {})}

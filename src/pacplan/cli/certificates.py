@@ -87,20 +87,17 @@ def verify_cmd(
     planner directory: every file's sha256, its certificate, and its policies and
     probabilities against the certificate. A certify-policy certificate: also every file it
     records (policies, user code, statistics) re-hashed; what cannot be checked is listed."""
-    from pacplan.export import is_planner_dir, verify_planner
+    from pacplan.export.verify_any import PLANNER, POLICY_FOLDER, verify_any
 
-    if is_planner_dir(file):
-        c = verify_planner(file)
+    verified = verify_any(file)
+    c, unchecked = verified.certificate, verified.unchecked
+    if verified.kind == PLANNER:
         console.print(f"[green]OK[/] planner {shown(file)}: every file matches manifest.json; its "
                       f"certificate verifies (certified cost ≤ {100 * c.certified:.2f} %, "
                       f"δ = {c.delta:g}, N = {c.n}); support, probabilities and weights are "
                       "the certified ones")
         return
-    from pacplan.certify_policy.provenance import policy_dir_of, verify_saved_in_full
-
-    verified = verify_saved_in_full(file)
-    c, unchecked = verified.certificate, verified.unchecked
-    in_folder = policy_dir_of(file) is not None
+    in_folder = verified.kind == POLICY_FOLDER
     what = ("; what it certifies (environment, policies, cost, seeds) matches "
             "certify-policy.json" if in_folder else "")
     files = ("" if not in_folder else "the files it records match their sha256, "

@@ -11,7 +11,6 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-from pacplan.certify_policy.names import Names
 from pacplan.certify_policy.seeds import DEFAULT_FIRST_SEED, DEFAULT_N
 from pacplan.cli.output import (
     certificate_table,
@@ -23,18 +22,6 @@ from pacplan.cli.output import (
 )
 from pacplan.errors import PacplanError
 from pacplan.validation import check_real
-
-_FLAGS = Names(n="--n", test_n="--test-n", first_seed="--first-seed",
-               train_seeds="--train-seeds", out="--out", cost="--cost",
-               options=(("return_bounds", "--return-bounds"), ("reward_bounds", "--reward-bounds"),
-                        ("success_needs_terminated", "--success-needs-terminated"),
-                        ("success_key", "--success-key"), ("horizon", "--horizon"),
-                        ("env_id", "ENV_ID"), ("cost", "--cost"),
-                        ("clip_actions", "--clip-actions"), ("env_kwargs", "--env-kwargs"),
-                        ("workers", "--workers"), ("executor", "--executor"),
-                        ("obs_normalization", "--obs-normalization")),
-               notation=(("[R_min, R_max]", "LO,HI"), ("[r_min, r_max]", "LO,HI")),
-               delta="--delta")
 
 
 def _seed_range(text: str | None, option: str) -> list[int] | None:
@@ -171,22 +158,27 @@ def certify_policy_cmd(
 ) -> None:
     """Roll policies trained elsewhere out on fresh seeds and certify their expected cost
     (one policy: a test-set bound; several: a PAC-Bayes posterior over them); resumable."""
-    from pacplan.certify_policy import certify_policy
+    from pacplan.certify_policy.certify import certify
+    from pacplan.certify_policy.names import CLI
+    from pacplan.certify_policy.request import CertifyRequest, CostOptions
 
     _refuse_stray_kwargs(policies)
+    request = CertifyRequest(
+        env_id, policies, n=n, test_n=test_n, first_seed=first_seed,
+        train_seeds=_seed_range(train_seeds, CLI.train_seeds), out=out,
+        env_kwargs=_env_kwargs(env_kwargs), delta=delta, workers=workers, executor=executor,
+        progress=not (quiet or as_json),
+        log=None if as_json else lambda msg: console.print(f"[dim]{escape(msg)}[/]"),
+        names=CLI,
+        costs=CostOptions(cost=cost, success_key=success_key,
+                          success_needs_terminated=success_needs_terminated,
+                          return_bounds=_pair(return_bounds, CLI.return_bounds),
+                          reward_bounds=_pair(reward_bounds, CLI.reward_bounds),
+                          horizon=horizon, clip_actions=clip_actions,
+                          obs_normalization=obs_normalization))
     # under --json, what the user's code prints goes to stderr, not into the JSON
     with sigterm_as_ctrl_c(), stdout_to_stderr(as_json) as stdout:
-        result = certify_policy(
-            env_id, policies, n=n, out=out, env_kwargs=_env_kwargs(env_kwargs),
-            first_seed=first_seed, test_n=test_n,
-            cost=cost, success_key=success_key, success_needs_terminated=success_needs_terminated,
-            return_bounds=_pair(return_bounds, "--return-bounds"),
-            reward_bounds=_pair(reward_bounds, "--reward-bounds"), horizon=horizon, delta=delta,
-            train_seeds=_seed_range(train_seeds, "--train-seeds"), clip_actions=clip_actions,
-            obs_normalization=obs_normalization, workers=workers, executor=executor,
-            progress=not (quiet or as_json),
-            log=None if as_json else lambda msg: console.print(f"[dim]{escape(msg)}[/]"),
-            names=_FLAGS)
+        result = certify(request)
         if as_json:
             print_json(result.certificate.to_dict(), stdout)
     if as_json:

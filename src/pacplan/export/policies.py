@@ -30,6 +30,7 @@ import numpy as np
 from gymnasium import spaces
 
 from pacplan import __version__
+from pacplan.certify_policy.kinds import PolicyKind
 from pacplan.certify_policy.store import CERTIFICATE, CERTIFICATES, LOCK, MARK, policy_labels
 from pacplan.errors import PacplanError
 from pacplan.io.files import atomic_write_bytes, atomic_write_json, read_file_bytes, sha256_bytes
@@ -69,10 +70,11 @@ def action_json(space: spaces.Space, where: str) -> dict[str, Any]:
                        "(Discrete or Box)")
 
 
-def policy_onnx(label: str, kind: str, data: bytes, observation: spaces.Space,
+def policy_onnx(label: str, kind: PolicyKind | None, data: bytes, observation: spaces.Space,
                 action: spaces.Space) -> tuple[bytes, bool]:
-    """(the ONNX bytes the runtime runs, whether they were converted) for a certified file."""
-    if kind == "onnx":
+    """(the ONNX bytes the runtime runs, whether they were converted) for a certified file:
+    an .onnx file as it is, any other (an SB3 .zip) converted."""
+    if kind is PolicyKind.ONNX:
         from pacplan.certify_policy.onnx_file import check_graph
 
         check_graph(label, data)
@@ -115,13 +117,14 @@ def certified_file(record: dict[str, Any], j: int, label: str, folder: Path) -> 
     """The bytes of policy j's file as certified (found by its sha256 among the recorded
     files), or one line saying why it cannot be exported."""
     policy = record["policies"][j]
-    kind = str(policy.get("kind"))
-    if kind == "callable":
+    kind = PolicyKind.of(policy.get("kind"))
+    if kind is PolicyKind.CALLABLE:
         raise PacplanError(f"refusing to export {folder}: policy {label} is a module:callable, "
                            "Python code rather than a file the runtime can run and check; "
                            "export it to .onnx and certify that file")
-    if kind != "onnx" and not kind.startswith("sb3 "):
-        raise PacplanError(f"refusing to export {folder}: policy {label} ({kind}) is not an "
+    if kind is None or not kind.runtime_runs:
+        raise PacplanError(f"refusing to export {folder}: policy {label} "
+                           f"({policy.get('kind')}) is not an "
                            ".onnx file or an SB3 .zip, the policies the runtime can run; "
                            "export it to .onnx and certify that file")
     for entry in record.get("policy_files") or []:
@@ -166,7 +169,8 @@ def export_policies(folder: Path, out: Path, c: Certificate,
     entries = []
     for j in support:
         kind = record["policies"][j]["kind"]
-        onnx_bytes, converted = policy_onnx(labels[j], kind, data[j], observation, action)
+        onnx_bytes, converted = policy_onnx(labels[j], PolicyKind.of(kind), data[j],
+                                            observation, action)
         entry = {"index": j, "label": labels[j], "kind": kind,
                  "sha256": record["policies"][j]["sha256"], "onnx": f"policies/{j}.onnx",
                  "source": f"sources/{j}.zip" if converted else None}

@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from pacplan.certify_policy.kinds import PolicyKind
 from pacplan.certify_policy.store import CERTIFICATE, CERTIFICATES, policy_labels
 from pacplan.errors import PacplanError
 from pacplan.export.policies import (
@@ -83,7 +84,7 @@ def _check_model(root: Path, files: dict[str, str], j: int, label: str,
     if onnx_rel not in files:
         raise PacplanError(f"{root / onnx_rel}: missing; policy {label} has p > 0")
     model = _read(root, onnx_rel, files)
-    converted = kind != "onnx"
+    converted = PolicyKind.of(kind) is not PolicyKind.ONNX  # as export wrote it
     if converted:
         if source_rel not in files:
             raise PacplanError(f"{root / source_rel}: missing; the certified zip of {label} "
@@ -92,7 +93,8 @@ def _check_model(root: Path, files: dict[str, str], j: int, label: str,
         if sha256_bytes(source) != sha:
             raise PacplanError(f"{root / source_rel}: not the certified policy {label} (its "
                                "sha256 is not the certificate's)")
-        want, _ = policy_onnx(str(root / source_rel), kind, source, observation, action)
+        want, _ = policy_onnx(str(root / source_rel), PolicyKind.of(kind), source, observation,
+                              action)
         if model != want:
             raise PacplanError(f"{root / onnx_rel}: not the ONNX conversion of {source_rel} "
                                "that pacplan export writes")
@@ -100,7 +102,7 @@ def _check_model(root: Path, files: dict[str, str], j: int, label: str,
         if sha256_bytes(model) != sha:
             raise PacplanError(f"{root / onnx_rel}: not the certified policy {label} (its "
                                "sha256 is not the certificate's)")
-        policy_onnx(str(root / onnx_rel), kind, model, observation, action)
+        policy_onnx(str(root / onnx_rel), PolicyKind.ONNX, model, observation, action)
     return {"index": j, "label": label, "kind": kind, "sha256": sha, "onnx": onnx_rel,
             "source": source_rel if converted else None}
 

@@ -62,6 +62,21 @@ class ProvenanceCheck(Protocol):
     def unchecked(self, path: Path, loaded: Loaded) -> list[str]: ...
 
 
+def folder_holding(path: Path, marker: str) -> Path | None:
+    """The folder a certificate at `path` belongs to, <dir>/ or <dir>/certificates/, told by
+    the file `marker` in it (a run directory's manifest, a certify-policy folder's mark):
+    where a `ProvenanceCheck` looks. None when neither holds it (or `path` cannot be resolved:
+    a symlink loop)."""
+    try:
+        folder = path.resolve().parent
+    except (OSError, RuntimeError):  # RuntimeError: a symlink loop
+        return None
+    for candidate in (folder, folder.parent if folder.name == "certificates" else None):
+        if candidate is not None and (candidate / marker).is_file():
+            return candidate
+    return None
+
+
 @dataclass(frozen=True)
 class Verified:
     """A certificate that verified, and what it rests on that could not be checked."""

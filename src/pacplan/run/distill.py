@@ -53,7 +53,7 @@ from pacplan.run.chunks import ChunkStore, Ledger
 from pacplan.run.distill_quadruped import FILES as QUADRUPED_FILES
 from pacplan.run.distill_store import LOG, mend_log, read_round, write_round
 from pacplan.run.parallel import spawned_pool
-from pacplan.run.rundir import identity
+from pacplan.run.rundir import RunDir, identity
 from pacplan.worlds.base import world_teacher
 
 DIR = "distill"
@@ -109,13 +109,14 @@ def check_request(cfg: RunConfig) -> None:
                            f"{sorted(extra)} change it")
 
 
-def distill(cfg: RunConfig, run_dir: str | Path, log: Any = None) -> Path:
+def distill(cfg: RunConfig, run_dir: str | Path | RunDir, log: Any = None) -> Path:
     """Run (or resume) the distillation stage; returns the distilled θ file (checked)."""
     check_request(cfg)
     d = _cfg(cfg)
-    out = Path(run_dir) / DIR
+    rd = run_dir if isinstance(run_dir, RunDir) else RunDir(run_dir)
+    out = rd.path / DIR
     final = out / THETA
-    _stamp(out, _inputs(cfg))
+    _stamp(out, _inputs(cfg), rd.option)
     files = Ledger(out, "file", lambda e: _FILES.fullmatch(e["file"]) is not None,
                    "distillation file")
     if files.read(THETA) is not None:
@@ -199,7 +200,7 @@ def _inputs(cfg: RunConfig) -> dict[str, Any]:
     return inputs
 
 
-def _stamp(out: Path, inputs: dict[str, Any]) -> None:
+def _stamp(out: Path, inputs: dict[str, Any], option: str) -> None:
     """Stamp `out` with `inputs`, or refuse a folder made from others: its checkpoints would
     give another prior (a chunk folder's stamp, `ChunkStore`, in the same format)."""
     path = out / STAMP
@@ -217,7 +218,7 @@ def _stamp(out: Path, inputs: dict[str, Any]) -> None:
         changed += sorted(k for k in inputs if k != "distill"
                           and identity(inputs[k]) != identity(old.get(k)))
         raise PacplanError(f"{out} was distilled with other settings (changed: "
-                           f"{', '.join(changed) or 'its stamp'}); use a new --out directory, "
+                           f"{', '.join(changed) or 'its stamp'}); use a new {option} directory, "
                            f"or delete {out} to distil again")
 
 

@@ -28,13 +28,14 @@ from pacplan.io.outputs import owning
 
 
 @contextlib.contextmanager
-def hold(folder: Path, lock_file: Path) -> Iterator[None]:
-    """Hold `lock_file` (creating `folder`) for the duration of the block."""
+def hold(folder: Path, lock_file: Path, option: str = "--out") -> Iterator[None]:
+    """Hold `lock_file` (creating `folder`) for the duration of the block; a refusal names the
+    folder's option as the caller spells it (`option`)."""
     key = _lock_key(folder, lock_file)
     if key in _HELD:
         _HELD[key][1] += 1
     else:
-        _HELD[key] = [_acquire(folder, lock_file), 1]
+        _HELD[key] = [_acquire(folder, lock_file, option), 1]
     try:
         with owning(folder):  # what it writes there is its own work (`refuse_overwriting`)
             yield
@@ -56,7 +57,7 @@ def _lock_key(folder: Path, lock_file: Path) -> str:
     return os.path.realpath(lock_file)
 
 
-def _acquire(folder: Path, path: Path) -> int:
+def _acquire(folder: Path, path: Path, option: str) -> int:
     """Lock run.lock (flock: the kernel drops it with the process) and write who holds it."""
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -68,7 +69,7 @@ def _acquire(folder: Path, path: Path) -> int:
         holder = _holder(fd)
         os.close(fd)
         raise PacplanError(f"{folder} is in use by another pacplan process ({holder}); wait "
-                           "for it to finish, or use another --out directory") from None
+                           f"for it to finish, or use another {option} directory") from None
     started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     os.ftruncate(fd, 0)
     os.pwrite(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(),

@@ -85,7 +85,7 @@ def freeze_config(cfg: RunConfig, rd: RunDir, prior_file: str | Path | None = No
     if prior_file is not None:
         cfg = cfg.model_copy(update={"prior": str(Path(prior_file).resolve())})
     if path.is_file():
-        frozen = files_read_from(_frozen_config(path), rd.path)
+        frozen = files_read_from(_frozen_config(path, rd.option), rd.path)
         old = config_identity(frozen)
         new = config_identity(cfg)
         if identity(old) != identity(new):
@@ -93,7 +93,7 @@ def freeze_config(cfg: RunConfig, rd: RunDir, prior_file: str | Path | None = No
                              if identity(old.get(k)) != identity(new.get(k)))
             raise PacplanError(f"{rd.path} was made by a different config (changed: "
                                f"{', '.join(changed)}, says its {RunDir.CONFIG}); use a new "
-                               "--out directory")
+                               f"{rd.option} directory")
         if config_to_dict(_resolved(frozen)) == config_to_dict(_resolved(cfg)):
             return  # the same config and files: its text stays (a shipped result's relative paths)
     dump_config(cfg, path)
@@ -107,22 +107,21 @@ def _resolved(cfg: RunConfig) -> RunConfig:
     return copy
 
 
-def _frozen_config(path: Path) -> RunConfig:
-    """A run directory's config.yaml, read and validated; damage is named, never a traceback."""
+def _frozen_config(path: Path, option: str) -> RunConfig:
+    """A run directory's config.yaml, read and validated; damage is named, never a traceback
+    (advising a new folder by its `option`, as the caller spells it)."""
+    restore = f"; restore it, or use a new {option} directory"
     try:
         data = read_yaml(path)
     except PacplanError as exc:
-        raise PacplanError(f"damaged frozen config: {exc}{_RESTORE}") from None
+        raise PacplanError(f"damaged frozen config: {exc}{restore}") from None
     if not isinstance(data, dict):
         raise PacplanError(f"{path}: damaged frozen config (a YAML {type(data).__name__}, not a "
-                           "mapping of fields)" + _RESTORE)
+                           "mapping of fields)" + restore)
     try:
         return parse_config(data, source=str(path))
     except PacplanError as exc:
-        raise PacplanError(f"{exc}{_RESTORE}") from None
-
-
-_RESTORE = "; restore it, or use a new --out directory"
+        raise PacplanError(f"{exc}{restore}") from None
 
 
 def _seed_array(seed_range: tuple[int, int] | list[int], count: int | None = None) -> np.ndarray:
@@ -221,19 +220,20 @@ def started_key(run_dir: str | Path, prior_file: str | Path | None) -> tuple[str
 
 def run(cfg: RunConfig, run_dir: str | Path, prior_file: str | Path | None = None,
         progress: bool = True, executor: Executor | None = None,
-        log: Callable[[str], None] | None = None) -> RunResult:
+        log: Callable[[str], None] | None = None, option: str = "--out") -> RunResult:
     """Run (or resume) every step of `cfg` in `run_dir`, holding the directory's lock (another
     process working there is refused at once, naming it). A config whose worlds the boundary
     checked (`check_worlds`) is trusted; any other is checked here first. A prior file that
     records its policy family sets the world options the config leaves unset
-    (`adopt_prior_options`), unless `pacplan.run.start.start_run` has done so already."""
+    (`adopt_prior_options`), unless `pacplan.run.start.start_run` has done so already.
+    Messages name the run directory by `option`, as the caller spells it."""
     if cfg._started != started_key(run_dir, prior_file):
         adopted = adopt_prior_options(cfg, prior_source(cfg, prior_file, run_dir))
         if adopted and log:
             log(adopted)
     if cfg._worlds_checked != _worlds_key(cfg):
         check_worlds(cfg)
-    rd = RunDir(run_dir)
+    rd = RunDir(run_dir, option)
     with rd.locked():
         return _run(cfg, rd, prior_file, progress, executor, log)
 
@@ -241,7 +241,7 @@ def run(cfg: RunConfig, run_dir: str | Path, prior_file: str | Path | None = Non
 def _run(cfg: RunConfig, rd: RunDir, prior_file: str | Path | None, progress: bool,
          executor: Executor | None, log: Callable[[str], None] | None) -> RunResult:
     freeze_config(cfg, rd, prior_file)
-    manifest = Manifest(rd.path)
+    manifest = Manifest(rd.path, rd.option)
     say = log or (lambda _msg: None)
     litter = remove_stale_temps(rd.path)  # safe: we hold the lock, their writers are gone
     if litter:

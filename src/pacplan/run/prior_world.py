@@ -18,13 +18,15 @@ from pacplan.io.files import sha256_bytes
 from pacplan.run.rundir import RunDir
 
 
-def recorded_prior_world(path: Path, sha256: str | None) -> dict[str, Any] | None:
+def recorded_prior_world(path: Path, sha256: str | None,
+                         option: str = "--out") -> dict[str, Any] | None:
     """The world a run's prior file says it was trained in, read once and only if the bytes
-    still have the hash the run recorded (what is stated is what was checked)."""
+    still have the hash the run recorded (what is stated is what was checked); a refusal
+    names the run directory by `option`, as the caller spells it."""
     data = path.read_bytes()
     if sha256 is None or sha256_bytes(data) != sha256:
         raise PacplanError(f"{path} is not the prior the run recorded (sha256 "
-                           f"{sha256_bytes(data)[:12]}…); restore it or use a new --out")
+                           f"{sha256_bytes(data)[:12]}…); restore it or use a new {option}")
     return read_prior(data, str(path)).world
 
 

@@ -15,7 +15,7 @@ from pacplan.errors import PacplanError
 from pacplan.pacbayes.matrices import RATIONAL_SUFFIX
 from pacplan.pacbayes.record import Certificate, Loaded, MatrixRef
 from pacplan.pacbayes.schema import ProvenanceRecord
-from pacplan.pacbayes.verify import verify
+from pacplan.pacbayes.verify import folder_holding, verify
 from pacplan.run.rundir import Manifest, RunDir, identity
 
 
@@ -43,14 +43,7 @@ def verify_certificate(path: str | Path) -> Certificate:
 
 def run_dir_of(path: Path) -> Path | None:
     """The run directory holding this certificate (<run>/ or <run>/certificates/), if any."""
-    try:
-        folder = path.resolve().parent
-    except (OSError, RuntimeError):  # RuntimeError: a symlink loop; no run directory then
-        return None
-    for candidate in (folder, folder.parent if folder.name == "certificates" else None):
-        if candidate is not None and (candidate / RunDir.MANIFEST).is_file():
-            return candidate
-    return None
+    return folder_holding(path, RunDir.MANIFEST)
 
 
 def _short(digest: str | None) -> str:

@@ -62,7 +62,7 @@ def check_ray_address(address: str, timeout: float = RAY_CONNECT_TIMEOUT_S) -> N
     except OSError as exc:
         reason = "no answer" if isinstance(exc, TimeoutError) else exc.strerror or str(exc)
         raise PacplanError(f"could not connect to {where}: {host}:{port}: {reason} (start one "
-                           "with `ray start --head`, or check --address)") from None
+                           "with `ray start --head`, or check the address)") from None
     if target.startswith("ray://"):
         return  # a Ray Client server: ray.init has its own timeouts there
     try:

@@ -82,8 +82,10 @@ class RunDir:
     TRAINING_CURVE = "figures/prior_training.png"
     TENSORBOARD = "tensorboard"  # ES scalars, rebuilt from metrics.jsonl (pacplan.run.tensorboard)
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, option: str = "--out") -> None:
         self.path = Path(path)
+        self.option = option
+        """How the caller names the run directory in a message ('--out' or Python's 'out')."""
 
     def __truediv__(self, name: str) -> Path:
         return self.path / name
@@ -125,7 +127,7 @@ class RunDir:
         from pacplan.run.lock import hold
 
         self.refuse_linked_folders()
-        return hold(self.path, self / self.LOCK)
+        return hold(self.path, self / self.LOCK, self.option)
 
     def refuse_linked_folders(self) -> None:
         """Refuse a folder of `WRITTEN` that is a link into a planner or another run directory
@@ -215,12 +217,13 @@ def timing_number(entry: Any, field: str, step: str) -> float | None:
 class Manifest:
     """sha256 and provenance of a run directory's artifacts, kept in manifest.json."""
 
-    def __init__(self, run_dir: str | Path) -> None:
+    def __init__(self, run_dir: str | Path, option: str = "--out") -> None:
         self.run_dir = Path(run_dir)
         self.path = self.run_dir / RunDir.MANIFEST
+        self.option = option  # how the caller names the run directory (`RunDir.option`)
         self.entries: dict[str, dict[str, Any]] = {}
         if self.path.is_file():
-            self.entries = _read_manifest(self.path)
+            self.entries = _read_manifest(self.path, option)
 
     def _save(self) -> None:
         atomic_write_text(self.path, json.dumps(self.entries, indent=2, sort_keys=True) + "\n")
@@ -292,7 +295,7 @@ class Manifest:
         for key, value in inputs.items():
             if identity(entry["inputs"].get(key)) != identity(value):
                 raise PacplanError(f"{name} in {self.run_dir} was made from a different {key} "
-                                   f"than this run uses; use a new --out directory")
+                                   f"than this run uses; use a new {self.option} directory")
 
     def _redraw_policies(self, entry: dict[str, Any]) -> bytes | None:
         """policies.npy drawn again from the run's checked prior, m and seed (a shipped run
@@ -331,9 +334,9 @@ def checked_policies(run: str | Path) -> np.ndarray:
 SHA256_PATTERN = re.compile(r"[0-9a-f]{64}")
 
 
-def _read_manifest(path: Path) -> dict[str, dict[str, Any]]:
+def _read_manifest(path: Path, option: str) -> dict[str, dict[str, Any]]:
     """manifest.json, checked to be what `Manifest` writes: {name: {sha256, inputs}}."""
-    advice = "it cannot vouch for the artifacts beside it; use a new --out directory"
+    advice = f"it cannot vouch for the artifacts beside it; use a new {option} directory"
     try:
         entries = json.loads(path.read_text(encoding="utf-8"))
     except (ValueError, OSError, RecursionError) as exc:  # RecursionError: nested too deep

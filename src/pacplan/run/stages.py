@@ -57,18 +57,18 @@ def ensure_prior(cfg: RunConfig, rd: RunDir, manifest: Manifest, executor: Execu
         held = manifest.sha(RunDir.PRIOR) or ""
         if source is not None and (not Path(source).is_file() or sha256_file(source) != held):
             raise PacplanError(f"{rd.path} holds a different prior than {source}; use a new "
-                               "--out directory to run with this one")
+                               f"{rd.option} directory to run with this one")
         seeds = prior_seeds(rd, manifest)
         check_prior_seeds(cfg, seeds, str(rd / RunDir.PRIOR))
     elif source is not None:
         held, seeds = _copy_prior(cfg, rd, manifest, Path(source))
     else:
-        train_prior(cfg, rd.path, executor=executor, progress=progress, log=log)
+        train_prior(cfg, rd, executor=executor, progress=progress, log=log)
         seeds = load_prior_seeds(rd / RunDir.PRIOR)
         check_prior_seeds(cfg, seeds, str(rd / RunDir.PRIOR))
         held = manifest.record(RunDir.PRIOR, source="es", seeds=_listed(seeds))
     _say_prior_seeds(cfg, seeds, source or rd / RunDir.PRIOR, log)
-    note = transfer_note(recorded_prior_world(rd / RunDir.PRIOR, held),
+    note = transfer_note(recorded_prior_world(rd / RunDir.PRIOR, held, rd.option),
                          config_to_dict(cfg)["world"])
     if note and log:
         log(note)
@@ -226,7 +226,8 @@ def certify(cfg: RunConfig, rd: RunDir, manifest: Manifest, cert: np.ndarray,
     recorded = prior_seeds(rd, manifest)  # the prior's own seeds, else the config's claim
     trained_on = list(recorded) if recorded is not None else list(cfg.seeds.prior)
     world = config_to_dict(cfg)["world"]
-    trained_in = recorded_prior_world(rd / RunDir.PRIOR, manifest.sha(RunDir.PRIOR))
+    trained_in = recorded_prior_world(rd / RunDir.PRIOR, manifest.sha(RunDir.PRIOR),
+                                      rd.option)
     out: dict[int, Certificate] = {}
     for n in sorted(cfg.certificate.n or []):
         cert_ref = _matrix(rd, manifest, cert_name, cert[:n])

@@ -4,7 +4,8 @@ Before any work: the executor options given beside the config are applied and ch
 prior file's policy family is adopted (`adopt_prior_options`), every world the config will
 build is checked (`check_worlds`) and the output folder is checked (`refuse_overwriting`);
 each once. Messages name the caller's own spelling of each argument (`--out` on the command
-line, `out` in Python), passed in as a `Spelling`, not reworded afterwards.
+line, `out` in Python), passed in as a `Spelling`, not reworded afterwards; the run directory
+carries its own (`RunDir.option`) into the pipeline's messages.
 """
 
 from __future__ import annotations

@@ -118,7 +118,7 @@ def _prior_variance(path: str, dim: int) -> np.ndarray:
 def _refuse_other(state: ESState, fingerprint: str, rd: RunDir) -> None:
     if state.extra.get("fingerprint", "") != fingerprint:
         raise PacplanError(f"{rd.path} holds ES training for a different config (world, prior "
-                           "seeds or es settings changed); use a new --out directory")
+                           f"seeds or es settings changed); use a new {rd.option} directory")
 
 
 def _annotate(state: ESState, cfg: ESConfig, notes: dict[str, Any]) -> None:
@@ -146,7 +146,7 @@ def _start(cfg: ESConfig, dim: int, rd: RunDir | None, fingerprint: str,
             if state.extra.get("prior_seeds") != seeds:
                 raise PacplanError(f"{rd.path} holds ES training on seeds "
                                    f"{state.extra.get('prior_seeds')}, not {seeds}; use a new "
-                                   "--out directory")
+                                   f"{rd.option} directory")
             if state.mu.size != dim:
                 raise PacplanError(f"{rd.path}: checkpoint has {state.mu.size} weights, "
                                    f"world has {dim}")
@@ -169,7 +169,7 @@ def run_es(
     dim: int,
     cost_fn: PairedCostFn,
     seed_range: tuple[int, int],
-    run_dir: str | Path | None = None,
+    run_dir: str | Path | RunDir | None = None,
     fingerprint: str = "",
     progress: bool = False,
     stop_after: int | None = None,
@@ -188,7 +188,7 @@ def run_es(
     run picks up. `notes` (JSON values, e.g. how the start was distilled) are recorded in the
     state and in the prior file's metadata.
     """
-    rd = RunDir(run_dir) if run_dir is not None else None
+    rd = run_dir if isinstance(run_dir, RunDir) or run_dir is None else RunDir(run_dir)
     if rd is not None:
         rd.path.mkdir(parents=True, exist_ok=True)
     if cfg.strata is not None and strata is None:
@@ -247,7 +247,7 @@ def _iterate(cfg: ESConfig, state: ESState, todo: int, cost_fn: PairedCostFn,
 
 def train_prior(
     cfg: RunConfig,
-    run_dir: str | Path,
+    run_dir: str | Path | RunDir,
     executor: Executor | None = None,
     progress: bool = True,
     stop_after: int | None = None,
@@ -268,7 +268,7 @@ def train_prior(
     read_start_files(cfg.es, dim, policy_note(world))
     strata = (None if cfg.es.strata is None else
               plan_strata(cfg.es.strata, cfg.es.envs_per_iter, world, tuple(cfg.seeds.prior)))
-    rd = RunDir(run_dir)
+    rd = run_dir if isinstance(run_dir, RunDir) else RunDir(run_dir)
     with rd.locked():
         return _train_prior(cfg, rd, spec, dim, executor, progress, stop_after, log, strata)
 
@@ -283,7 +283,7 @@ def _train_prior(cfg: RunConfig, rd: RunDir, spec: WorldSpec, dim: int,
         from pacplan.run.distill import distill, distilled_summary
 
         cfg = cfg.model_copy(deep=True)
-        cfg.es.init_mean = str(distill(cfg, rd.path, log=log))
+        cfg.es.init_mean = str(distill(cfg, rd, log=log))
         notes["distill"] = distilled_summary(cfg.es.init_mean)
     fp = es_fingerprint(cfg)
     existing = ckpt.load_checkpoint(rd.checkpoint_files())
@@ -308,7 +308,7 @@ def _train_prior(cfg: RunConfig, rd: RunDir, spec: WorldSpec, dim: int,
                 theta = np.asarray(mu, dtype=np.float32)[None]
                 return float(ex.cost_matrix(spec, theta, eval_seeds).mean())
 
-        return run_es(cfg.es, dim, cost_fn, tuple(cfg.seeds.prior), rd.path, fingerprint=fp,
+        return run_es(cfg.es, dim, cost_fn, tuple(cfg.seeds.prior), rd, fingerprint=fp,
                       progress=progress, stop_after=stop_after, evaluate=evaluate, log=log,
                       notes=notes, strata=strata)
     finally:

@@ -20,11 +20,13 @@ from pacplan.validation import check_int, check_real
 
 
 def return_bounds_from_rewards(reward_bounds: Sequence[float], horizon: int,
-                               what: str = "reward_bounds") -> tuple[float, float]:
+                               what: str = "reward_bounds",
+                               pair: str = "[r_min, r_max]") -> tuple[float, float]:
     """[R_min, R_max] of an episode of at most `horizon` steps whose rewards lie in
-    `reward_bounds` = [r_lo, r_hi] (an episode may end after any step)."""
-    if isinstance(reward_bounds, str) or len(reward_bounds) != 2:
-        raise PacplanError(f"{what} must be [r_min, r_max] per step, got {reward_bounds!r}")
+    `reward_bounds` = [r_lo, r_hi] (an episode may end after any step); errors name them
+    `what`, written as `pair`."""
+    if not isinstance(reward_bounds, list | tuple) or len(reward_bounds) != 2:
+        raise PacplanError(f"{what} must be {pair} per step, got {reward_bounds!r}")
     lo, hi = (check_real(b, what) for b in reward_bounds)
     h = check_int(horizon, "horizon", minimum=1)
     if not (math.isfinite(lo) and math.isfinite(hi) and lo <= hi):

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from pacplan.errors import CostRangeError, PacplanError, short
+from pacplan.worlds.from_gym.wording import CONFIG, Wording
 
 BUILTIN_COSTS: tuple[str, ...] = ("return", "terminated", "success")
 DEFAULT_SUCCESS_KEY = "is_success"
@@ -69,18 +70,22 @@ class CostRule:
 
 
 def cost_rule(cost: str, success_key: str | None = None,
-              success_needs_terminated: bool = False, what: str = "cost") -> CostRule:
-    """Check a cost declaration and resolve a `module:function`; `what` prefixes errors."""
+              success_needs_terminated: bool = False, words: Wording = CONFIG) -> CostRule:
+    """Check a cost declaration and resolve a `module:function`; errors name the options as
+    `words` spells them."""
+    what = words("cost")
     if not isinstance(cost, str):
         raise PacplanError(f"{what} must be one of {', '.join(BUILTIN_COSTS)} or "
                            f"'module:function', got {cost!r}")
     if cost != "success" and (success_key is not None or success_needs_terminated):
-        raise PacplanError(f"{what} is {cost!r}, but a success key or success_needs_terminated "
-                           "applies only to cost 'success'")
+        raise PacplanError(f"{what} is {cost!r}, but a success key or "
+                           f"{words.name('success_needs_terminated')} applies only to "
+                           f"{words.name('cost')} 'success'")
     if cost in BUILTIN_COSTS:
         key = DEFAULT_SUCCESS_KEY if success_key is None else success_key
         if not isinstance(key, str) or not key:
-            raise PacplanError(f"{what}: success_key must be a non-empty string, got {key!r}")
+            raise PacplanError(f"{what}: {words.name('success_key')} must be a non-empty "
+                               f"string, got {key!r}")
         return CostRule(cost, key, bool(success_needs_terminated))
     module, sep, name = cost.partition(":")
     if not (sep and module and name):

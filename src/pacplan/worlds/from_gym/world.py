@@ -48,8 +48,10 @@ from pacplan.validation import (
 )
 from pacplan.worlds.from_gym.bounds import declared_reward_range, return_bounds_from_rewards
 from pacplan.worlds.from_gym.costs import BUILTIN_COSTS, CostRule, Episode, cost_rule, episode_cost
+from pacplan.worlds.from_gym.episodes import lockstep_episodes
 from pacplan.worlds.from_gym.policies import PolicyFamily, make_policy
 from pacplan.worlds.from_gym.steps import check_observation, checked_action, checked_step
+from pacplan.worlds.from_gym.wording import CONFIG, Wording
 
 COST_RULES: tuple[str, ...] = BUILTIN_COSTS
 """The built-in ways an episode becomes a cost in [0, 1] (besides 'module:function')."""
@@ -67,19 +69,26 @@ class Episodes:
     terminated: np.ndarray
     records: tuple[Episode, ...]
 
+    @classmethod
+    def of(cls, records: Sequence[Episode]) -> Episodes:
+        """The episodes of these records."""
+        return cls(np.array([e.total_return for e in records], dtype=np.float64),
+                   np.array([e.terminated for e in records], dtype=bool), tuple(records))
 
-def _bounds(return_bounds: Sequence[float] | None,
-            opt: str) -> tuple[float | None, float | None]:
+
+def declared_return_bounds(return_bounds: Sequence[float] | None,
+                           words: Wording = CONFIG) -> tuple[float | None, float | None]:
     """(R_min, R_max) as declared and checked, or (None, None) where none are given."""
     if return_bounds is None:
         return None, None
-    if isinstance(return_bounds, str) or len(return_bounds) != 2:
-        raise PacplanError(f"{opt} return_bounds must be [R_min, R_max], got {return_bounds!r}")
-    lo, hi = (check_real(b, f"{opt} return_bounds") for b in return_bounds)
+    what = words("return_bounds")
+    if not isinstance(return_bounds, list | tuple) or len(return_bounds) != 2:
+        raise PacplanError(f"{what} must be {words.return_pair}, got {return_bounds!r}")
+    lo, hi = (check_real(b, what) for b in return_bounds)
     if not lo < hi:
-        raise PacplanError(f"{opt} return_bounds must have R_min < R_max, got [{lo}, {hi}]")
+        raise PacplanError(f"{what} must have R_min < R_max, got [{lo}, {hi}]")
     if not math.isfinite(hi - lo):  # every cost (R_max − R)/∞ would be 0
-        raise PacplanError(f"{opt} return_bounds [{lo}, {hi}] span more than a float holds: "
+        raise PacplanError(f"{what} [{lo}, {hi}] span more than a float holds: "
                            "every cost would be 0; declare the returns' real range")
     return lo, hi
 
@@ -103,22 +112,23 @@ class GymWorld:
         success_key: str | None = None,
         success_needs_terminated: bool = False,
     ) -> None:
-        opt = "gym world: option"
+        words = self._words = getattr(self, "_words", CONFIG)  # `spelled` sets another
         if ":" not in str(cost):
-            check_choice(f"{opt} cost", cost, COST_RULES)
+            check_choice(words("cost"), cost, COST_RULES)
         self.cost = cost
         self.success_key = success_key
         self.success_needs_terminated = success_needs_terminated
-        self._rule = cost_rule(cost, success_key, success_needs_terminated, f"{opt} cost")
+        self._rule = cost_rule(cost, success_key, success_needs_terminated, words)
         self.env_id = env_id
         self.env_kwargs = dict(env_kwargs or {})
         self.policy = policy
-        self.hidden = check_int(hidden, f"{opt} hidden", minimum=1)
+        self.hidden = check_int(hidden, words("hidden"), minimum=1)
         if return_bounds is not None and reward_bounds is not None:
-            raise PacplanError(f"{opt}s return_bounds and reward_bounds: give one (reward_bounds "
-                               "per step gives return_bounds over the horizon)")
+            raise PacplanError(f"{words.both('return_bounds', 'reward_bounds')}: give one "
+                               f"({words.name('reward_bounds')} per step gives "
+                               f"{words.name('return_bounds')} over the horizon)")
         self.reward_bounds = reward_bounds
-        self.r_min, self.r_max = _bounds(return_bounds, opt)
+        self.r_min, self.r_max = declared_return_bounds(return_bounds, words)
         self.bounds_from = "declared" if return_bounds is not None else None
         self.randomize = randomize
         self._envs: list[Any] = []
@@ -126,25 +136,29 @@ class GymWorld:
         self._randomize_fn: Callable[[Any, int], Any] | None = None
         spec_steps = self._spec_steps()
         if horizon is None and spec_steps is None:
-            raise PacplanError(f"{opt} horizon is needed: {env_id!r} has no episode length")
+            raise PacplanError(f"{words('horizon')} is needed: {env_id!r} has no episode "
+                               "length")
         self.horizon = check_int(horizon if horizon is not None else spec_steps,
-                                 f"{opt} horizon", minimum=1)
+                                 words("horizon"), minimum=1)
         self._family()  # build one env and the policy now, so bad options fail at once
         if self.cost == "return" and self.r_min is None:
-            self._derive_bounds(opt)
+            self._derive_bounds(words)
 
-    def _derive_bounds(self, opt: str) -> None:
+    def _derive_bounds(self, words: Wording) -> None:
         """return_bounds from per-step reward bounds: the user's, else the env's own."""
         per_step, self.bounds_from = self.reward_bounds, "reward_bounds"
         if per_step is None:
             per_step, self.bounds_from = declared_reward_range(self._pool(1)[0]), "reward_range"
         if per_step is None:
-            raise PacplanError(f"{opt} return_bounds [R_min, R_max] is needed for cost 'return' "
-                               f"({self.env_id} declares no finite reward_range): give them, or "
-                               "reward_bounds [r_min, r_max] per step (or choose cost "
-                               "'terminated' or 'success')")
+            cost = words.name("cost")
+            raise PacplanError(f"{words('return_bounds')} {words.return_pair} is needed for "
+                               f"{cost} 'return' ({self.env_id} declares no finite "
+                               f"reward_range): give them, or {words.name('reward_bounds')} "
+                               f"{words.reward_pair} per step (or choose {cost} 'terminated' "
+                               "or 'success')")
         self.r_min, self.r_max = return_bounds_from_rewards(per_step, self.horizon,
-                                                            f"{opt} {self.bounds_from}")
+                                                            words(self.bounds_from),
+                                                            words.reward_pair)
 
     @staticmethod
     def cost_is_return(cost: str = "return", **_: Any) -> bool:
@@ -153,13 +167,18 @@ class GymWorld:
         return cost == "return"
 
     @classmethod
-    def from_factory(cls, factory: Callable[[], Any], label: str, **options: Any) -> GymWorld:
-        """A world whose environments come from `factory()` instead of Gymnasium's registry
-        (`pacplan.certify_policy` with an environment object); `label` stands for its id.
-        Such a world stays in its process (a factory is not an option a worker can rebuild)."""
+    def spelled(cls, words: Wording, env_id: str, factory: Callable[[], Any] | None = None,
+                **options: Any) -> GymWorld:
+        """A world whose errors name its options as its caller spells them (`words`:
+        `pacplan.certify_policy`'s flags or keywords). With `factory` its environments come
+        from `factory()` instead of Gymnasium's registry (an environment object), `env_id`
+        standing for its id; such a world stays in its process (a factory is not an option a
+        worker can rebuild)."""
         world = cls.__new__(cls)
-        world._factory = factory
-        world.__init__(label, **options)  # type: ignore[misc]
+        world._words = words
+        if factory is not None:
+            world._factory = factory
+        world.__init__(env_id, **options)  # type: ignore[misc]
         return world
 
     def registered_id(self) -> str:
@@ -170,11 +189,11 @@ class GymWorld:
         if not sep or getattr(self, "_factory", None) is not None:
             return self.env_id
         if not (module and name):
-            raise PacplanError(f"gym world: option env_id {self.env_id!r} must be an id or "
+            raise PacplanError(f"{self._words('env_id')} {self.env_id!r} must be an id or "
                                "'module:EnvId'")
         from pacplan.io.user_code import import_module
 
-        import_module(module, f"gym world: option env_id {self.env_id!r}")
+        import_module(module, f"{self._words('env_id')} {self.env_id!r}")
         return name
 
     def _spec_steps(self) -> int | None:
@@ -187,7 +206,7 @@ class GymWorld:
         try:
             return gym.spec(self.registered_id()).max_episode_steps
         except gym.error.Error as exc:
-            raise PacplanError(f"gym world: option env_id {self.env_id!r}: {exc}") from None
+            raise PacplanError(f"{self._words('env_id')} {self.env_id!r}: {exc}") from None
 
     # -- lazily built state (dropped when pickled) ------------------------------------------------
     def __getstate__(self) -> dict[str, Any]:
@@ -198,7 +217,7 @@ class GymWorld:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)  # a worker resolves the cost function itself
         self._rule = cost_rule(self.cost, self.success_key, self.success_needs_terminated,
-                               "gym world: option cost")
+                               self.__dict__.setdefault("_words", CONFIG))
 
     def _make_env(self) -> Any:
         import gymnasium as gym
@@ -216,7 +235,7 @@ class GymWorld:
 
             kwargs = " ".join(repr(self.env_kwargs).split())
             kwargs = kwargs if len(kwargs) <= 120 else kwargs[:119] + "…"
-            raise PacplanError(f"gym world: cannot make {self.env_id!r} with {kwargs}: "
+            raise PacplanError(f"{self._words.world}cannot make {self.env_id!r} with {kwargs}: "
                                f"{reason(exc)}") from None
 
     def _pool(self, k: int) -> list[Any]:
@@ -291,10 +310,7 @@ class GymWorld:
     def episode_costs(self, records: Sequence[Episode], seed: int) -> np.ndarray:
         """The declared cost of episodes run on environment `seed` outside this world (by
         `pacplan certify-policy`), with the same rule and the same errors as `costs`."""
-        episodes = Episodes(np.array([e.total_return for e in records], dtype=np.float64),
-                            np.array([e.terminated for e in records], dtype=bool),
-                            tuple(records))
-        return self._cost(episodes, seed)
+        return self._cost(Episodes.of(records), seed)
 
     def returns(self, thetas: np.ndarray, seed: int) -> np.ndarray:
         """Undiscounted returns of k policies (k, d) float64 on environment `seed`."""
@@ -302,10 +318,10 @@ class GymWorld:
 
     def episodes(self, thetas: np.ndarray, seed: int) -> Episodes:
         """Returns, termination and last steps of k policies (k, d) float64 on environment
-        `seed`, stepped in lockstep."""
+        `seed`, stepped in lockstep (`pacplan.worlds.from_gym.episodes`)."""
         family = self._family()
         envs = self._pool(len(thetas))
-        obs = []
+        first = []
         for env in envs:
             if self._randomize_fn is not None:
                 with calling_user_code(f"gym world: randomize {self.randomize!r} failed on "
@@ -314,37 +330,16 @@ class GymWorld:
             with calling_user_code(f"gym world: {self.env_id} failed to reset with seed {seed}"):
                 o, _ = env.reset(seed=seed)
                 env.action_space.seed(seed)
-            obs.append(self._observed(env, o, seed, 0))
-        total = np.zeros(len(thetas), dtype=np.float64)
-        terminated_at = np.zeros(len(thetas), dtype=bool)
-        truncated_at = np.zeros(len(thetas), dtype=bool)
-        last_reward = np.zeros(len(thetas), dtype=np.float64)
-        length = np.zeros(len(thetas), dtype=np.int64)
-        infos: list[dict[str, Any]] = [{} for _ in thetas]
-        alive = list(range(len(thetas)))
-        for _ in range(self.horizon):
+            first.append(o)
+
+        def act(alive: list[int], obs: list[Any], _where: str) -> Any:
             with calling_user_code(f"gym world: policy {self.policy!r} failed on seed {seed}"):
-                actions = family.act(thetas[alive], np.stack(obs))
-            still, obs = [], []
-            for j, a in zip(alive, actions, strict=True):
-                where = f"on seed {seed} at step {length[j]}"
-                o, r, terminated, truncated, info = self._step(envs[j], a, where)
-                total[j] += r
-                last_reward[j], length[j] = r, length[j] + 1
-                terminated_at[j], truncated_at[j] = terminated, truncated
-                infos[j] = info
-                if not (terminated or truncated):
-                    still.append(j)
-                    obs.append(self._observed(envs[j], o, seed, int(length[j])))
-            alive = still
-            if not alive:
-                break
-        records = tuple(
-            Episode(seed=seed, total_return=float(total[j]), last_reward=float(last_reward[j]),
-                    terminated=bool(terminated_at[j]), truncated=bool(truncated_at[j]),
-                    length=int(length[j]), info=infos[j])
-            for j in range(len(thetas)))
-        return Episodes(total, terminated_at, records)
+                return family.act(thetas[alive], np.stack(obs))
+
+        return Episodes.of(lockstep_episodes(
+            envs, first, seed, self.horizon,
+            lambda j, o, where: self._observed(envs[j], o, where), act,
+            lambda j, a, where: self._step(envs[j], a, where)))
 
     def _step(self, env: Any, action: Any, where: str) -> tuple[Any, float, bool, bool, Any]:
         """One checked `env.step` (`pacplan.worlds.from_gym.steps`): a failure, or an output that is
@@ -358,13 +353,12 @@ class GymWorld:
         except PacplanError as exc:
             raise PacplanError(f"gym world: {self.env_id} {where}: {exc}") from None
 
-    def _observed(self, env: Any, o: Any, seed: int, step: int) -> np.ndarray:
+    def _observed(self, env: Any, o: Any, where: str) -> np.ndarray:
         """An observation, flattened for the policy family; NaN refused."""
         try:
             check_observation(o)
         except PacplanError as exc:
-            raise PacplanError(f"gym world: {self.env_id} on seed {seed} at step {step}: "
-                               f"{exc}") from None
+            raise PacplanError(f"gym world: {self.env_id} {where}: {exc}") from None
         return self._flat(env, o)
 
     @staticmethod
