@@ -56,7 +56,7 @@ TASKS = {
 
 def run(task: dict, n: int, workers: int, out: Path) -> float:
     """Wall seconds of one certify-policy command."""
-    from pacplan.certify_policy import certify_policy
+    from pacplan.policy_certification import certify_policy
 
     options = {k: v for k, v in task.items() if k not in ("env", "policies")}
     start = time.perf_counter()

@@ -50,7 +50,7 @@ def main() -> None:
     args = parser.parse_args()
     import onnxruntime as ort
 
-    from pacplan.certify_policy.onnx_file import OnnxPolicy
+    from pacplan.policy_certification.onnx_file import OnnxPolicy
 
     env = gym.make("CartPole-v1")
     obs = np.random.default_rng(1).normal(size=(args.calls, 4)).astype(np.float32)

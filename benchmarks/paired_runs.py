@@ -31,8 +31,8 @@ from pacplan.export.write import certificate_path
 from pacplan.pacbayes.matrices import load_cost_matrix
 from pacplan.pacbayes.posterior import mixture_costs
 from pacplan.pacbayes.record import Certificate
+from pacplan.pipeline.provenance import verify_certificate
 from pacplan.report.tables import paired_difference
-from pacplan.run.provenance import verify_certificate
 
 
 def certificate_of(run: Path, n: int | None) -> Certificate:

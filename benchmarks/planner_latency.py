@@ -76,7 +76,7 @@ def uav(folder: Path, n: int, threads: int) -> tuple[dict[str, float], list[np.n
     planner = Planner.load(export_planner(run, folder / "uav"), threads)
     images = _uav_images(planner, n)
     k = planner.start_episode(np.random.default_rng(1))
-    from pacplan.run.rundir import checked_policies
+    from pacplan.pipeline.rundir import checked_policies
 
     theta = checked_policies(run)[k : k + 1]
     torch.set_num_threads(threads)
@@ -161,7 +161,7 @@ def quadruped(folder: Path, n: int, threads: int) -> dict[str, float]:
 
     planner = Planner.load(export_planner(ROOT / "results" / "quadruped", folder / "q"), threads)
     k = planner.start_episode(np.random.default_rng(1))
-    from pacplan.run.rundir import checked_policies
+    from pacplan.pipeline.rundir import checked_policies
 
     theta = checked_policies(ROOT / "results" / "quadruped")[k]
     rng = np.random.default_rng(2)

@@ -25,7 +25,7 @@ import numpy as np
 
 from pacplan.io.paperdata import paper_data_dir
 from pacplan.pacbayes.posterior import mixture_costs, optimize_gibbs, optimize_gibbs_columns
-from pacplan.run.stages import screen_columns
+from pacplan.pipeline.stages import screen_columns
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "benchmarks" / "data" / "screened-certificates.json"

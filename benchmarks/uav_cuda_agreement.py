@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from pacplan.errors import PacplanError
-from pacplan.run.rundir import checked_policies
+from pacplan.pipeline.rundir import checked_policies
 
 
 class _BenchError(Exception):

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from pacplan.run.rundir import checked_policies
+from pacplan.pipeline.rundir import checked_policies
 from pacplan.runtime.monitor import CertificateMonitor, log_evidence
 
 ROOT = Path(__file__).resolve().parents[1]

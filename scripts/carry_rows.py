@@ -41,11 +41,11 @@ import numpy as np
 from pacplan.config import config_to_dict, load_config
 from pacplan.errors import PacplanError
 from pacplan.io.files import npy_bytes
-from pacplan.run.chunks import ChunkStore
-from pacplan.run.executors import chunk_grid
-from pacplan.run.pipeline import cost_inputs
-from pacplan.run.rows import cert_role_rows, leading_cert_rows
-from pacplan.run.rundir import Manifest, RunDir
+from pacplan.pipeline.chunks import ChunkStore
+from pacplan.pipeline.executors import chunk_grid
+from pacplan.pipeline.pipeline import cost_inputs
+from pacplan.pipeline.rows import cert_role_rows, leading_cert_rows
+from pacplan.pipeline.rundir import Manifest, RunDir
 
 SAME_IN_BOTH = ("world", "storage", "baselines")
 # a screened run's own matrices: its kept columns over its own rows, never another run's

@@ -14,12 +14,14 @@ libraries are transparent). From it:
 - to checks: returns into validation or file modules (pacplan.validation, pacplan.io.* and
   the modules they were before the io/ package: files, yamlio, weights, outputs);
 - check calls: calls into those modules from another module, all of them and those made by
-  the run's own stages (pacplan.run.*), and how many distinct places in run/ make them
+  the run's own stages (pacplan.pipeline.*, pacplan.run.* before), and how many distinct
+  places in pipeline/ make them
   (calling function, function called).
 
 Layers, low to high, by module name (the old names too, so an older checkout is measured
 alike): basics (errors, choices, validation, portable, extras) < io < config, presets <
-pacbayes, es, worlds < run < report < export, certify_policy < api < cli.
+pacbayes, es, worlds < pipeline (run) < report < export, policy_certification
+(certify_policy) < api < cli.
 
     python scripts/config_walk.py toy            # this checkout
     PYTHONPATH=/other/checkout/src python scripts/config_walk.py toy   # another one
@@ -62,9 +64,9 @@ def layer(module: str) -> int:
         return 3
     if under("pacplan.report", *_REPORT_OLD):
         return 5
-    if under("pacplan.run"):
+    if under("pacplan.pipeline", "pacplan.run"):  # pacplan.run: its name until 0.2
         return 4
-    if under("pacplan.export", "pacplan.certify_policy"):
+    if under("pacplan.export", "pacplan.policy_certification", "pacplan.certify_policy"):
         return 6
     if module in ("pacplan", "pacplan.api"):
         return 7

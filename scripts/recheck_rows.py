@@ -31,11 +31,11 @@ import numpy as np
 from pacplan.config import RunConfig, config_to_dict, load_config
 from pacplan.errors import PacplanError
 from pacplan.io.files import npy_from_bytes, sha256_bytes
-from pacplan.run.chunks import ChunkStore
-from pacplan.run.executors import make_executor
-from pacplan.run.rows import leading_cert_rows
-from pacplan.run.rundir import Manifest, RunDir, identity
-from pacplan.run.stages import world_spec
+from pacplan.pipeline.chunks import ChunkStore
+from pacplan.pipeline.executors import make_executor
+from pacplan.pipeline.rows import leading_cert_rows
+from pacplan.pipeline.rundir import Manifest, RunDir, identity
+from pacplan.pipeline.stages import world_spec
 
 
 def recheck(run_dir: Path, rows: int, seed: int, workers: int) -> dict[str, object]:

@@ -28,8 +28,8 @@ from pathlib import Path
 
 from pacplan.config import RunConfig, dump_config, load_config
 from pacplan.errors import PacplanError
-from pacplan.run.provenance import verify_certificate
-from pacplan.run.rundir import RunDir
+from pacplan.pipeline.provenance import verify_certificate
+from pacplan.pipeline.rundir import RunDir
 
 
 def ship(run_dir: Path, dest: Path, own_prior: bool = False) -> dict[str, str]:

@@ -1,5 +1,5 @@
 """The pinned artifacts of the toy and uav-quick presets and the check against them (the
-history of each re-pin is in tests/run/test_reproducible.py), shared by that file and the
+history of each re-pin is in tests/pipeline/test_reproducible.py), shared by that file and the
 wheel test that runs uav-quick from a fresh install."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 from pacplan.io.files import sha256_file
-from pacplan.run.compare import value_difference
-from pacplan.run.provenance import verify_certificate as verify
+from pacplan.pipeline.compare import value_difference
+from pacplan.pipeline.provenance import verify_certificate as verify
 
 TOY = {
     "prior.safetensors": "a88a205d97fbae837ed1ab5bd1deef7c5041117217c7c1e7b63551d6200336fc",

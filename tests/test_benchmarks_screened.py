@@ -11,7 +11,7 @@ import numpy as np
 
 from helpers import load_script
 from pacplan.pacbayes.posterior import optimize_gibbs, optimize_gibbs_columns
-from pacplan.run.stages import screen_columns
+from pacplan.pipeline.stages import screen_columns
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "screened_certificates.py"

@@ -26,7 +26,7 @@ from pacplan.config import parse_config
 from pacplan.errors import PacplanError
 from pacplan.export import export_planner, verify_planner
 from pacplan.io.files import sha256_file
-from pacplan.run.pipeline import run
+from pacplan.pipeline.pipeline import run
 from pacplan.worlds.uav import spec
 from pacplan.worlds.uav.conv_policy import ConvNet
 from pacplan.worlds.uav.export import uav_conv_net_onnx

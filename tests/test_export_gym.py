@@ -21,7 +21,7 @@ from helpers import cli
 from pacplan.config import parse_config
 from pacplan.export import export_planner
 from pacplan.io.files import sha256_file
-from pacplan.run.pipeline import run
+from pacplan.pipeline.pipeline import run
 from pacplan.worlds.from_gym.policies import LinearPolicy
 from pacplan.worlds.from_gym.world import GymWorld
 from pacplan_runtime import GymDecision, Planner, PlannerError

@@ -84,7 +84,7 @@ def test_the_core_worlds_and_cli_import_no_extra(tmp_path: Path) -> None:
               "c = toy.costs(np.zeros((2, toy.policy_dim())), np.arange(3))\n"
               "assert c.shape == (3, 2)\n"
               "make_world('uav')\n"
-              "import pacplan.worlds.from_gym.world, pacplan.export, pacplan.run.pipeline\n"
+              "import pacplan.worlds.from_gym.world, pacplan.export, pacplan.pipeline.pipeline\n"
               "print('ok')\n")
     proc, tried = _without(tmp_path, ["-c", script])
     assert proc.returncode == 0, proc.stderr

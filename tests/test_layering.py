@@ -4,13 +4,13 @@ below or stays in its layer, and no modules import each other, directly or round
 
 Layers, low to high (a module may import its own layer and those below):
 
-    0 basics      errors, choices, validation, portable, extras, callable_package
+    0 basics      errors, choices, validation, portable, extras
     1 io          pacplan.io.*: files, YAML, weights, output paths, paper data, plotting
     2 config      config (run, training), presets
     3 libraries   pacbayes, es, worlds, runtime
-    4 run         pacplan.run.*: the pipeline and its stages
+    4 pipeline    pacplan.pipeline.*: the pipeline behind `pacplan run` and its stages
     5 report      pacplan.report.*: a consumer of finished runs
-    6 tools       export, certify_policy
+    6 tools       export, policy_certification
     7 front door  pacplan (the package), api
     8 cli         pacplan.cli.*, pacplan.__main__
 
@@ -33,14 +33,14 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 
 LAYERS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
     (0, "basics", ("pacplan.errors", "pacplan.choices", "pacplan.validation", "pacplan.portable",
-                   "pacplan.extras", "pacplan.callable_package")),
+                   "pacplan.extras")),
     (1, "io", ("pacplan.io",)),
     (2, "config", ("pacplan.config", "pacplan.presets")),
     (3, "libraries", ("pacplan.pacbayes", "pacplan.es", "pacplan.worlds",
                       "pacplan.runtime")),
-    (4, "run", ("pacplan.run",)),
+    (4, "pipeline", ("pacplan.pipeline",)),
     (5, "report", ("pacplan.report",)),
-    (6, "tools", ("pacplan.export", "pacplan.certify_policy")),
+    (6, "tools", ("pacplan.export", "pacplan.policy_certification")),
     (7, "front door", ("pacplan.api",)),
     (8, "cli", ("pacplan.cli", "pacplan.__main__")),
 )
@@ -76,9 +76,9 @@ def _resolve(name: str, known: dict[str, Path]) -> str | None:
 
 IMPORT_PATH = re.compile(r"pacplan(\.[A-Za-z_]\w*)+(:[A-Za-z_]\w*)?")
 """A string that is an import path: "pacplan.module" or "pacplan.module:attribute"."""
-STILL_UPWARD = {("pacplan.run", "pacplan.api")}
-"""Import-path ties that still point up, each a debt: the `run` package doubles as the front
-door's `pacplan.run` function (`callable_package`), forwarding to `pacplan.api.run`."""
+STILL_UPWARD: set[tuple[str, str]] = set()
+"""Import-path ties that still point up, each a debt (none left: the `run` package, which
+doubled as the front door's `pacplan.run` function, is now `pacplan.pipeline`)."""
 
 
 def import_edges(known: dict[str, Path]) -> dict[str, dict[str, int]]:
@@ -215,17 +215,17 @@ def test_the_checks_catch_a_cycle_and_an_upward_import(tmp_path):
     """The checks themselves: a made-up package with a two-module loop and a basics module
     importing the command line is refused, each offending edge named."""
     pkg = tmp_path / "pacplan"
-    (pkg / "run").mkdir(parents=True)
+    (pkg / "pipeline").mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
     (pkg / "errors.py").write_text("def f():\n    from pacplan.cli import app\n")
     (pkg / "choices.py").write_text('TARGET = "pacplan.cli:app"\n')
     (pkg / "cli.py").write_text("app = 1\n")
-    (pkg / "run" / "__init__.py").write_text("")
-    (pkg / "run" / "a.py").write_text("from pacplan.run import b\n")
-    (pkg / "run" / "b.py").write_text("from . import a\n")
+    (pkg / "pipeline" / "__init__.py").write_text("")
+    (pkg / "pipeline" / "a.py").write_text("from pacplan.pipeline import b\n")
+    (pkg / "pipeline" / "b.py").write_text("from . import a\n")
     known = modules(tmp_path)
     edges = import_edges(known)
-    assert cycles(edges) == [["pacplan.run.a", "pacplan.run.b"]]
+    assert cycles(edges) == [["pacplan.pipeline.a", "pacplan.pipeline.b"]]
     assert sorted(upward(edges, known, tmp_path)) == [
         "pacplan/choices.py:1: pacplan.choices (basics) imports pacplan.cli (cli), a higher "
         "layer",

@@ -68,7 +68,7 @@ def test_a_config_that_is_not_a_mapping_or_nested_too_deep(tmp_path: Path, text:
 
 
 def test_timings_nested_too_deep_are_replaced(tmp_path: Path) -> None:
-    from pacplan.run.rundir import read_timings
+    from pacplan.pipeline.rundir import read_timings
 
     (tmp_path / "timings.json").write_text(DEEP_JSON)
     history, problem = read_timings(tmp_path / "timings.json")

@@ -231,7 +231,7 @@ def test_certificate_save_follows_the_rule_in_python(planner_dir: Path, run_dir:
     follows the rule `certify-matrix --out` follows, but lets a run that holds its directory's
     lock write its own certificates there."""
     import pacplan
-    from pacplan.run.lock import hold
+    from pacplan.pipeline.lock import hold
 
     np.save(tmp_path / "cert.npy", np.random.default_rng(0).random((40, 4)))
     cert = pacplan.certify(tmp_path / "cert.npy")
@@ -254,7 +254,7 @@ def test_certificate_save_follows_the_rule_in_python(planner_dir: Path, run_dir:
 def test_the_names_a_run_writes_are_rundirs() -> None:
     """`RUN_WRITES` (io, below run) lists every top-level name RunDir writes."""
     from pacplan.io.outputs import RUN_WRITES
-    from pacplan.run.rundir import RunDir
+    from pacplan.pipeline.rundir import RunDir
 
     names = {v.split("/")[0] for k, v in vars(RunDir).items()
              if k.isupper() and isinstance(v, str)}

@@ -2,7 +2,7 @@
 
 Two oracles: the C library's `math` functions (accuracy, to a few units in the last place) and
 a pinned sha256 of the outputs on a fixed grid (the bits, which must not move with the CPU, the
-NumPy SIMD level or the BLAS kernel: tests/run/test_compare.py runs under forced kernels too).
+NumPy SIMD level or the BLAS kernel: tests/pipeline/test_compare.py runs under forced kernels too).
 """
 
 from __future__ import annotations

@@ -55,8 +55,8 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Inputs made once: a gym run, its planner, a certify-policy folder, costs, an ONNX policy."""
     from pacplan.config import parse_config
     from pacplan.export import export_planner
-    from pacplan.run.pipeline import run
-    from pacplan.run.rundir import RunDir
+    from pacplan.pipeline.pipeline import run
+    from pacplan.pipeline.rundir import RunDir
 
     base = tmp_path_factory.mktemp("made")
     with RunDir(base / "run").locked():

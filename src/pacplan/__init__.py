@@ -13,18 +13,18 @@ __version__ = "0.2.0"
 __all__ = ["Certificate", "NotCheckedWarning", "PacplanError", "UnidentifiedInputWarning",
            "__version__", "certify", "certify_policy", "run", "verify"]
 
-# name -> module that defines it; `run` and `certify_policy` are packages, callable
-_LAZY = {"certify": "pacplan.api", "verify": "pacplan.api", "Certificate": "pacplan.api",
-         "PacplanError": "pacplan.errors", "UnidentifiedInputWarning": "pacplan.errors",
-         "NotCheckedWarning": "pacplan.errors"}
+# name -> module that defines it (no package is named like a function here: the pipeline is
+# `pacplan.pipeline`, certify-policy's machinery `pacplan.policy_certification`)
+_LAZY = {"certify": "pacplan.api", "verify": "pacplan.api", "run": "pacplan.api",
+         "certify_policy": "pacplan.policy_certification.certify",
+         "Certificate": "pacplan.api", "PacplanError": "pacplan.errors",
+         "UnidentifiedInputWarning": "pacplan.errors", "NotCheckedWarning": "pacplan.errors"}
 
 
 def __getattr__(name: str) -> object:
     """Import the front door's names on first use (PEP 562)."""
     import importlib
 
-    if name in ("run", "certify_policy"):  # callable packages (`pacplan.callable_package`)
-        return importlib.import_module(f"pacplan.{name}")
     if name in _LAZY:
         value = getattr(importlib.import_module(_LAZY[name]), name)
         globals()[name] = value

@@ -30,7 +30,7 @@ from pacplan.validation import (
 
 if TYPE_CHECKING:
     from pacplan.config import RunConfig
-    from pacplan.run.pipeline import RunResult
+    from pacplan.pipeline.pipeline import RunResult
 
 __all__ = ["Certificate", "certify", "run", "verify"]
 
@@ -169,12 +169,12 @@ def run(config: PathLike | Mapping[str, Any] | RunConfig, out: PathLike | None =
 
 def _run(config: Any, out: PathLike | None, prior: PathLike | None, progress: bool, report: bool,
          executor: str | None, workers: int | None, address: str | None) -> RunResult:
+    from pacplan.pipeline.fresh import discard_if_refused
+    from pacplan.pipeline.pipeline import run as run_pipeline
+    from pacplan.pipeline.rundir import RunDir
+    from pacplan.pipeline.start import PYTHON, start_run
     from pacplan.presets import resolve_prior
     from pacplan.report.document import write_report
-    from pacplan.run.fresh import discard_if_refused
-    from pacplan.run.pipeline import run as run_pipeline
-    from pacplan.run.rundir import RunDir
-    from pacplan.run.start import PYTHON, start_run
 
     for name, flag in (("progress", progress), ("report", report)):
         check_flag(flag, name)

@@ -21,7 +21,7 @@ from pacplan.pacbayes.matrices import load_cost_matrix
 from pacplan.pacbayes.posterior import optimize_gibbs, optimize_gibbs_columns
 from pacplan.pacbayes.schema import certificate_content_sha256
 from pacplan.pacbayes.verify import verify
-from pacplan.run.stages import screen_columns
+from pacplan.pipeline.stages import screen_columns
 
 DELTA = 0.01
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from pacplan.certify_policy.kinds import PolicyKind
-from pacplan.certify_policy.policies import ImportedPolicy
-from pacplan.certify_policy.rollout import rollout
+from pacplan.policy_certification.kinds import PolicyKind
+from pacplan.policy_certification.policies import ImportedPolicy
+from pacplan.policy_certification.rollout import rollout
 from pacplan.worlds.from_gym.world import GymWorld
 
 

@@ -2,7 +2,7 @@
 the posterior's support, each acting under one I/O convention.
 
 The convention is the one `certify-policy` read the policies under
-(`pacplan.certify_policy.onnx_file`): the model's first input takes a float32 batch of
+(`pacplan.policy_certification.onnx_file`): the model's first input takes a float32 batch of
 flattened observations, (1, obs_dim); its first output is, per observation, n scores (the
 action is start + argmax, the first maximum) or one action index (start + its rounded value)
 for a `Discrete(n, start)` space, or the action's values for a `Box`, clipped to the box and

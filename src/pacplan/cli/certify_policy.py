@@ -11,7 +11,6 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-from pacplan.certify_policy.seeds import DEFAULT_FIRST_SEED, DEFAULT_N
 from pacplan.cli.output import (
     certificate_table,
     console,
@@ -21,6 +20,7 @@ from pacplan.cli.output import (
     stdout_to_stderr,
 )
 from pacplan.errors import PacplanError
+from pacplan.policy_certification.seeds import DEFAULT_FIRST_SEED, DEFAULT_N
 from pacplan.validation import check_real
 
 
@@ -158,9 +158,9 @@ def certify_policy_cmd(
 ) -> None:
     """Roll policies trained elsewhere out on fresh seeds and certify their expected cost
     (one policy: a test-set bound; several: a PAC-Bayes posterior over them); resumable."""
-    from pacplan.certify_policy.certify import certify
-    from pacplan.certify_policy.names import CLI
-    from pacplan.certify_policy.request import CertifyRequest, CostOptions
+    from pacplan.policy_certification.certify import certify
+    from pacplan.policy_certification.names import CLI
+    from pacplan.policy_certification.request import CertifyRequest, CostOptions
 
     _refuse_stray_kwargs(policies)
     request = CertifyRequest(

@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 
 from pacplan.cli.output import console, err_console, print_json
-from pacplan.run.compare import TOLERANCE, Agreement, compare_runs
+from pacplan.pipeline.compare import TOLERANCE, Agreement, compare_runs
 
 
 def compare_cmd(

@@ -285,7 +285,7 @@ def _certified_cost(watched: Path, kind: str | None) -> float:
     from pacplan.runtime import Planner
 
     if kind in ("certify-policy directory", "run directory"):
-        from pacplan.certify_policy.provenance import verify_saved_certificate
+        from pacplan.policy_certification.provenance import verify_saved_certificate
 
         certificate = watched / "certificate.json"
         if not certificate.is_file():

@@ -1,5 +1,5 @@
 """`pacplan plan-n RUN_DIR --target-n N`: the certificate a larger N would give, and its price,
-before paying for it (`pacplan.run.plan`)."""
+before paying for it (`pacplan.pipeline.plan`)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import typer
 from rich.markup import escape
 
 from pacplan.cli.output import console, print_json
-from pacplan.run.plan import plan_n
-from pacplan.run.progress import duration
+from pacplan.pipeline.plan import plan_n
+from pacplan.pipeline.progress import duration
 
 
 def plan_n_cmd(

@@ -34,11 +34,11 @@ def run_cmd(
 ) -> None:
     """Run every step (prior, policies, cost matrices, certificates, report); resumable."""
     from pacplan.config import load_config
+    from pacplan.pipeline.fresh import discard_if_refused
+    from pacplan.pipeline.pipeline import run
+    from pacplan.pipeline.rundir import RunDir
+    from pacplan.pipeline.start import CLI, start_run
     from pacplan.report.document import write_report
-    from pacplan.run.fresh import discard_if_refused
-    from pacplan.run.pipeline import run
-    from pacplan.run.rundir import RunDir
-    from pacplan.run.start import CLI, start_run
 
     config_file = resolve_config(config)
     cfg = load_config(config_file)
@@ -64,12 +64,12 @@ def report_cmd(
 ) -> None:
     """Write report.md, report.html and figures/ for a run directory (Table 1 form, one row
     per N); for a certify-policy folder, report.md and report.html."""
-    from pacplan.certify_policy.store import is_policy_dir
+    from pacplan.pipeline.rundir import RunDir
+    from pacplan.policy_certification.store import is_policy_dir
     from pacplan.report.document import write_report
-    from pacplan.run.rundir import RunDir
 
     if is_policy_dir(run_dir):
-        from pacplan.certify_policy.report import REPORT_HTML, write_policy_report
+        from pacplan.policy_certification.report import REPORT_HTML, write_policy_report
 
         report = write_policy_report(run_dir)
         console.print(f"wrote {shown(report)} and {shown(report.parent / REPORT_HTML)}",
@@ -91,10 +91,10 @@ def train_prior_cmd(
 ) -> None:
     """Train the PAC-Bayes prior with Evolution Strategies (resumes a killed run exactly)."""
     from pacplan.config import load_config
-    from pacplan.run.fresh import discard_if_refused
-    from pacplan.run.rundir import RunDir
-    from pacplan.run.start import CLI, start_run
-    from pacplan.run.training import train_prior
+    from pacplan.pipeline.fresh import discard_if_refused
+    from pacplan.pipeline.rundir import RunDir
+    from pacplan.pipeline.start import CLI, start_run
+    from pacplan.pipeline.training import train_prior
 
     config_file = resolve_config(config)
     cfg = load_config(config_file)

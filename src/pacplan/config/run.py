@@ -191,7 +191,7 @@ class RunConfig(Section):
     baselines: list[BaselineConfig] = Field(default_factory=list)
     report: ReportConfig = Field(default_factory=ReportConfig)
     storage: StorageConfig = Field(default_factory=StorageConfig)
-    # set by `pacplan.run.pipeline.check_worlds` at the boundary: which worlds and options it
+    # set by `pacplan.pipeline.pipeline.check_worlds` at the boundary: which worlds and options it
     # checked, so the stages trust them instead of checking again (not part of the config file)
     _worlds_checked: str | None = PrivateAttr(default=None)
     _started: tuple[str, str | None] | None = PrivateAttr(default=None)

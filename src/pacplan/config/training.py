@@ -99,7 +99,7 @@ class ESConfig(Section):
 
 
 class DistillConfig(Section):
-    """Teach the policy net from a privileged teacher before ES (`pacplan.run.distill`)."""
+    """Teach the policy net from a privileged teacher before ES (`pacplan.pipeline.distill`)."""
 
     envs: int = Field(640, ge=1, description="prior-training environments the teacher solves "
                       "(the first of seeds.prior)")

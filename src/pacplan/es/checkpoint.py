@@ -3,7 +3,7 @@
 `es_state.safetensors` is the source of truth (every array of `ESState` in float64, scalars as
 JSON metadata); `prior.safetensors` (mu, logvar) and `es_state.json` (for people) are derived from
 it on every save. Files are written atomically and byte-reproducibly (`pacplan.io.files`); where
-they live is the caller's business (`pacplan.run.rundir` names them).
+they live is the caller's business (`pacplan.pipeline.rundir` names them).
 
 The state carries the sha256 of its own content in its metadata, so one atomic write is both the
 checkpoint and its checksum: an edited or damaged state is named when read, never resumed. A

@@ -23,8 +23,8 @@ from pacplan.export.fixed import fixed_parts
 from pacplan.export.write import EVIDENCE, net_dtype, net_onnx, planner_spec, split_weights
 from pacplan.io.files import npy_from_bytes
 from pacplan.pacbayes.record import Certificate
-from pacplan.run.provenance import verify_certificate
-from pacplan.run.rundir import Manifest, RunDir
+from pacplan.pipeline.provenance import verify_certificate
+from pacplan.pipeline.rundir import Manifest, RunDir
 from pacplan_runtime.bundle import (
     MANIFEST,
     MANIFEST_FORMAT,

@@ -30,11 +30,11 @@ import numpy as np
 from gymnasium import spaces
 
 from pacplan import __version__
-from pacplan.certify_policy.kinds import PolicyKind
-from pacplan.certify_policy.store import CERTIFICATE, CERTIFICATES, LOCK, MARK, policy_labels
 from pacplan.errors import PacplanError
 from pacplan.io.files import atomic_write_bytes, atomic_write_json, read_file_bytes, sha256_bytes
 from pacplan.pacbayes.record import Certificate
+from pacplan.policy_certification.kinds import PolicyKind
+from pacplan.policy_certification.store import CERTIFICATE, CERTIFICATES, LOCK, MARK, policy_labels
 from pacplan_runtime.policies import EVIDENCE, POLICY_PLANNER_FORMAT
 
 KEY = "certify_policy"
@@ -43,7 +43,7 @@ KEY = "certify_policy"
 def spaces_of(record: dict[str, Any]) -> tuple[spaces.Space, spaces.Space]:
     """(observation, action) space of the certified environment, made as certify-policy
     made it (id and kwargs)."""
-    from pacplan.certify_policy.rollout import NO_WEIGHTS
+    from pacplan.policy_certification.rollout import NO_WEIGHTS
     from pacplan.worlds.base import make_world
 
     env = record["env"]
@@ -75,12 +75,12 @@ def policy_onnx(label: str, kind: PolicyKind | None, data: bytes, observation: s
     """(the ONNX bytes the runtime runs, whether they were converted) for a certified file:
     an .onnx file as it is, any other (an SB3 .zip) converted."""
     if kind is PolicyKind.ONNX:
-        from pacplan.certify_policy.onnx_file import check_graph
+        from pacplan.policy_certification.onnx_file import check_graph
 
         check_graph(label, data)
         return data, False
-    from pacplan.certify_policy.stable_baselines import SB3Policy
     from pacplan.export.stable_baselines_onnx import sb3_onnx
+    from pacplan.policy_certification.stable_baselines import SB3Policy
 
     policy = SB3Policy(label, data, observation, action)
     return sb3_onnx(policy, spaces.flatdim(observation), action), True
@@ -191,9 +191,9 @@ def export_policy_folder(folder: Path, out: Path, n: int | None = None) -> None:
     """`pacplan export` of a certify-policy folder: its certificate.json verified (under the
     folder's lock, so no certify-policy command changes it meanwhile), then the planner
     written whole or not at all."""
-    from pacplan.certify_policy.provenance import verify_saved_certificate
     from pacplan.export.folder import refuse_nonempty, whole_or_nothing, write_manifest
-    from pacplan.run.lock import hold
+    from pacplan.pipeline.lock import hold
+    from pacplan.policy_certification.provenance import verify_saved_certificate
 
     if not (folder / CERTIFICATE).is_file():
         raise PacplanError(f"{folder}: no {CERTIFICATE} yet, nothing certified to export; "

@@ -17,8 +17,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from pacplan.certify_policy.kinds import PolicyKind
-from pacplan.certify_policy.store import CERTIFICATE, CERTIFICATES, policy_labels
 from pacplan.errors import PacplanError
 from pacplan.export.policies import (
     KEY,
@@ -29,6 +27,8 @@ from pacplan.export.policies import (
 )
 from pacplan.io.files import sha256_bytes
 from pacplan.pacbayes.record import Certificate
+from pacplan.policy_certification.kinds import PolicyKind
+from pacplan.policy_certification.store import CERTIFICATE, CERTIFICATES, policy_labels
 from pacplan_runtime.bundle import PLANNER, PlannerError, read_checked
 from pacplan_runtime.policies import EVIDENCE, check_policy_spec
 
@@ -116,7 +116,7 @@ def _verify_evidence(root: Path, files: dict[str, str], chosen: str
                      ) -> tuple[Certificate, list[str]]:
     """The certificate `chosen` in evidence/, verified with the certify-policy folder's checks
     on a copy of the bytes the manifest vouches for; messages name the planner's own paths."""
-    from pacplan.certify_policy.provenance import verify_saved_certificate
+    from pacplan.policy_certification.provenance import verify_saved_certificate
 
     with tempfile.TemporaryDirectory(prefix="pacplan-verify-") as tmp:
         for name in files:

@@ -2,7 +2,7 @@
 
 The robot runs certified policies with onnxruntime alone, so an SB3 `.zip` is converted once,
 at export, into a graph that computes SB3's deterministic action path in float32, op for op as
-the pickle-free reader (`pacplan.certify_policy.stable_baselines`) computes it with torch:
+the pickle-free reader (`pacplan.policy_certification.stable_baselines`) computes it with torch:
 Linear layers (`Gemm`, weights as initializers) with the policy's activation between them,
 then, per algorithm:
 
@@ -12,7 +12,7 @@ then, per algorithm:
 - SAC and TD3: tanh of the actor's output rescaled to the box, low + ½(t + 1)(high − low), in
   float32 as SB3's `unscale_action` does it in numpy; the runtime's clip changes nothing there.
 
-That is the I/O convention of an `.onnx` policy (`pacplan.certify_policy.onnx_file`): input a
+That is the I/O convention of an `.onnx` policy (`pacplan.policy_certification.onnx_file`): input a
 float32 batch of flattened observations, output n scores or the box action. Written with
 `onnx.helper` (no tracer), so the bytes depend only on the weights, this code and the onnx
 version: `pacplan verify` converts the shipped zip again and compares bytes.
@@ -97,7 +97,7 @@ class _Graph:
 
 
 def sb3_onnx(policy: Any, obs_dim: int, action_space: spaces.Space) -> bytes:
-    """The ONNX bytes of `policy` (a `pacplan.certify_policy.stable_baselines.SB3Policy`) for
+    """The ONNX bytes of `policy` (a `pacplan.policy_certification.stable_baselines.SB3Policy`) for
     flattened observations of size `obs_dim` and this action space."""
     act = ACTIVATIONS.get(policy.activation)
     if act is None:

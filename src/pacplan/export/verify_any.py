@@ -1,16 +1,16 @@
 """What `pacplan verify PATH` and `pacplan.verify(path)` check, decided in one place: a planner
 directory (`pacplan.export.check`), a certificate in a certify-policy folder or in a run
-directory (each folder's own checks: `pacplan.certify_policy.provenance`,
-`pacplan.run.provenance`), or a certificate file alone."""
+directory (each folder's own checks: `pacplan.policy_certification.provenance`,
+`pacplan.pipeline.provenance`), or a certificate file alone."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
-from pacplan.certify_policy.provenance import policy_dir_of, verify_saved_in_full
 from pacplan.export.check import is_planner_dir, verify_planner
 from pacplan.pacbayes.record import Certificate
+from pacplan.policy_certification.provenance import policy_dir_of, verify_saved_in_full
 
 PLANNER = "planner"
 POLICY_FOLDER = "certify-policy folder"

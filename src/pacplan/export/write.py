@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 
 from pacplan import __version__
-from pacplan.certify_policy.store import MARK as POLICY_MARK
 from pacplan.errors import PacplanError
 from pacplan.export.fixed import fixed_parts
 from pacplan.export.folder import refuse_nonempty, whole_or_nothing, write_manifest
@@ -32,8 +31,9 @@ from pacplan.io.files import (
     save_safetensors,
 )
 from pacplan.pacbayes.record import Certificate
-from pacplan.run.provenance import verify_certificate
-from pacplan.run.rundir import Manifest, RunDir
+from pacplan.pipeline.provenance import verify_certificate
+from pacplan.pipeline.rundir import Manifest, RunDir
+from pacplan.policy_certification.store import MARK as POLICY_MARK
 from pacplan.worlds.base import world_exporter
 from pacplan.worlds.onnx_graph import Layout
 from pacplan_runtime.bundle import PLANNER, PLANNER_FORMAT

@@ -78,7 +78,7 @@ def remove_stale_temps(folder: str | Path) -> list[Path]:
     """Remove the temporary files that killed atomic writes left under `folder` (a kill between
     the write and the rename leaves `.NAME.tmpPID`); returns them. Only regular files named as
     `temp_path` names them are touched, and only where no live process has that PID: a write in
-    progress keeps its file. Call it holding the folder's lock (`pacplan.run.lock`), so no
+    progress keeps its file. Call it holding the folder's lock (`pacplan.pipeline.lock`), so no
     pacplan process on another machine is writing there either. Symlinks are not followed."""
     removed: list[Path] = []
     for parent, _dirs, names in os.walk(folder):

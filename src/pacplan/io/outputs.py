@@ -46,7 +46,7 @@ _RUN_CONFIG = "config.yaml"  # RunDir.CONFIG
 _RUN_MARKS = ("manifest.json", "run.lock", "es_state.json")
 """RunDir.MANIFEST, RunDir.LOCK, RunDir.ES_STATE_JSON: a prior still training has no manifest,
 and a copy of it (a committed stage) may have no lock."""
-_POLICY_RUN = "certify-policy.json"  # pacplan.certify_policy.store.MARK
+_POLICY_RUN = "certify-policy.json"  # pacplan.policy_certification.store.MARK
 RUN_WRITES = frozenset({
     "config.yaml", "manifest.json", "prior.safetensors", "es_state.safetensors",
     "es_state.json", "metrics.jsonl", "policies.npy", "certificate.json", "report.md",
@@ -57,7 +57,8 @@ a folder holding only these is a run's, however early it stopped."""
 
 
 _OWNED: dict[str, int] = {}
-"""Folders whose lock this process holds (`pacplan.run.lock.hold`): real path -> nesting depth."""
+"""Folders whose lock this process holds (`pacplan.pipeline.lock.hold`): real path -> nesting
+depth."""
 
 
 @contextlib.contextmanager

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from pacplan.errors import PacplanError
+from pacplan.io.renamed import current_path
 
 MAX_USER_FILES = 2000
 """The most files one user entry point may import from the user's own folders (a guard against
@@ -77,7 +78,7 @@ def working_folder_modules(names: Iterable[str]) -> list[str]:
 def import_target(spec: str, what: str) -> Any:
     """`module:attribute` imported and looked up; any failure, an exception raised while the
     module runs (a SyntaxError, `sys.exit`) included, is one line naming `what`."""
-    module_name, sep, attr = spec.partition(":")
+    module_name, sep, attr = current_path(spec).partition(":")  # pacplan's renamed packages
     if not (sep and module_name and attr):
         raise PacplanError(f"{what} must be 'module:attribute', got {spec!r}")
     module = import_module(module_name, what)

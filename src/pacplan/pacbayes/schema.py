@@ -150,7 +150,7 @@ def validate_record(data: Any, source: str) -> tuple[CertificateRecord, Provenan
 
 def _is_policy_provenance(provenance: dict[str, Any]) -> bool:
     """`{"certify_policy": {...}}`: what `pacplan certify-policy` certified
-    (`pacplan.certify_policy.provenance`), not a run's world and seeds."""
+    (`pacplan.policy_certification.provenance`), not a run's world and seeds."""
     return list(provenance) == ["certify_policy"] and isinstance(provenance["certify_policy"],
                                                                   dict)
 

@@ -3,7 +3,7 @@
 Types and finiteness come from the strict schema; fields must agree with each other; the
 referenced matrices must have their recorded sha256; every number is recomputed from them at
 the stored p; the posterior is re-solved with the stored solver; the content hash is checked
-last. A `ProvenanceCheck` (the run directory's, `pacplan.run.provenance`) adds what only the
+last. A `ProvenanceCheck` (the run directory's, `pacplan.pipeline.provenance`) adds what only the
 certificate's surroundings can vouch for. Every problem is one line naming the field.
 """
 

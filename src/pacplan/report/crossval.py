@@ -14,9 +14,9 @@ from typing import Any
 from pacplan.errors import PacplanError
 from pacplan.io.files import read_file_bytes
 from pacplan.pacbayes.record import Certificate
+from pacplan.pipeline.rundir import SHA256_PATTERN, RunDir
 from pacplan.report.markdown import code, text
 from pacplan.report.tables import pct
-from pacplan.run.rundir import SHA256_PATTERN, RunDir
 from pacplan.validation import SAFE_NAME, is_int
 
 

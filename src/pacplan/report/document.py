@@ -32,6 +32,8 @@ from pacplan.io.outputs import folder_kind
 from pacplan.io.paperdata import MINITAUR_PRIOR_SHA256
 from pacplan.pacbayes.matrices import matrix_from_bytes
 from pacplan.pacbayes.record import Certificate
+from pacplan.pipeline.provenance import verify_certificate
+from pacplan.pipeline.rundir import Manifest, RunDir, read_timings, timing_number
 from pacplan.report.crossval import crossval_section
 from pacplan.report.figures import report_figures
 from pacplan.report.html import markdown_to_html
@@ -47,8 +49,6 @@ from pacplan.report.tables import (
     table1,
     timing_table,
 )
-from pacplan.run.provenance import verify_certificate
-from pacplan.run.rundir import Manifest, RunDir, read_timings, timing_number
 from pacplan.validation import check_unit_costs
 from pacplan.worlds.base import return_range, world_renderer
 
@@ -285,7 +285,7 @@ def write_report(run_dir: str | Path) -> Path:
     if folder_kind(rd.path) == "certify-policy directory":
         raise PacplanError(f"{rd.path} is a certify-policy folder, not a run directory: its "
                            "report is `pacplan report` "
-                           "(pacplan.certify_policy.report.write_policy_report)")
+                           "(pacplan.policy_certification.report.write_policy_report)")
     if not rd.certificates():  # before the lock: a refused report leaves no run.lock behind
         raise PacplanError(f"{rd.path} has no certificates yet; run `pacplan run` first")
     with rd.locked():  # no run may change what the report is checking and printing

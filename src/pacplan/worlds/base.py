@@ -17,6 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from pacplan.errors import PacplanError
+from pacplan.io.renamed import current_path
 from pacplan.validation import check_keyword_options
 from pacplan.worlds.story import PaperStory, PlannerExporter
 
@@ -99,10 +100,10 @@ class WorldEntry:
 
 
 TEACHERS = ("uav-lattice", "quadruped-look-ahead")
-"""The privileged teachers `pacplan.run.distill` knows: the UAV's exact lattice program
+"""The privileged teachers `pacplan.pipeline.distill` knows: the UAV's exact lattice program
 (`worlds.uav.teacher`) and the quadruped's look-ahead in the simulator
 (`worlds.quadruped.teacher`). A world names the one it supports; a new kind of teacher is a new
-training stage, written in `pacplan.run`."""
+training stage, written in `pacplan.pipeline`."""
 
 
 _REGISTRY: dict[str, WorldEntry] = {
@@ -149,7 +150,7 @@ def world_entry(name: str) -> WorldEntry:
     rebuild) is named by its factory's import path, "pacplan.package.module:Factory", so no
     entry here points upward."""
     if name.startswith("pacplan.") and ":" in name and name not in _REGISTRY:
-        return WorldEntry(name)
+        return WorldEntry(current_path(name))  # a record's old package name read as today's
     if name not in _REGISTRY:
         raise PacplanError(f"unknown world {name!r}; known worlds: {', '.join(world_names())}")
     return _REGISTRY[name]
@@ -212,7 +213,7 @@ def world_factory(name: str) -> Any:
 
 
 def resolve_target(target: str, what: str) -> Any:
-    module_name, _, attr = target.partition(":")
+    module_name, _, attr = current_path(target).partition(":")
     try:
         return getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as exc:

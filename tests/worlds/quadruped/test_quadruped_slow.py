@@ -82,10 +82,10 @@ def test_quick_preset_shrunk_runs_end_to_end(tmp_path) -> None:
     """The quadruped-quick preset, shrunk to 2 policies on 4 + 2 terrains: the shipped prior,
     its policies, the reference-gait baseline row and a certificate that verifies."""
     from pacplan.config import load_config
+    from pacplan.pipeline.pipeline import run
+    from pacplan.pipeline.provenance import verify_certificate as verify
     from pacplan.presets import preset_path
     from pacplan.report.document import write_report
-    from pacplan.run.pipeline import run
-    from pacplan.run.provenance import verify_certificate as verify
     from pacplan.worlds.quadruped.policy import gait_theta
 
     cfg = load_config(preset_path("quadruped-quick"))

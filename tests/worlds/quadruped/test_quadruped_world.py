@@ -203,8 +203,8 @@ def test_shipped_quadruped_result_verifies() -> None:
     from pathlib import Path
 
     from pacplan.io.files import npy_bytes
+    from pacplan.pipeline.provenance import verify_certificate as verify
     from pacplan.presets import shipped_priors
-    from pacplan.run.provenance import verify_certificate as verify
 
     repo = Path(__file__).resolve().parents[3]
     priors = {name: hashlib.sha256(path.read_bytes()).hexdigest()

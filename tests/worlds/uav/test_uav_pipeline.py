@@ -9,8 +9,8 @@ import pytest
 
 from pacplan.config import load_config
 from pacplan.es.checkpoint import load_prior
+from pacplan.pipeline.provenance import verify_certificate as verify
 from pacplan.presets import preset_path, shipped_priors
-from pacplan.run.provenance import verify_certificate as verify
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -43,8 +43,8 @@ def test_presets_are_valid_and_disjoint(preset):
 @pytest.mark.slow
 def test_uav_quick_pipeline_small(tmp_path: Path):
     """uav-quick with fewer environments: certificates verify, the baseline row is there."""
+    from pacplan.pipeline.pipeline import run
     from pacplan.report.document import write_report
-    from pacplan.run.pipeline import run
 
     cfg = load_config(preset_path("uav-quick"))
     cfg.policies.m = 6

@@ -1,0 +1,184 @@
+"""What every executor shares: the task grid, the world specs and their per-process cache, the
+one function that computes a task, and the `Executor` base with its chunking and checks.
+
+Below both the serial executor (`pacplan.pipeline.executors`) and the parallel ones
+(`pacplan.pipeline.parallel`), so neither imports the other's module to reach them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from pacplan.errors import PacplanError
+from pacplan.validation import check_finite, check_seeds, check_unit_costs
+
+Block = tuple[np.ndarray, np.ndarray]  # (seeds (n,) int64, thetas (k, d) float32)
+
+
+class WorkersLost(PacplanError):
+    """The machines computing a task were lost (a Ray node or worker died, or the results it
+    held), after the executor's own retries. Not a problem of the inputs: every chunk finished
+    before was yielded (and a run has kept it), so the same command resumes; `pacplan run`
+    says so with the resume command."""
+
+
+@dataclass(frozen=True)
+class WorldSpec:
+    """Enough to rebuild a world in any process: registry name and factory options."""
+
+    name: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def key(self) -> str:
+        return json.dumps([self.name, self.options], sort_keys=True, default=str)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One finished block of a cost matrix: rows `seeds`, columns `thetas`, values `block`."""
+
+    seeds: slice
+    thetas: slice
+    block: np.ndarray
+
+    @property
+    def key(self) -> tuple[int, int]:
+        return (self.seeds.start, self.thetas.start)
+
+
+class WorldCache:
+    """Worlds built from their specs, each once. A serial executor owns one; each worker
+    process owns one (made by its initializer), dropped with the process. No module state."""
+
+    def __init__(self) -> None:
+        self._worlds: dict[str, Any] = {}
+
+    def get(self, spec: WorldSpec) -> Any:
+        k = spec.key()
+        if k not in self._worlds:
+            from pacplan.worlds.base import make_world
+
+            self._worlds[k] = make_world(spec.name, **spec.options)
+        return self._worlds[k]
+
+
+def compute_task(world: Any, spec: WorldSpec, blocks: Sequence[Block]) -> list[np.ndarray]:
+    """The one function every executor runs: cost blocks for a task, validated."""
+    out = []
+    for seeds, thetas in blocks:
+        c, _ = check_unit_costs(world.costs(thetas, seeds),
+                                f"world {spec.name!r} on seeds {int(seeds[0])}…{int(seeds[-1])}",
+                                shape=(len(seeds), len(thetas)))
+        out.append(c)
+    return out
+
+
+def chunk_grid(n_seeds: int, n_thetas: int, chunk_seeds: int, chunk_policies: int
+               ) -> list[tuple[slice, slice]]:
+    """The fixed, row-major grid of (seed slice, theta slice) chunks of an n × k matrix."""
+    return [
+        (slice(i, min(i + chunk_seeds, n_seeds)), slice(j, min(j + chunk_policies, n_thetas)))
+        for i in range(0, n_seeds, chunk_seeds)
+        for j in range(0, n_thetas, chunk_policies)
+    ]
+
+
+def _check_inputs(thetas: np.ndarray, seeds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    thetas = check_finite(thetas, "policy weights")
+    return np.ascontiguousarray(thetas, dtype=np.float32), check_seeds(seeds)
+
+
+class Executor:
+    """Base: subclasses implement `_run`, yielding (task index, result) as tasks finish."""
+
+    kind = "base"
+
+    def __init__(self, chunk_policies: int = 64, chunk_seeds: int = 8) -> None:
+        if chunk_policies < 1 or chunk_seeds < 1:
+            raise PacplanError("chunk_policies and chunk_seeds must be >= 1")
+        self.chunk_policies = int(chunk_policies)
+        self.chunk_seeds = int(chunk_seeds)
+
+    @property
+    def workers(self) -> int:
+        return 1
+
+    def _run(self, spec: WorldSpec, tasks: list[list[Block]]
+             ) -> Iterator[tuple[int, list[np.ndarray]]]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release workers; the executor may not be used afterwards."""
+
+    def placement(self) -> str | None:
+        """Where the tasks so far ran, for a log line (Ray: tasks per node), or None."""
+        return None
+
+    def __enter__(self) -> Executor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the public API -------------------------------------------------------------------------
+    def iter_chunks(
+        self,
+        spec: WorldSpec,
+        thetas: np.ndarray,
+        seeds: np.ndarray,
+        skip: Iterable[tuple[int, int]] = (),
+    ) -> Iterator[Chunk]:
+        """Yield every chunk of the (n_seeds × k) cost matrix not in `skip`, as each finishes.
+
+        Chunk keys are (seed start, theta start) on the grid `chunk_grid`; a crashed worker
+        raises `PacplanError` and no unfinished chunk is ever yielded.
+        """
+        thetas, seeds = _check_inputs(thetas, seeds)
+        done = set(skip)
+        grid = [g for g in chunk_grid(len(seeds), len(thetas), self.chunk_seeds,
+                                      self.chunk_policies)
+                if (g[0].start, g[1].start) not in done]
+        tasks = [[(seeds[s], thetas[t])] for s, t in grid]
+        for idx, result in self._run(spec, tasks):
+            s, t = grid[idx]
+            yield Chunk(seeds=s, thetas=t, block=result[0])
+
+    def run_blocks(self, spec: WorldSpec, blocks: Sequence[Block]
+                   ) -> Iterator[tuple[int, np.ndarray]]:
+        """(index, costs) of each (seeds, thetas) block, one task each, as each finishes: for a
+        caller that keeps its own grid (`pacplan certify-policy`'s seed-offset chunks)."""
+        checked = [_check_inputs(thetas, seeds)[::-1] for seeds, thetas in blocks]
+        for idx, result in self._run(spec, [[b] for b in checked]):
+            yield idx, result[0]
+
+    def cost_matrix(self, spec: WorldSpec, thetas: np.ndarray, seeds: np.ndarray) -> np.ndarray:
+        """Costs (n_seeds, k) of every theta on every seed."""
+        thetas, seeds = _check_inputs(thetas, seeds)
+        out = np.empty((len(seeds), len(thetas)), dtype=np.float64)
+        for ch in self.iter_chunks(spec, thetas, seeds):
+            out[ch.seeds, ch.thetas] = ch.block
+        return out
+
+    def paired_costs(self, spec: WorldSpec, thetas: np.ndarray, seeds: np.ndarray) -> np.ndarray:
+        """Costs (n, k): thetas[i] (k, d) evaluated on seeds[i] only (ES's per-env perturbations).
+
+        Tasks group `chunk_seeds` environments, each with up to `chunk_policies` of its thetas.
+        """
+        thetas, seeds = _check_inputs(thetas, seeds)
+        if thetas.ndim != 3 or thetas.shape[0] != len(seeds):
+            raise PacplanError(f"paired thetas must be (n_seeds, k, d), got {thetas.shape}")
+        n, k = thetas.shape[:2]
+        grid = chunk_grid(n, k, self.chunk_seeds, self.chunk_policies)
+        tasks = [[(seeds[i : i + 1], thetas[i, t]) for i in range(s.start, s.stop)]
+                 for s, t in grid]
+        out = np.empty((n, k), dtype=np.float64)
+        for idx, result in self._run(spec, tasks):
+            s, t = grid[idx]
+            for i, row in zip(range(s.start, s.stop), result, strict=True):
+                out[i, t] = row[0]
+        return out
