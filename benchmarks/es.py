@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from pacplan.pipeline.executors import Executor, WorldSpec, make_executor
+from pacplan.pipeline.execution.executors import Executor, WorldSpec, make_executor
 
 
 def _worker_cpu_s(ex: Executor) -> float | None:

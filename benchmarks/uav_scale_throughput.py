@@ -318,7 +318,7 @@ def _rate(thetas: np.ndarray, seeds: np.ndarray, job: dict[str, Any], work: Path
           ) -> dict[str, Any]:
     """The executor's steady rate on `seeds` after one warm-up chunk; costs saved for the
     parent's comparison."""
-    from pacplan.pipeline.executors import WorldSpec, make_executor
+    from pacplan.pipeline.execution.executors import WorldSpec, make_executor
 
     spec = WorldSpec("uav", {"simulator": "batched", "compile": True, **job.get("options", {})})
     # a chunk per worker: each process compiles (torch.compile) before the timed part

@@ -8,7 +8,7 @@
 Why: issue 52 says the paper's 13,943-weight net is the UAV student's limit, and asks for a
 larger family sized by a measured curve: held-out cost against weights and against rollout
 time, every size fitted on the same labels. Each family is one distillation stage of
-`pacplan train-prior` (`pacplan.pipeline.distill`), the uav-paper-net-prior recipe's settings
+`pacplan train-prior` (`pacplan.pipeline.prior.distill`), the uav-paper-net-prior recipe's settings
 (Adam's step 0.003; the shipped uav-prior's is the same at width 4 and 0.001) with `--rounds` DAgger
 rounds (0: behaviour cloning on the teacher's plan states and 24 random collision-free
 reachable states per environment, the same states whatever the student), in its own folder
@@ -41,8 +41,8 @@ import numpy as np
 
 from pacplan.config import parse_config
 from pacplan.errors import PacplanError
-from pacplan.pipeline import distill as stage
-from pacplan.pipeline.chunks import Ledger
+from pacplan.pipeline.execution.chunks import Ledger
+from pacplan.pipeline.prior import distill as stage
 from pacplan.worlds.uav import UAVWorld
 from pacplan.worlds.uav.families import policy_family
 

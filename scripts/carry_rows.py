@@ -41,8 +41,8 @@ import numpy as np
 from pacplan.config import config_to_dict, load_config
 from pacplan.errors import PacplanError
 from pacplan.io.files import npy_bytes
-from pacplan.pipeline.chunks import ChunkStore
-from pacplan.pipeline.executors import chunk_grid
+from pacplan.pipeline.execution.chunks import ChunkStore
+from pacplan.pipeline.execution.executors import chunk_grid
 from pacplan.pipeline.pipeline import cost_inputs
 from pacplan.pipeline.rows import cert_role_rows, leading_cert_rows
 from pacplan.pipeline.rundir import Manifest, RunDir

@@ -31,8 +31,8 @@ import numpy as np
 from pacplan.config import RunConfig, config_to_dict, load_config
 from pacplan.errors import PacplanError
 from pacplan.io.files import npy_from_bytes, sha256_bytes
-from pacplan.pipeline.chunks import ChunkStore
-from pacplan.pipeline.executors import make_executor
+from pacplan.pipeline.execution.chunks import ChunkStore
+from pacplan.pipeline.execution.executors import make_executor
 from pacplan.pipeline.rows import leading_cert_rows
 from pacplan.pipeline.rundir import Manifest, RunDir, identity
 from pacplan.pipeline.stages import world_spec

@@ -32,7 +32,7 @@ def shipped_results_whole() -> None:
     read them as files."""
     from pacplan.errors import PacplanError
     from pacplan.io.paperdata import MINITAUR_PRIOR_SHA256
-    from pacplan.pipeline.paper_priors import write_minitaur_prior_file
+    from pacplan.pipeline.prior.paper_priors import write_minitaur_prior_file
     from pacplan.pipeline.rundir import Manifest, RunDir
 
     for manifest in sorted((Path(__file__).resolve().parents[1] / "results").glob(

@@ -17,7 +17,7 @@ import pytest
 
 from pacplan.cli import main
 from pacplan.errors import PacplanError
-from pacplan.pipeline.executors import Chunk, SerialExecutor
+from pacplan.pipeline.execution.executors import Chunk, SerialExecutor
 
 SMALL_TOY_RUN: dict[str, Any] = {
     "name": "toy-small",

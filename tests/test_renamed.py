@@ -15,7 +15,11 @@ from pacplan.worlds.base import make_world, resolve_target, world_entry, world_f
 @pytest.mark.parametrize("old, new", [
     ("pacplan.run.rundir", "pacplan.pipeline.rundir"),
     ("pacplan.run", "pacplan.pipeline"),
-    ("pacplan.run.chunks:Ledger", "pacplan.pipeline.chunks:Ledger"),
+    ("pacplan.run.chunks:Ledger", "pacplan.pipeline.execution.chunks:Ledger"),
+    ("pacplan.pipeline.chunks:Ledger", "pacplan.pipeline.execution.chunks:Ledger"),
+    ("pacplan.run.distill_quadruped", "pacplan.pipeline.prior.distill_quadruped"),
+    ("pacplan.run.executors:SerialExecutor",
+     "pacplan.pipeline.execution.executors:SerialExecutor"),
     ("pacplan.certify_policy.world:PolicyRollouts",
      "pacplan.policy_certification.world:PolicyRollouts"),
     ("pacplan.certify_policy.rollout:no_weights",
@@ -42,6 +46,16 @@ def test_no_old_name_is_a_module_today() -> None:
         assert importlib.util.find_spec(f"pacplan.{old}") is None
         assert importlib.util.find_spec(f"pacplan.{new}") is not None
     assert callable(pacplan.run) and callable(pacplan.certify_policy)
+
+
+def test_every_moved_module_is_where_the_map_says() -> None:
+    import importlib.util
+
+    from pacplan.io.renamed import MOVED
+
+    for old, new in MOVED.items():
+        assert importlib.util.find_spec(f"pacplan.{old}") is None, old
+        assert importlib.util.find_spec(f"pacplan.{new}") is not None, new
 
 
 def test_readers_of_recorded_paths_accept_the_old_names() -> None:

@@ -15,4 +15,4 @@ SOLVERS: tuple[str, ...] = ("gibbs", "rep")
 """Posterior solvers: the exact Gibbs search, or the paper's relative-entropy program."""
 
 EXECUTORS: tuple[str, ...] = ("serial", "processes", "ray")
-"""Where rollouts run (`pacplan.pipeline.executors`); never changes a result."""
+"""Where rollouts run (`pacplan.pipeline.execution.executors`); never changes a result."""

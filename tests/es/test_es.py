@@ -20,8 +20,8 @@ from pacplan.config import ESConfig, RunConfig, dump_config, load_config, parse_
 from pacplan.errors import PacplanError
 from pacplan.es import checkpoint
 from pacplan.es.algorithm import es_gradients, rank_utilities, sample_envs
+from pacplan.pipeline.prior.training import run_es, train_prior
 from pacplan.pipeline.rundir import RunDir
-from pacplan.pipeline.training import run_es, train_prior
 from pacplan.presets import preset_path
 from pacplan.worlds.toy import ToyWorld
 
@@ -310,7 +310,7 @@ def test_shared_perturbations_fly_one_matrix_and_reach_the_toy_optimum(tmp_path:
     cfg.es.shared_perturbations = True
     calls: list[tuple[int, ...]] = []
 
-    from pacplan.pipeline.executors import SerialExecutor
+    from pacplan.pipeline.execution.executors import SerialExecutor
 
     class Recording(SerialExecutor):
         def cost_matrix(self, spec, thetas, seeds):

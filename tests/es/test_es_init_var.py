@@ -13,8 +13,8 @@ from safetensors.numpy import save_file
 from pacplan.config import load_config, parse_config
 from pacplan.errors import PacplanError
 from pacplan.es import checkpoint
+from pacplan.pipeline.prior.training import es_fingerprint, read_start_files, run_es
 from pacplan.pipeline.rundir import RunDir
-from pacplan.pipeline.training import es_fingerprint, read_start_files, run_es
 from pacplan.worlds.toy import ToyWorld
 
 _SEEDS = {"prior": [0, 500], "cert": [1000, 2000], "test": [3000, 4000]}
@@ -112,7 +112,7 @@ def no_distillation(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     """Distillation as a stand-in that leaves what the real stage leaves (distill/theta), and
     the run folders it was called for: a bad init_var file must be refused before it."""
     from pacplan.io.files import safetensors_bytes
-    from pacplan.pipeline import distill
+    from pacplan.pipeline.prior import distill
 
     called: list[Path] = []
 
@@ -140,7 +140,7 @@ def test_a_bad_variance_file_is_refused_before_distillation(
     """A bad es.init_var file was refused only once ES started, after distillation had run
     (hours for the shipped priors) and left its run folder behind."""
     from helpers import cli
-    from pacplan.pipeline.training import train_prior
+    from pacplan.pipeline.prior.training import train_prior
 
     _bad_file(tmp_path, kind)
     config = tmp_path / "taught.yaml"

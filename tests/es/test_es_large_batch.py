@@ -13,7 +13,7 @@ import pytest
 from pacplan.config import ESConfig, parse_config
 from pacplan.errors import PacplanError
 from pacplan.es.algorithm import lr_factor
-from pacplan.pipeline.training import es_fingerprint, run_es
+from pacplan.pipeline.prior.training import es_fingerprint, run_es
 
 _SEEDS = {"prior": [0, 500], "cert": [1000, 2000], "test": [3000, 4000]}
 
@@ -126,7 +126,7 @@ def test_eval_needs_its_held_out_seeds_disjoint_from_the_others() -> None:
 
 
 def test_train_prior_logs_the_held_out_cost_of_the_mean(tmp_path: Path) -> None:
-    from pacplan.pipeline.training import train_prior
+    from pacplan.pipeline.prior.training import train_prior
     from pacplan.worlds.toy import ToyWorld
 
     cfg = _run_cfg(seeds=_SEEDS | {"prior_eval": [5000, 5040]}, iterations=4, eval_every=2,

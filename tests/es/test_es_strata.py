@@ -15,8 +15,8 @@ from pacplan.errors import PacplanError
 from pacplan.es import checkpoint
 from pacplan.es.algorithm import ask, init_state, tell
 from pacplan.es.strata import REST, plan_strata
+from pacplan.pipeline.prior.training import es_fingerprint, run_es, train_prior
 from pacplan.pipeline.rundir import RunDir
-from pacplan.pipeline.training import es_fingerprint, run_es, train_prior
 from pacplan.worlds.base import stratum_members, world_strata
 from pacplan.worlds.toy import ToyWorld
 

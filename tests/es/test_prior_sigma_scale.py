@@ -13,7 +13,7 @@ from safetensors.numpy import load_file
 from pacplan.config import parse_config
 from pacplan.errors import PacplanError
 from pacplan.es.checkpoint import read_prior
-from pacplan.pipeline.training import es_fingerprint, train_prior
+from pacplan.pipeline.prior.training import es_fingerprint, train_prior
 from pacplan.report.prior import _narrowed
 
 _SEEDS = {"prior": [0, 500], "cert": [1000, 2000], "test": [3000, 4000]}

@@ -15,8 +15,8 @@ import pytest
 from helpers import SMALL_TOY_RUN, StopAfter, load_script
 from pacplan.config import parse_config
 from pacplan.errors import PacplanError
-from pacplan.pipeline.chunks import ChunkStore
 from pacplan.pipeline.compare import Agreement, compare_runs
+from pacplan.pipeline.execution.chunks import ChunkStore
 from pacplan.pipeline.pipeline import run
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "carry_rows.py"

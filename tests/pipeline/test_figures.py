@@ -102,10 +102,10 @@ def _certificates(m: int, ns: list[int], seed: int = 0) -> tuple[dict[int, Any],
 
 @pytest.fixture
 def unsaved(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
-    """Figures handed to `save_figure` by `pacplan.report.figures` and `pacplan.pipeline.curve`, not
-    drawn (the axes are what these tests read; drawing the PNGs would only cost seconds), closed
-    afterwards."""
-    from pacplan.pipeline import curve
+    """Figures handed to `save_figure` by `pacplan.report.figures` and
+    `pacplan.pipeline.prior.curve`, not drawn (the axes are what these tests read; drawing the PNGs
+    would only cost seconds), closed afterwards."""
+    from pacplan.pipeline.prior import curve
     from pacplan.report import figures
 
     captured: list[Any] = []
@@ -147,7 +147,7 @@ def test_policy_ticks_are_whole_numbers(tmp_path, unsaved, m):
 
 
 def test_training_curve_iterations_are_whole_numbers(tmp_path, unsaved):
-    from pacplan.pipeline import curve
+    from pacplan.pipeline.prior import curve
 
     records = [{"iteration": i, "cost": 0.5 - 0.1 * i, "best": 0.5 - 0.1 * i, "utility": i == 1,
                 "sigma_mean": 1.0} for i in range(3)]

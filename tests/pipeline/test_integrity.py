@@ -15,8 +15,8 @@ import yaml
 
 from pacplan.config import parse_config
 from pacplan.errors import PacplanError
-from pacplan.pipeline.chunks import ChunkStore
-from pacplan.pipeline.executors import SerialExecutor
+from pacplan.pipeline.execution.chunks import ChunkStore
+from pacplan.pipeline.execution.executors import SerialExecutor
 from pacplan.pipeline.pipeline import run
 from pacplan.pipeline.provenance import verify_certificate as verify
 

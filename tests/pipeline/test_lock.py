@@ -17,8 +17,8 @@ import yaml
 from pacplan.config import config_to_dict, parse_config
 from pacplan.errors import PacplanError
 from pacplan.pipeline.pipeline import run
+from pacplan.pipeline.prior.training import train_prior
 from pacplan.pipeline.rundir import RunDir
-from pacplan.pipeline.training import train_prior
 
 BASE = {
     "name": "toy-lock",

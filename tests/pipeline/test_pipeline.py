@@ -109,7 +109,7 @@ def test_kill_9_during_cost_matrix_resumes_without_recomputing(tmp_path: Path):
 def test_kept_chunks_are_used_as_they_are(tmp_path: Path):
     """A chunk already on disk is taken as it is (here: sentinel values), not recomputed."""
     cfg = _cfg()
-    from pacplan.pipeline.chunks import ChunkStore
+    from pacplan.pipeline.execution.chunks import ChunkStore
 
     # finish the run once, then re-create a partial chunk folder for a new role by hand
     run(cfg, tmp_path, progress=False)
@@ -198,7 +198,7 @@ def test_cli_run_and_report(tmp_path: Path):
 def test_baseline_from_a_weights_file_and_stale_chunks(tmp_path: Path):
     """A baseline flies the policy of its weights file; a changed file recomputes the row and
     discards chunks a killed run left for the old file."""
-    from pacplan.pipeline.chunks import ChunkStore
+    from pacplan.pipeline.execution.chunks import ChunkStore
     from pacplan.worlds.toy import ToyWorld
 
     weights = tmp_path / "w.npy"

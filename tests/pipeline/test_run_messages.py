@@ -15,7 +15,7 @@ from helpers import SMALL_TOY_RUN, StopAfter
 from pacplan.config import parse_config
 from pacplan.pipeline.pipeline import run
 from pacplan.pipeline.plan import plan_n
-from pacplan.pipeline.training import train_prior
+from pacplan.pipeline.prior.training import train_prior
 from pacplan.worlds import base
 from pacplan.worlds.toy import ToyWorld
 from pacplan.worlds.uav import UAVWorld

@@ -305,7 +305,7 @@ def test_a_failed_write_leaves_no_half_made_folder(tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     """A full disk in the middle of the rollouts: one line, exit 2, nothing left that would
     block the rerun; the rerun then works."""
-    from pacplan.pipeline import chunks
+    from pacplan.pipeline.execution import chunks
 
     real = chunks.ChunkStore.save
     calls = []

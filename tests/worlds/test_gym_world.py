@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from pacplan.errors import PacplanError
-from pacplan.pipeline.executors import SerialExecutor, WorldSpec, make_executor
+from pacplan.pipeline.execution.executors import SerialExecutor, WorldSpec, make_executor
 from pacplan.worlds.base import make_world
 from pacplan.worlds.from_gym.world import GymWorld
 

@@ -105,7 +105,7 @@ def minitaur_prior_cmd(
     """Write the paper's published Minitaur prior as a pacplan prior file, for `pacplan run
     quadruped-paper-code --prior OUT` (after `pacplan data paper`); or put it back into a run
     shipped without it, byte for byte, as its manifest records."""
-    from pacplan.pipeline.paper_priors import write_minitaur_prior_file
+    from pacplan.pipeline.prior.paper_priors import write_minitaur_prior_file
 
     digest, restored = write_minitaur_prior_file(out)
     what = "put back into its run directory" if restored else "written"

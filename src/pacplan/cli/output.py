@@ -252,7 +252,7 @@ def error_line(exc: Exception, argv: list[str]) -> str:
     wrong with its inputs), followed by what Ctrl-C's line says: the work kept, the command
     that resumes it."""
     if _command(argv) in _RUN_COMMANDS:
-        from pacplan.pipeline.executors import WorkersLost
+        from pacplan.pipeline.execution.executors import WorkersLost
 
         if isinstance(exc, WorkersLost):
             return f"{exc}; {_kept_and_resume(argv)}"

@@ -9,8 +9,8 @@ import typer
 from rich.markup import escape
 
 from pacplan.cli.output import console, print_json
+from pacplan.pipeline.execution.progress import duration
 from pacplan.pipeline.plan import plan_n
-from pacplan.pipeline.progress import duration
 
 
 def plan_n_cmd(

@@ -92,9 +92,9 @@ def train_prior_cmd(
     """Train the PAC-Bayes prior with Evolution Strategies (resumes a killed run exactly)."""
     from pacplan.config import load_config
     from pacplan.pipeline.fresh import discard_if_refused
+    from pacplan.pipeline.prior.training import train_prior
     from pacplan.pipeline.rundir import RunDir
     from pacplan.pipeline.start import CLI, start_run
-    from pacplan.pipeline.training import train_prior
 
     config_file = resolve_config(config)
     cfg = load_config(config_file)

@@ -99,7 +99,8 @@ class ESConfig(Section):
 
 
 class DistillConfig(Section):
-    """Teach the policy net from a privileged teacher before ES (`pacplan.pipeline.distill`)."""
+    """Teach the policy net from a privileged teacher before ES
+    (`pacplan.pipeline.prior.distill`)."""
 
     envs: int = Field(640, ge=1, description="prior-training environments the teacher solves "
                       "(the first of seeds.prior)")

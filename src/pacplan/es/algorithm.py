@@ -23,9 +23,9 @@ stratum and each one's cost (or rank utility) is multiplied by its importance we
 estimator and the logged cost, which then stay unbiased for the world's expected cost.
 
 The algorithm is ask/tell and pure: `ask` says which policies to fly on which environments,
-the caller computes their costs however it likes (`pacplan.pipeline.training` uses an executor),
-and `tell` returns the next state and a metrics record. No files, no printing. Randomness of
-iteration t comes from `SeedSequence([seed, t])`, so the state after t iterations is a pure
+the caller computes their costs however it likes (`pacplan.pipeline.prior.training` uses an
+executor), and `tell` returns the next state and a metrics record. No files, no printing. Randomness
+of iteration t comes from `SeedSequence([seed, t])`, so the state after t iterations is a pure
 function of (config, t) and a resumed run reproduces the uninterrupted iterates bit for bit.
 """
 

@@ -29,8 +29,9 @@ from pacplan.io.files import load_npy, remove_stale_temps, sha256_bytes
 from pacplan.io.weights import load_theta
 from pacplan.io.yamlio import read_yaml
 from pacplan.pacbayes.record import Certificate
-from pacplan.pipeline.executors import Executor, WorkersLost, executor_from_config
-from pacplan.pipeline.prior_world import adopt_prior_options, prior_source
+from pacplan.pipeline.execution.executors import Executor, WorkersLost, executor_from_config
+from pacplan.pipeline.prior.prior_world import adopt_prior_options, prior_source
+from pacplan.pipeline.prior.training import read_start_files
 from pacplan.pipeline.rundir import Manifest, RunDir, identity
 from pacplan.pipeline.stages import (
     certify,
@@ -41,7 +42,6 @@ from pacplan.pipeline.stages import (
     screen_columns,
     world_spec,
 )
-from pacplan.pipeline.training import read_start_files
 from pacplan.validation import count
 from pacplan.worlds.base import (
     check_world_options,
@@ -183,7 +183,7 @@ def check_worlds(cfg: RunConfig) -> None:
         except PacplanError as exc:
             raise PacplanError(f"baseline {base.name!r}: {exc}") from None
     if cfg.distill is not None:
-        from pacplan.pipeline.distill import check_request
+        from pacplan.pipeline.prior.distill import check_request
 
         check_request(cfg)
     check_files(cfg)

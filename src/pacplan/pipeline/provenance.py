@@ -79,7 +79,7 @@ def _check_prior_world(run: Path, manifest: Manifest, prov: ProvenanceRecord) ->
     the file does not make is refused)."""
     if prov.prior_world is None or manifest.sha(RunDir.PRIOR) is None:
         return []
-    from pacplan.pipeline.prior_world import recorded_prior_world
+    from pacplan.pipeline.prior.prior_world import recorded_prior_world
 
     said = recorded_prior_world(run / RunDir.PRIOR, manifest.sha(RunDir.PRIOR))
     if said is None or identity(said) != identity(prov.prior_world.model_dump()):

@@ -12,8 +12,8 @@ from pacplan.config import RunConfig, config_to_dict, load_config
 from pacplan.errors import PacplanError
 from pacplan.io.files import load_npy
 from pacplan.pacbayes.matrices import matrix_from_bytes
-from pacplan.pipeline.chunks import ChunkStore
-from pacplan.pipeline.executors import chunk_grid
+from pacplan.pipeline.execution.chunks import ChunkStore
+from pacplan.pipeline.execution.executors import chunk_grid
 from pacplan.pipeline.pipeline import cost_inputs
 from pacplan.pipeline.rundir import Manifest, RunDir
 

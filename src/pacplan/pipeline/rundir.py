@@ -6,8 +6,8 @@ cost matrices) is recorded in manifest.json once finished, with its sha256 and t
 made from; before a resumed run uses an artifact its hash is checked, so a changed or corrupted
 file is named, never silently reused or silently recomputed. Work in progress is checked too:
 each finished chunk of a cost matrix is listed with its sha256 and shape in its folder's
-ledger.jsonl (`pacplan.pipeline.chunks.Ledger`; the distillation's checkpoints are listed in
-distill/ledger.jsonl the same way), and the ES state carries its own sha256
+ledger.jsonl (`pacplan.pipeline.execution.chunks.Ledger`; the distillation's checkpoints are listed
+in distill/ledger.jsonl the same way), and the ES state carries its own sha256
 (`pacplan.es.checkpoint`). "Were these the same inputs?" is always answered by `identity`
 (sha256 of canonical JSON): for the frozen config, the ES fingerprint and the stamp of a chunk
 folder alike.
@@ -54,8 +54,8 @@ from pacplan.io.paperdata import missing_minitaur_prior
 from pacplan.pacbayes.matrices import RATIONAL_SUFFIX
 
 Grid = Sequence[tuple[slice, slice]]
-"""A cost matrix's chunk grid (`pacplan.pipeline.executors.chunk_grid`): (seed slice, policy
-slice)."""
+"""A cost matrix's chunk grid (`pacplan.pipeline.execution.executors.chunk_grid`): (seed slice,
+policy slice)."""
 
 
 def identity(obj: Any) -> str:
@@ -81,7 +81,7 @@ class RunDir:
     LOCK = "run.lock"
     FIGURES = "figures"
     TRAINING_CURVE = "figures/prior_training.png"
-    TENSORBOARD = "tensorboard"  # ES scalars from metrics.jsonl (pacplan.pipeline.tensorboard)
+    TENSORBOARD = "tensorboard"  # ES scalars from metrics.jsonl (prior.tensorboard)
 
     def __init__(self, path: str | Path, option: str = "--out") -> None:
         self.path = Path(path)

@@ -30,12 +30,12 @@ from pacplan.io.files import (
 from pacplan.pacbayes.certificate import build_certificate
 from pacplan.pacbayes.matrices import CostMatrix, matrix_from_bytes, rational_bytes
 from pacplan.pacbayes.record import Certificate, relative_path
-from pacplan.pipeline.chunks import ChunkStore
-from pacplan.pipeline.executors import Executor, WorldSpec, chunk_grid
-from pacplan.pipeline.prior_world import recorded_prior_world, transfer_note
-from pacplan.pipeline.progress import progress_bar
+from pacplan.pipeline.execution.chunks import ChunkStore
+from pacplan.pipeline.execution.executors import Executor, WorldSpec, chunk_grid
+from pacplan.pipeline.execution.progress import progress_bar
+from pacplan.pipeline.prior.prior_world import recorded_prior_world, transfer_note
+from pacplan.pipeline.prior.training import train_prior
 from pacplan.pipeline.rundir import Manifest, RunDir
-from pacplan.pipeline.training import train_prior
 from pacplan.validation import check_unit_costs, overlapping_ranges
 
 

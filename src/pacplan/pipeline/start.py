@@ -18,7 +18,7 @@ from pacplan.config import RunConfig
 from pacplan.errors import PacplanError
 from pacplan.io.outputs import refuse_overwriting
 from pacplan.pipeline.pipeline import check_worlds, started_key
-from pacplan.pipeline.prior_world import adopt_prior_options, prior_source
+from pacplan.pipeline.prior.prior_world import adopt_prior_options, prior_source
 from pacplan.validation import check_choice, check_int
 
 

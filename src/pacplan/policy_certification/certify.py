@@ -25,7 +25,7 @@ from pacplan.io.user_code import recording_user_files
 from pacplan.pacbayes.certificate import build_certificate
 from pacplan.pacbayes.matrices import load_cost_matrix
 from pacplan.pacbayes.record import Certificate
-from pacplan.pipeline.progress import progress_bar
+from pacplan.pipeline.execution.progress import progress_bar
 from pacplan.policy_certification.inputs import (
     identify,
     load_policies,
@@ -270,8 +270,8 @@ def _parallel(request: CertifyRequest, environment: Any, loaded: list[ImportedPo
     this process; `normalization` is the statistics' (path, sha256) a worker checks."""
     if request.in_this_process:
         return None, None
-    from pacplan.pipeline.executors import make_executor
-    from pacplan.pipeline.tasks import WorldSpec
+    from pacplan.pipeline.execution.executors import make_executor
+    from pacplan.pipeline.execution.tasks import WorldSpec
     from pacplan.policy_certification.world import NAME, world_options
 
     names = request.names

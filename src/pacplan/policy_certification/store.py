@@ -5,7 +5,7 @@
     costs/cert.npy           N × m certification costs (row i: seed first_seed + i)
     costs/test.npy           T × m test costs (the T seeds after them), with --test-n
     costs/ledger.jsonl       the sha256 of each finished matrix
-    costs/<role>.chunks/     finished rows of a matrix in progress (`pacplan.pipeline.chunks`)
+    costs/<role>.chunks/     finished rows of a matrix in progress (`execution.chunks`)
     certificate.json         the certificate, which `pacplan verify` checks from costs/
 
 The stamp (certify-policy.json) is written before any rollout; a later command with the same
@@ -32,7 +32,7 @@ from pacplan.io.files import atomic_write_json, npy_bytes, npy_from_bytes, read_
 from pacplan.io.outputs import protecting_folder, refuse_overwriting, same_file
 from pacplan.io.undo import undone_on_failure
 from pacplan.pacbayes.record import Certificate
-from pacplan.pipeline.chunks import ChunkStore, Ledger
+from pacplan.pipeline.execution.chunks import ChunkStore, Ledger
 from pacplan.pipeline.rundir import identity
 
 MARK = "certify-policy.json"

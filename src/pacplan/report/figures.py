@@ -1,5 +1,5 @@
 """The report's matplotlib figures: bounds vs N, the posterior's weights, the cost distributions
-(the ES training curve, drawn while training runs, is `pacplan.pipeline.curve`).
+(the ES training curve, drawn while training runs, is `pacplan.pipeline.prior.curve`).
 
 Figures are written atomically (a killed report leaves the old PNG or the new one). Counted
 axes (iterations, policy indices, numbers of policies) get integer ticks only. The bounds-vs-N

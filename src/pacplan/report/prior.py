@@ -21,8 +21,8 @@ from pacplan.io.files import (
     sha256_file,
 )
 from pacplan.pacbayes.record import relative_path
-from pacplan.pipeline.curve import plot_training_curve
-from pacplan.pipeline.progress import duration
+from pacplan.pipeline.execution.progress import duration
+from pacplan.pipeline.prior.curve import plot_training_curve
 from pacplan.pipeline.rundir import Manifest, RunDir
 from pacplan.presets import shipped_priors
 from pacplan.report.markdown import code, text
@@ -214,7 +214,7 @@ def _trained_in(world: dict[str, Any] | None, cfg: RunConfig) -> list[str]:
     if world is None:
         return []
     from pacplan.config import config_to_dict
-    from pacplan.pipeline.prior_world import transfer_note
+    from pacplan.pipeline.prior.prior_world import transfer_note
 
     said = ", ".join(f"{k}: {v}" for k, v in sorted(world["options"].items()))
     line = f"It was trained in world {code(world['name'])} ({said or 'default options'})"
@@ -241,8 +241,8 @@ def _narrowed(meta: dict[str, str]) -> list[str]:
 
 def _taught(meta: dict[str, str], found: Path | None, rd: RunDir) -> list[str]:
     """Where the prior's ES started from a net taught by a privileged teacher (metadata
-    `distill`, `pacplan.pipeline.distill`): what taught it, and the cost-per-stage figure shipped
-    beside the source ({stem}-stages.png) or already in the run's figures/, if any."""
+    `distill`, `pacplan.pipeline.prior.distill`): what taught it, and the cost-per-stage figure
+    shipped beside the source ({stem}-stages.png) or already in the run's figures/, if any."""
     if "distill" not in meta:
         return []
     try:

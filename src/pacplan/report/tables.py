@@ -15,7 +15,7 @@ from pacplan.errors import PacplanError
 from pacplan.pacbayes.certificate import confidence_interval
 from pacplan.pacbayes.posterior import mixture_costs
 from pacplan.pacbayes.record import Certificate
-from pacplan.pipeline.progress import duration
+from pacplan.pipeline.execution.progress import duration
 from pacplan.report.markdown import text
 from pacplan.worlds.base import world_paper_story
 from pacplan.worlds.story import PaperStory

@@ -100,7 +100,7 @@ class WorldEntry:
 
 
 TEACHERS = ("uav-lattice", "quadruped-look-ahead")
-"""The privileged teachers `pacplan.pipeline.distill` knows: the UAV's exact lattice program
+"""The privileged teachers `pacplan.pipeline.prior.distill` knows: the UAV's exact lattice program
 (`worlds.uav.teacher`) and the quadruped's look-ahead in the simulator
 (`worlds.quadruped.teacher`). A world names the one it supports; a new kind of teacher is a new
 training stage, written in `pacplan.pipeline`."""

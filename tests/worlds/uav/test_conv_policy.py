@@ -182,7 +182,7 @@ def test_paper_net_path_is_untouched_by_the_family_option() -> None:
 def test_costs_are_identical_across_executors_workers_and_chunks() -> None:
     """The cost matrix of the conv family through serial and 2-process executors, with other
     task grids, is the world's own, to the bit."""
-    from pacplan.pipeline.executors import WorldSpec, make_executor
+    from pacplan.pipeline.execution.executors import WorldSpec, make_executor
 
     world = UAVWorld(**TINY)
     th, seeds = _thetas(world.policy_dim(), 5, sigma=0.3, seed=5), np.arange(30, 37)
@@ -244,7 +244,7 @@ def test_distillation_teaches_the_conv_family_and_resumes_to_the_bit(tmp_path: P
     run killed after round 0 resumes to the same bytes."""
     from safetensors.numpy import load_file
 
-    from pacplan.pipeline import distill as stage
+    from pacplan.pipeline.prior import distill as stage
 
     cfg = _distill_cfg()
     path = stage.distill(cfg, tmp_path / "a")
@@ -263,7 +263,7 @@ def test_distillation_teaches_the_conv_family_and_resumes_to_the_bit(tmp_path: P
 
 def test_distillation_of_another_family_is_refused_in_a_folder_of_this_one(tmp_path: Path
                                                                            ) -> None:
-    from pacplan.pipeline import distill as stage
+    from pacplan.pipeline.prior import distill as stage
 
     stage._stamp(tmp_path / "d", stage._inputs(_distill_cfg()))
     with pytest.raises(PacplanError, match=r"other settings \(changed: policy\)") as e:
@@ -274,7 +274,7 @@ def test_distillation_of_another_family_is_refused_in_a_folder_of_this_one(tmp_p
 
 
 def test_distillation_refuses_an_unknown_width_before_any_work(tmp_path: Path) -> None:
-    from pacplan.pipeline import distill as stage
+    from pacplan.pipeline.prior import distill as stage
 
     with pytest.raises(PacplanError, match="policy_width must be one of 1, 2, 4, 8, 16") as e:
         stage.distill(_distill_cfg(policy_width=3), tmp_path / "run")

@@ -81,7 +81,7 @@ class UAVWorld:
     name = "uav"
     PRIOR_OPTIONS = ("policy", "policy_width")
     """Options a prior file's recorded world supplies when a config leaves them unset
-    (`pacplan.pipeline.prior_world.adopt_prior_options`): its policy family."""
+    (`pacplan.pipeline.prior.prior_world.adopt_prior_options`): its policy family."""
 
     @classmethod
     def check_options(cls, **options: Any) -> None:

@@ -13,10 +13,11 @@ Two callers:
   `iter_chunks` yields each finished chunk as it completes so it can be persisted, and skips
   chunks already done, so a killed run resumes without recomputation.
 
-The parallel executors live in `pacplan.pipeline.parallel` and `pacplan.pipeline.ray_executor`; what
-all three share (the task grid, `WorldSpec`, `compute_task`, the `Executor` base) in
-`pacplan.pipeline.tasks`. The process pool uses the "spawn" start method (safe with torch, PyBullet
-and Ray threads), so a script that uses it must guard its entry point with
+The parallel executors live in `pacplan.pipeline.execution.parallel` and
+`pacplan.pipeline.execution.ray_executor`; what all three share is below them: the task grid,
+`WorldSpec` and `compute_task` in `pacplan.pipeline.execution.tasks`, the `Executor` base in
+`pacplan.pipeline.execution.executor`. The process pool uses the "spawn" start method (safe with
+torch, PyBullet and Ray threads), so a script that uses it must guard its entry point with
 `if __name__ == "__main__":`.
 """
 
@@ -28,12 +29,12 @@ import numpy as np
 
 from pacplan.choices import EXECUTORS
 from pacplan.config import ExecutorConfig
-from pacplan.pipeline.parallel import ProcessExecutor
-from pacplan.pipeline.ray_executor import RayExecutor
-from pacplan.pipeline.tasks import (
+from pacplan.pipeline.execution.executor import Executor
+from pacplan.pipeline.execution.parallel import ProcessExecutor
+from pacplan.pipeline.execution.ray_executor import RayExecutor
+from pacplan.pipeline.execution.tasks import (
     Block,
     Chunk,
-    Executor,
     WorkersLost,
     WorldCache,
     WorldSpec,

@@ -13,8 +13,8 @@ run resumes at the first unfinished round and reproduces every weight to the bit
   summarises the stage (seeds, sizes, times, held-out costs) and goes into the prior's metadata.
 
 Every checkpoint (lattice chunk, round's states and weights, θ) is written atomically, then
-listed with its sha256 in `distill/ledger.jsonl` (`pacplan.pipeline.chunks.Ledger`, as a cost
-matrix's chunks are), and read only once checked: what a kill leaves (a file not yet listed, a
+listed with its sha256 in `distill/ledger.jsonl` (`pacplan.pipeline.execution.chunks.Ledger`, as a
+cost matrix's chunks are), and read only once checked: what a kill leaves (a file not yet listed, a
 torn last line of the ledger or of rounds.jsonl) is recomputed silently, to the same bytes; a
 listed file whose bytes changed (an edit) is refused, naming it. A round is trusted only as a
 chain: the first round not finished and every round after it are recomputed. A round's log
@@ -49,10 +49,10 @@ from pacplan.io.files import (
     safetensors_metadata,
     sha256_bytes,
 )
-from pacplan.pipeline.chunks import ChunkStore, Ledger
-from pacplan.pipeline.distill_quadruped import FILES as QUADRUPED_FILES
-from pacplan.pipeline.distill_store import LOG, mend_log, read_round, write_round
-from pacplan.pipeline.parallel import spawned_pool
+from pacplan.pipeline.execution.chunks import ChunkStore, Ledger
+from pacplan.pipeline.execution.parallel import spawned_pool
+from pacplan.pipeline.prior.distill_quadruped import FILES as QUADRUPED_FILES
+from pacplan.pipeline.prior.distill_store import LOG, mend_log, read_round, write_round
 from pacplan.pipeline.rundir import RunDir, identity
 from pacplan.worlds.base import world_teacher
 
@@ -90,7 +90,7 @@ def _look_ahead(cfg: RunConfig) -> bool:
 def check_request(cfg: RunConfig) -> None:
     """The one-line refusals, before any work (world, seed overlap, sizes)."""
     if _look_ahead(cfg):
-        from pacplan.pipeline.distill_quadruped import check_request as check_quadruped
+        from pacplan.pipeline.prior.distill_quadruped import check_request as check_quadruped
 
         check_quadruped(cfg, teacher_seeds(cfg))
         return
@@ -127,7 +127,7 @@ def distill(cfg: RunConfig, run_dir: str | Path | RunDir, log: Any = None) -> Pa
     lo, hi = teacher_seeds(cfg)
     seeds = np.arange(lo, hi, dtype=np.int64)
     if _look_ahead(cfg):
-        from pacplan.pipeline import distill_quadruped
+        from pacplan.pipeline.prior import distill_quadruped
 
         theta, records, chosen = distill_quadruped.rounds(cfg, seeds, _eval_seeds(cfg), files,
                                                           say)

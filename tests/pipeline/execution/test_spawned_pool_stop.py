@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from pacplan.pipeline.parallel import spawned_pool
+from pacplan.pipeline.execution.parallel import spawned_pool
 
 
 def test_leaving_a_spawned_pool_early_kills_its_running_workers() -> None:

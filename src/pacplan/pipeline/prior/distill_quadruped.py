@@ -1,4 +1,4 @@
-"""The quadruped's distillation rounds (`pacplan.pipeline.distill` runs them for the quadruped
+"""The quadruped's distillation rounds (`pacplan.pipeline.prior.distill` runs them for the quadruped
 world).
 
 - round 0: the look-ahead teacher (`worlds.quadruped.teacher`) walks `distill.envs`
@@ -10,9 +10,9 @@ world).
   state it reaches (DAgger), and the net is refit on all rounds' states from the last weights.
 
 Every file is written atomically and listed with its sha256 in the folder's ledger before it is
-trusted (`pacplan.pipeline.chunks.Ledger`), so a killed run resumes at the first unlisted chunk and
-reproduces every weight to the bit (each terrain's episode is independent of the worker that
-walks it). The teacher sees only seeds.prior; the stage refuses, before any work, a world the
+trusted (`pacplan.pipeline.execution.chunks.Ledger`), so a killed run resumes at the first unlisted
+chunk and reproduces every weight to the bit (each terrain's episode is independent of the worker
+that walks it). The teacher sees only seeds.prior; the stage refuses, before any work, a world the
 teacher cannot look ahead in and teacher seeds overlapping seeds.cert / seeds.test.
 """
 
@@ -27,9 +27,9 @@ import numpy as np
 from pacplan.config import RunConfig
 from pacplan.errors import PacplanError
 from pacplan.io.files import atomic_write_bytes, npz_arrays, npz_bytes, sha256_bytes
-from pacplan.pipeline.chunks import Ledger
-from pacplan.pipeline.distill_store import read_round, write_round
-from pacplan.pipeline.parallel import spawned_pool
+from pacplan.pipeline.execution.chunks import Ledger
+from pacplan.pipeline.execution.parallel import spawned_pool
+from pacplan.pipeline.prior.distill_store import read_round, write_round
 
 TEACHER = "quadruped look-ahead in MuJoCo (pacplan.worlds.quadruped.teacher)"
 FILES = r"labels-\d+/\d+\.npz"

@@ -8,7 +8,7 @@ import io
 
 import pytest
 
-from pacplan.pipeline.progress import LineProgress, progress_bar
+from pacplan.pipeline.execution.progress import LineProgress, progress_bar
 
 
 class Clock:

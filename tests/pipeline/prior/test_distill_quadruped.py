@@ -14,7 +14,7 @@ from safetensors.numpy import load
 
 from pacplan.config import parse_config
 from pacplan.errors import PacplanError
-from pacplan.pipeline import distill as stage
+from pacplan.pipeline.prior import distill as stage
 from pacplan.worlds.quadruped import distill as qd
 from pacplan.worlds.quadruped.policy import POLICY_DIM, gait_theta, policy_output
 from pacplan.worlds.quadruped.teacher import BEST_CONSTANT_GAIT, TeacherConfig
@@ -222,7 +222,7 @@ def test_stage_resumes_to_the_bit(tmp_path: Path) -> None:
 
 
 def test_the_record_names_the_engine_the_teacher_looked_ahead_in() -> None:
-    from pacplan.pipeline.distill_quadruped import TEACHER, teacher_name
+    from pacplan.pipeline.prior.distill_quadruped import TEACHER, teacher_name
 
     assert teacher_name({"physics": "mujoco"}) == TEACHER  # the name shipped priors carry
     assert teacher_name({"variant": "paper-code"}) == TEACHER  # that variant's default engine

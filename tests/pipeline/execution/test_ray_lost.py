@@ -21,7 +21,7 @@ import yaml
 from helpers import SMALL_TOY_RUN, cli
 from pacplan.config import parse_config
 from pacplan.pipeline import pipeline
-from pacplan.pipeline.executors import (
+from pacplan.pipeline.execution.executors import (
     Executor,
     WorkersLost,
     WorldCache,
@@ -65,7 +65,7 @@ class _DyingRay:
 
 def _dying_ray_executor(error: BaseException, dies_at: int) -> Executor:
     """A `RayExecutor` whose Ray is `_DyingRay` (no cluster is started)."""
-    from pacplan.pipeline.ray_executor import RayExecutor
+    from pacplan.pipeline.execution.ray_executor import RayExecutor
 
     ex = RayExecutor.__new__(RayExecutor)
     Executor.__init__(ex, **CHUNKS)

@@ -16,7 +16,7 @@ from pacplan.errors import PacplanError
 from pacplan.es.checkpoint import read_prior_file, save_prior
 from pacplan.io.files import atomic_write_json
 from pacplan.pipeline.pipeline import run
-from pacplan.pipeline.prior_world import transfer_note
+from pacplan.pipeline.prior.prior_world import transfer_note
 from pacplan.pipeline.provenance import verify_certificate as verify
 from pacplan.report.document import write_report
 
@@ -103,7 +103,7 @@ def test_a_trained_prior_records_its_world_and_the_certificate_carries_it(
 def test_the_papers_prior_file_says_it_was_trained_in_the_paper_code_world(
         tmp_path: Path) -> None:
     from pacplan.io.paperdata import paper_data_dir
-    from pacplan.pipeline.paper_priors import write_minitaur_prior
+    from pacplan.pipeline.prior.paper_priors import write_minitaur_prior
 
     if paper_data_dir() is None:
         pytest.skip("the paper's files are not here (`pacplan data paper`)")
@@ -149,7 +149,7 @@ def _conv_prior(path: Path, width: int = 1) -> Path:
 
 
 def test_a_prior_sets_the_policy_family_the_config_leaves_unset(tmp_path: Path) -> None:
-    from pacplan.pipeline.prior_world import adopt_prior_options
+    from pacplan.pipeline.prior.prior_world import adopt_prior_options
 
     prior = _conv_prior(tmp_path / "conv.safetensors")
     cfg = _uav_cfg()

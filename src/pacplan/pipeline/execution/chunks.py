@@ -3,7 +3,7 @@
 Each chunk is an atomic .npy; its folder is stamped with the identity of the inputs, and every
 chunk is listed with its sha256 and shape in ledger.jsonl, so resumed work is trusted only as
 far as it is checked. The ledger (`Ledger`) is the one record of the hashes of work in progress:
-the distillation stage's checkpoints (`pacplan.pipeline.distill`) are listed in one too.
+the distillation stage's checkpoints (`pacplan.pipeline.prior.distill`) are listed in one too.
 """
 
 from __future__ import annotations

@@ -16,9 +16,9 @@ from helpers import SMALL_TOY_RUN
 from pacplan.config import parse_config
 from pacplan.es import checkpoint as ckpt
 from pacplan.pipeline.compare import Agreement, compare_runs
+from pacplan.pipeline.prior.tensorboard import PREFIX, SWITCH
+from pacplan.pipeline.prior.training import train_prior
 from pacplan.pipeline.rundir import RunDir
-from pacplan.pipeline.tensorboard import PREFIX, SWITCH
-from pacplan.pipeline.training import train_prior
 
 pytest.importorskip("tensorboard")
 
@@ -75,7 +75,7 @@ def test_resume_after_a_crash_shows_each_iteration_once(tmp_path: Path, monkeypa
     """Killed after iteration 2 was logged (metrics.jsonl and an event file) but before its
     checkpoint: the resumed run redoes iteration 2, and TensorBoard holds it once, with the
     values metrics.jsonl keeps."""
-    from pacplan.pipeline.tensorboard import ScalarLog
+    from pacplan.pipeline.prior.tensorboard import ScalarLog
 
     monkeypatch.delenv(SWITCH, raising=False)
     run = tmp_path / "run"

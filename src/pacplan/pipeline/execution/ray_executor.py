@@ -1,11 +1,11 @@
 """The Ray executor: Ray tasks on a local Ray instance (always a new one) or a cluster.
 
-It runs the process pool's task function (`pacplan.pipeline.parallel.pool_task`) on the same fixed
-task grid as the serial executor, so its results are bit-identical to it. A Ray cluster address
-is checked before `ray.init` (`pacplan.pipeline.ray_address`). Ray's own INFO lines stay out of
-pacplan's output (workers' logs are not sent to the driver, the driver's Ray logger says
-warnings only); instead each task reports its node, and `placement()` counts tasks per node.
-Stopping (Ctrl-C, SIGTERM to the process group) is pacplan's: Ray's processes start shielded
+It runs the process pool's task function (`pacplan.pipeline.execution.parallel.pool_task`) on the
+same fixed task grid as the serial executor, so its results are bit-identical to it. A Ray cluster
+address is checked before `ray.init` (`pacplan.pipeline.execution.ray_address`). Ray's own INFO
+lines stay out of pacplan's output (workers' logs are not sent to the driver, the driver's Ray
+logger says warnings only); instead each task reports its node, and `placement()` counts tasks per
+node. Stopping (Ctrl-C, SIGTERM to the process group) is pacplan's: Ray's processes start shielded
 from group signals, its driver handler is replaced by pacplan's, running tasks are cancelled by
 force, and Ray is shut down.
 """
@@ -24,9 +24,10 @@ from typing import Any
 import numpy as np
 
 from pacplan.errors import PacplanError
-from pacplan.pipeline.parallel import DRIVER_SIGNALS, pool_task
-from pacplan.pipeline.ray_address import RAY_CONNECT_TIMEOUT_S, check_ray_address
-from pacplan.pipeline.tasks import Block, Executor, WorkersLost, WorldSpec
+from pacplan.pipeline.execution.executor import Executor
+from pacplan.pipeline.execution.parallel import DRIVER_SIGNALS, pool_task
+from pacplan.pipeline.execution.ray_address import RAY_CONNECT_TIMEOUT_S, check_ray_address
+from pacplan.pipeline.execution.tasks import Block, WorkersLost, WorldSpec
 
 
 @contextlib.contextmanager

@@ -14,7 +14,7 @@ import pytest
 
 from pacplan.config import parse_config
 from pacplan.errors import PacplanError
-from pacplan.pipeline.executors import (
+from pacplan.pipeline.execution.executors import (
     SerialExecutor,
     WorkersLost,
     WorldSpec,
@@ -22,7 +22,7 @@ from pacplan.pipeline.executors import (
     compute_task,
     make_executor,
 )
-from pacplan.pipeline.training import train_prior
+from pacplan.pipeline.prior.training import train_prior
 from pacplan.worlds.toy import ToyWorld
 
 SPEC = WorldSpec("toy", {"dim": 6, "shift": 0.5})
@@ -262,8 +262,8 @@ def test_cli_toy_preset_processes_equals_serial(tmp_path: Path) -> None:
 _DRIVER = """
 import sys, time
 import numpy as np
-from pacplan.pipeline.executors import WorldSpec
-from pacplan.pipeline.parallel import ProcessExecutor
+from pacplan.pipeline.execution.executors import WorldSpec
+from pacplan.pipeline.execution.parallel import ProcessExecutor
 ex = ProcessExecutor(workers=2)
 ex.cost_matrix(WorldSpec("toy", {"dim": 3}), np.zeros((2, 3), np.float32), np.arange(8))
 print(" ".join(str(p) for p in ex._pool._processes), flush=True)
@@ -309,7 +309,7 @@ def test_a_spawned_pool_leaves_signals_to_the_driver_and_cancels_unstarted_jobs(
     import multiprocessing
     import signal
 
-    from pacplan.pipeline.parallel import spawned_pool
+    from pacplan.pipeline.execution.parallel import spawned_pool
 
     with spawned_pool(2) as pool:
         children = multiprocessing.active_children()

@@ -15,7 +15,7 @@ from helpers import cli
 from pacplan.config import dump_config, parse_config
 from pacplan.errors import PacplanError
 from pacplan.io.files import safetensors_metadata, save_safetensors
-from pacplan.pipeline import distill as stage
+from pacplan.pipeline.prior import distill as stage
 from pacplan.worlds.uav import distill as dl
 from pacplan.worlds.uav import teacher as tch
 
@@ -88,7 +88,7 @@ def test_cached_images_are_the_fresh_ones() -> None:
 
 @pytest.mark.slow
 def test_killed_distillation_resumes_to_the_bit_and_is_recorded(tmp_path: Path) -> None:
-    from pacplan.pipeline.training import train_prior
+    from pacplan.pipeline.prior.training import train_prior
 
     cfg = _cfg()
     first = stage.distill(cfg, tmp_path / "a")

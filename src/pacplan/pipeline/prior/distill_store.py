@@ -2,7 +2,7 @@
 
 `round-<r>.safetensors` holds the round's θ and, in its metadata, the round's log record, so a
 round is finished exactly when its weights file is listed in the folder's ledger
-(`pacplan.pipeline.chunks.Ledger`) and whole; rounds.jsonl beside it is for people only.
+(`pacplan.pipeline.execution.chunks.Ledger`) and whole; rounds.jsonl beside it is for people only.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pacplan.io.files import (
     safetensors_bytes,
     safetensors_metadata,
 )
-from pacplan.pipeline.chunks import Ledger
+from pacplan.pipeline.execution.chunks import Ledger
 from pacplan.validation import check_finite
 
 LOG = "rounds.jsonl"

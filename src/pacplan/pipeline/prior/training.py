@@ -2,7 +2,7 @@
 
 Wires the pure algorithm (`pacplan.es.algorithm`: ask → costs → tell) to an executor, the run
 directory's checkpoint files, a progress bar, the training-curve figure and, when tensorboard is
-installed, TensorBoard scalars (`pacplan.pipeline.tensorboard`). Resuming checks
+installed, TensorBoard scalars (`pacplan.pipeline.prior.tensorboard`). Resuming checks
 the ES fingerprint (the identity of everything the iterates depend on) and refuses another one.
 """
 
@@ -22,11 +22,11 @@ from pacplan.es.algorithm import ESState, ask, init_state, tell
 from pacplan.es.strata import StrataPlan, plan_strata
 from pacplan.io.files import sha256_file
 from pacplan.io.weights import load_theta
-from pacplan.pipeline.curve import plot_training_curve
-from pacplan.pipeline.executors import Executor, WorldSpec, executor_from_config
-from pacplan.pipeline.progress import progress_bar
+from pacplan.pipeline.execution.executors import Executor, WorldSpec, executor_from_config
+from pacplan.pipeline.execution.progress import progress_bar
+from pacplan.pipeline.prior.curve import plot_training_curve
+from pacplan.pipeline.prior.tensorboard import ScalarLog, open_log
 from pacplan.pipeline.rundir import RunDir, identity
-from pacplan.pipeline.tensorboard import ScalarLog, open_log
 
 PairedCostFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
 """(thetas (n, k, d) float32, seeds (n,) int64) -> (n, k) costs in [0, 1], thetas[i] on seeds[i]."""
@@ -279,8 +279,8 @@ def _train_prior(cfg: RunConfig, rd: RunDir, spec: WorldSpec, dim: int,
                  strata: StrataPlan | None = None) -> ESState:
     notes: dict[str, Any] = {"world": {"name": spec.name, "options": dict(spec.options)}}
     given = cfg
-    if cfg.distill is not None:  # a taught net is where ES starts (`pacplan.pipeline.distill`)
-        from pacplan.pipeline.distill import distill, distilled_summary
+    if cfg.distill is not None:  # a taught net is where ES starts (`prior.distill`)
+        from pacplan.pipeline.prior.distill import distill, distilled_summary
 
         cfg = cfg.model_copy(deep=True)
         cfg.es.init_mean = str(distill(cfg, rd, log=log))

@@ -22,8 +22,8 @@ from pacplan.es.checkpoint import read_prior_file
 from pacplan.io import paperdata
 from pacplan.io.files import sha256_file
 from pacplan.io.paperdata import paper_data_dir
-from pacplan.pipeline import paper_priors
 from pacplan.pipeline.pipeline import run
+from pacplan.pipeline.prior import paper_priors
 from pacplan.pipeline.provenance import verify_certificate as verify
 from pacplan.pipeline.rundir import RunDir
 

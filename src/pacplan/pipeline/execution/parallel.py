@@ -1,5 +1,5 @@
 """The process-pool executor: a persistent pool of spawned processes (Ray's executor, which
-shares its task function and signal rules, is `pacplan.pipeline.ray_executor`).
+shares its task function and signal rules, is `pacplan.pipeline.execution.ray_executor`).
 
 It runs `compute_task` on the same fixed task grid as the serial executor, so its results are
 bit-identical to it. Each worker process keeps its own world cache (made by its initializer, or
@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 
 from pacplan.errors import PacplanError
-from pacplan.pipeline.tasks import (
+from pacplan.pipeline.execution.executor import Executor
+from pacplan.pipeline.execution.tasks import (
     Block,
-    Executor,
     WorkersLost,
     WorldCache,
     WorldSpec,

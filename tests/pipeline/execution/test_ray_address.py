@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from pacplan.errors import PacplanError
-from pacplan.pipeline import ray_executor as parallel
+from pacplan.pipeline.execution import ray_executor as parallel
 
 pytest.importorskip("ray")
 
@@ -94,7 +94,7 @@ def test_a_live_cluster_passes_the_check(tmp_path: Path) -> None:
         assert head.stdout is not None
         address = head.stdout.readline().strip()
         assert address, "the Ray head did not start"
-        probe = ("import sys; from pacplan.pipeline.ray_executor import RayExecutor; "
+        probe = ("import sys; from pacplan.pipeline.execution.ray_executor import RayExecutor; "
                  "ex = RayExecutor(address=sys.argv[1], chunk_policies=1, chunk_seeds=1); "
                  "print(ex.workers); ex.close()")
         proc = subprocess.run([sys.executable, "-c", probe, address], capture_output=True,
