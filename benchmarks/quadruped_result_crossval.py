@@ -28,7 +28,7 @@ import numpy as np
 from pacplan.io.files import atomic_write_json
 from pacplan.pacbayes.matrices import matrix_from_bytes
 from pacplan.pacbayes.record import Certificate
-from pacplan.run.rundir import RunDir, checked_policies
+from pacplan.pipeline.rundir import RunDir, checked_policies
 from quadruped_prior_eval import fly_diagonal
 
 Z99 = 2.5758293035489004  # standard normal 0.995 quantile

@@ -90,8 +90,8 @@ def distillation(world: Any, seeds: np.ndarray, student: np.ndarray, epochs: int
     """A DAgger round's labelling on `seeds` (the student walks, the teacher scores), then the
     fit on what it labelled."""
     from pacplan.config import load_config
+    from pacplan.pipeline.prior.distill_quadruped import KERNEL, start_theta
     from pacplan.presets import preset_path
-    from pacplan.run.distill_quadruped import KERNEL, start_theta
     from pacplan.worlds.quadruped import distill
     from pacplan.worlds.quadruped.teacher import QuadrupedTeacher, TeacherConfig
 

@@ -243,7 +243,7 @@ def train(spec: dict[str, Any], dtr: dict[str, np.ndarray], epochs: int,
 def fit_classes(tr: dict[str, np.ndarray], va: dict[str, np.ndarray], max_epochs: int
                 ) -> tuple[dict[str, Any], dict[str, Callable[..., Any]], dict[str, Any]]:
     """Every class's record and its controller factory (for the walk)."""
-    from pacplan.run.distill_quadruped import KERNEL, start_theta
+    from pacplan.pipeline.prior.distill_quadruped import KERNEL, start_theta
     from pacplan.worlds.quadruped.distill import Labelled, candidate_etas, fit
     from pacplan.worlds.quadruped.policy import policy_output
     from pacplan.worlds.quadruped.rollout import fixed_gait_controller, policy_controller

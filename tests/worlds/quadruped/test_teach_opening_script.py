@@ -10,11 +10,12 @@ import numpy as np
 import pytest
 
 pytest.importorskip("mujoco")
-pytestmark = pytest.mark.slow  # about 20 CPU-s: rounds, fits and evaluations, however small
 
 from helpers import load_script
 from pacplan.es.checkpoint import load_prior, read_prior_file
 from pacplan.io.files import safetensors_metadata
+
+pytestmark = pytest.mark.slow  # about 20 CPU-s: rounds, fits and evaluations, however small
 
 SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "teach_opening.py"
 
