@@ -21,11 +21,13 @@ seed 500,000 on, disjoint from every shipped quadruped preset's seeds, each terr
 - `best_constant_gait`: the open-loop gait every planner should beat.
 
 Each (policy, terrain) cell is appended to `--rows` as it finishes, keyed by the policy's
-weights (sha256): a rerun resumes, a changed prior recomputes only its own cells. The JSON has
-each policy's mean cost with a 95 % interval, falls and finishes; the paired differences
+weights (sha256) whatever its column: a rerun resumes, a changed prior recomputes only its own
+cells, and a prior walked before as `--prior` is not walked again as `--baseline-prior`. The
+JSON has each policy's mean cost with a 95 % interval, falls and finishes; the paired differences
 prior − paper (draws and means) and each − gait with 95 % intervals; CPU-s per rollout; and
 issue 49's goal (the prior's draws ≤ 0.13); and each policy's mean cost by first-tent slope
-bin (`by_first_tent`, with prior − paper draws there). `--only` walks some columns only.
+bin (`by_first_tent`, with prior − paper draws there). `--only` walks some columns only;
+`--baseline-prior` adds another prior's draws (`baseline_draws`, paired with `prior_draws`).
 `--save` writes
 benchmarks/data/quadruped-paper-code-prior-<physics>.json.
 """
@@ -70,7 +72,8 @@ def standard_normals(seed: int, dim: int) -> np.ndarray:
     return np.random.default_rng([0, int(seed)]).standard_normal(dim)
 
 
-def policy_specs(prior: Path | None, start: Path | None) -> dict[str, dict[str, Any]]:
+def policy_specs(prior: Path | None, start: Path | None,
+                 baseline: Path | None = None) -> dict[str, dict[str, Any]]:
     """Each column: its weights (μ, and σ for a draw per terrain) and the sha keying its rows."""
     folder = paper_data_dir()
     if folder is None:
@@ -91,6 +94,8 @@ def policy_specs(prior: Path | None, start: Path | None) -> dict[str, dict[str, 
     add("paper_mean", pmu, None)
     if start is not None:
         add("start", load_file(str(start))["theta"], None)
+    if baseline is not None:
+        add("baseline_draws", *load_prior(baseline))
     add("best_constant_gait", load_file(str(GAIT))["theta"], None)
     return specs
 
@@ -146,7 +151,8 @@ def summarise(cells: dict[str, list[dict[str, Any]]],
             "clip_binds": sum(c["raw"] > 1.0 for c in rows),
             "cpu_s_per_rollout": round(float(np.mean([c["cpu_s"] for c in rows])), 3)}
     pairs = [("prior_draws", "paper_draws"), ("prior_mean", "paper_mean"),
-             ("prior_draws", "start"), ("prior_mean", "start")]
+             ("prior_draws", "start"), ("prior_mean", "start"),
+             ("prior_draws", "baseline_draws")]
     pairs += [(n, "best_constant_gait") for n in cells if n != "best_constant_gait"]
     out["paired"] = {f"{a}_minus_{b}": paired(cost[a], cost[b])
                      for a, b in pairs if a in cost and b in cost}
@@ -165,6 +171,8 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--prior", type=Path, default=None)
     ap.add_argument("--start", type=Path, default=None)
+    ap.add_argument("--baseline-prior", type=Path, default=None,
+                    help="another prior whose draws (the same z) pair with --prior's")
     ap.add_argument("--terrains", type=int, default=500)
     ap.add_argument("--first-seed", type=int, default=FIRST_SEED)
     ap.add_argument("--physics", choices=("bullet", "mujoco"), default="bullet")
@@ -180,19 +188,19 @@ def main(argv: list[str] | None = None) -> None:
             raise SystemExit(f"error: terrains [{lo}, {hi}) overlap {what} seeds [{a}, {b})")
     options = {"variant": "paper-code", "physics": args.physics}
     rows_path = args.rows or RUN / f"heldout-{args.physics}.jsonl"
-    specs = policy_specs(args.prior, args.start)
+    specs = policy_specs(args.prior, args.start, args.baseline_prior)
     if args.only:
         unknown = sorted(set(args.only) - set(specs))
         if unknown:
             raise SystemExit(f"error: --only {unknown[0]!r} is not a column ({sorted(specs)})")
         specs = {n: sp for n, sp in specs.items() if n in args.only}
     done = load_rows(rows_path, {"world": options},
-                     lambda row: (row["policy"], row["sha"], int(row["seed"])),
+                     lambda row: (row["sha"], int(row["seed"])),
                      "holds rows of another world ({found}): pass another --rows")
     seeds = list(range(lo, hi))
     tasks = []
     for name, spec in specs.items():
-        left = [s for s in seeds if (name, spec["sha"], s) not in done]
+        left = [s for s in seeds if (spec["sha"], s) not in done]
         tasks += [(options, name, spec, left[i:i + CHUNK]) for i in range(0, len(left), CHUNK)]
     t0 = time.perf_counter()
     if tasks:
@@ -200,9 +208,9 @@ def main(argv: list[str] | None = None) -> None:
             for fut in as_completed([pool.submit(_walk, t) for t in tasks]):
                 for row in fut.result():
                     f.write(json.dumps(row) + "\n")
-                    done[(row["policy"], row["sha"], row["seed"])] = row
+                    done[(row["sha"], row["seed"])] = row
                 f.flush()
-    cells = {n: [done[(n, sp["sha"], s)] for s in seeds] for n, sp in specs.items()}
+    cells = {n: [done[(sp["sha"], s)] for s in seeds] for n, sp in specs.items()}
     out: dict[str, Any] = {"benchmark": "quadruped_paper_code_prior", "world": options,
                            "terrains": [lo, hi],
                            "draws_as": "mu + sigma * default_rng([0, seed]).standard_normal",

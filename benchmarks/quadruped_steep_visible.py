@@ -9,11 +9,16 @@ carries what it needs: the first depth image (and, as the baseline, the 22 propr
 values alone) of `--terrains` prior-training terrains after the paper code's settling, a
 logistic regression (L2, fitted by L-BFGS on standardised inputs) on the first
 1 − `--test-share` of them predicting the `steep` stratum (first tent ≥ 20°), scored on the
-rest: ROC AUC, accuracy, recall and false-positive rate at probability 0.5, for three inputs:
+rest: ROC AUC, accuracy, recall and false-positive rate at probability 0.5, for each input:
 the image clipped at 5 m, the image through the shipped `quadruped-paper-code` prior's own
-convolution (the 200 features its net sees) and the proprioception.
+convolution (the 200 features its net sees), all 22 proprioceptive values, the 16 motor angles
+and velocities alone, and the torso's position and attitude alone; the baseline is chance (AUC
+0.5), each input's AUC is also given as a ratio over it.
 
-Measured (PyBullet, the defaults, 2026-12-02): see benchmarks/data/quadruped-steep-visible.json.
+Measured (PyBullet, 3000 terrains, 900 scored, 2026-12-02): the image, the prior's features and
+the 22 proprioceptive values each separate the steep stratum with AUC 1.000 (accuracy
+0.998–0.999): the robot, settled before the first tent, already leans on or sees it
+(benchmarks/data/quadruped-steep-visible.json).
 """
 
 from __future__ import annotations
@@ -109,14 +114,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     w = unpack(mu)
     inputs = {"depth_clipped": np.minimum(depth, CLIP_M).reshape(len(seeds), -1),
               "prior_conv_features": np.array([depth_features(w, d) for d in depth]),
-              "proprio_baseline": proprio}
+              "proprio": proprio, "motors": proprio[:, :16], "torso": proprio[:, 16:]}
     train = np.arange(len(seeds)) < round((1 - args.test_share) * len(seeds))
     got = {name: score(x, y, train) for name, x in inputs.items()}
     out = {"benchmark": "quadruped_steep_visible", "world": options,
            "terrains": [int(seeds[0]), int(seeds[-1]) + 1], "steep_share": round(y.mean(), 4),
            "test_terrains": int((~train).sum()), "l2": L2, "inputs": got,
-           "auc_over_baseline": {n: round(g["auc"] / got["proprio_baseline"]["auc"], 3)
-                                 for n, g in got.items() if n != "proprio_baseline"},
+           "baseline": "chance, AUC 0.5",
+           "auc_over_chance": {n: round(g["auc"] / 0.5, 3) for n, g in got.items()},
            "cpu_s_per_first_observation": round(cpu / len(seeds), 4)}
     print(json.dumps(out))
     return out

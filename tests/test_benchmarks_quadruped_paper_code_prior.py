@@ -49,6 +49,12 @@ def test_the_benchmark_pairs_a_prior_with_the_papers_and_resumes(
     bench.main([*args, "--only", "paper_draws"])  # a column alone, from the same rows
     alone = json.loads(capsys.readouterr().out)
     assert alone["policies"] == {"paper_draws": first["policies"]["paper_draws"]}
+    # the same prior again as the baseline: its cells are the prior's (keyed by weights), paired 0
+    bench.main([*args, "--only", "prior_draws", "baseline_draws", "--baseline-prior",
+                str(resolve_prior("quadruped-paper-code"))])
+    both = json.loads(capsys.readouterr().out)
+    assert rows.read_text().splitlines() == cells
+    assert both["paired"]["prior_draws_minus_baseline_draws"]["difference"] == 0.0
     with pytest.raises(SystemExit, match="not a column"):
         bench.main([*args, "--only", "paper"])
     with pytest.raises(SystemExit, match="another world"):
