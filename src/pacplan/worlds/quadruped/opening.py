@@ -4,8 +4,9 @@ Why: in the paper's experiment as its code ran it (`variant: paper-code`, PyBull
 trained on the MuJoCo twin walks in place in front of a first tent of 20° or more until time
 runs out, and that stratum (about 14 % of terrains) is where it loses to the paper's prior.
 Full extension climbs it in both engines; run for the first 1.5 s on every terrain it costs the
-ordinary ones dearly, so the opening must follow what the camera sees — and the first depth
-image does tell a steep first tent apart (a logistic fit on it separates them with AUC ≈ 1).
+ordinary ones dearly, so the opening must follow what the robot senses — and its first
+observation does tell a steep first tent apart (a logistic fit on the first depth image, or on
+the 22 proprioceptive values, separates them with AUC 1.000: benchmarks/quadruped_steep_visible.py).
 
 The teacher is a privileged rule, not a search: on a terrain of the world's `steep` stratum
 (known from the terrain generator, without simulating), the climbing gait for the first
@@ -13,7 +14,9 @@ The teacher is a privileged rule, not a search: on a terrain of the world's `ste
 at the base prior's mean, is fitted to the rule's targets on the states it visits (DAgger: round
 0 walks the rule itself, round r the student of round r − 1), by a cross-entropy between the
 net's sigmoid outputs and the targets plus a pull towards the base weights, so it keeps the
-base prior's gait where the rule does, and learns where to depart from it.
+base prior's gait where the rule does, and learns where to depart from it. Measured in PyBullet
+on 500 held-out terrains (docs/results.md): the student's draws cost 0.124 against the paper's
+prior's 0.157 and the base prior's 0.185.
 """
 
 from __future__ import annotations
