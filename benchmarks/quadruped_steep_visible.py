@@ -15,9 +15,10 @@ convolution (the 200 features its net sees), all 22 proprioceptive values, the 1
 and velocities alone, and the torso's position and attitude alone; the baseline is chance (AUC
 0.5), each input's AUC is also given as a ratio over it.
 
-Measured (PyBullet, 3000 terrains, 900 scored, 2026-12-02): the image, the prior's features and
-the 22 proprioceptive values each separate the steep stratum with AUC 1.000 (accuracy
-0.998–0.999): the robot, settled before the first tent, already leans on or sees it
+Measured (PyBullet, 3000 terrains, 900 scored, 2026-12-02; 0.09 CPU s a terrain): the image,
+the prior's features, the 22 proprioceptive values and the 16 motor values alone each separate
+the steep stratum with AUC 1.000 (accuracy 0.998–0.999), the torso alone with 0.9998: the
+settled robot's legs already stand against a steep first tent
 (benchmarks/data/quadruped-steep-visible.json).
 """
 
