@@ -265,10 +265,10 @@ def test_distillation_of_another_family_is_refused_in_a_folder_of_this_one(tmp_p
                                                                            ) -> None:
     from pacplan.pipeline.prior import distill as stage
 
-    stage._stamp(tmp_path / "d", stage._inputs(_distill_cfg()))
+    stage._stamp(tmp_path / "d", stage._inputs(_distill_cfg()), "--out")
     with pytest.raises(PacplanError, match=r"other settings \(changed: policy\)") as e:
-        stage._stamp(tmp_path / "d", stage._inputs(_distill_cfg(policy_width=2)))
-    assert "\n" not in str(e.value)
+        stage._stamp(tmp_path / "d", stage._inputs(_distill_cfg(policy_width=2)), "--out")
+    assert "\n" not in str(e.value) and "use a new --out directory" in str(e.value)
     paper = _distill_cfg(policy="paper", policy_width=None)
     assert "policy" not in stage._inputs(paper)  # the paper's stamps are those made before
 
