@@ -34,6 +34,7 @@ import argparse
 import hashlib
 import io
 import json
+import signal
 import sys
 import time
 from pathlib import Path
@@ -218,6 +219,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--physics", choices=("bullet", "mujoco"), default=WORLD["physics"],
                     help="the engine (the twin, mujoco, for a quick check only)")
     args = ap.parse_args(argv)
+    # SIGTERM as an exception in the driver: the worker pool then kills its workers (they leave
+    # signals to the driver), and no worker outlives a stopped teaching
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     options = {**WORLD, "physics": args.physics}
     check_seeds(*args.seeds, "teaching")
     check_seeds(*args.eval_seeds, "choosing")
