@@ -31,7 +31,6 @@ is chosen (benchmarks/data/quadruped-paper-code-opening-metrics.jsonl).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import io
 import json
 import signal
@@ -50,6 +49,7 @@ from pacplan.io.files import (
     npz_arrays,
     npz_bytes,
     read_file_bytes,
+    sha256_bytes,
 )
 from pacplan.pipeline.execution.chunks import Ledger
 from pacplan.pipeline.execution.parallel import spawned_pool
@@ -64,10 +64,6 @@ WORLD = {"variant": "paper-code", "physics": "bullet"}  # the certificate's engi
 CHUNK = 8  # terrains per labels file (one worker task)
 SHARE_SPAN = 100_000  # seeds over which the steep stratum's share is counted
 KEYS = (*OpeningStates.__dataclass_fields__, "cost")
-
-
-def _sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def pick(world: QuadrupedWorld, lo: int, hi: int, steep: int, ordinary: int
@@ -108,7 +104,7 @@ def _walk_chunk(task: tuple[dict[str, Any], str, np.ndarray | None, list[int], l
     blob = npz_bytes({**OpeningStates.concat(parts).arrays(),
                       "cost": np.array(costs, np.float64)})
     atomic_write_bytes(path, blob)
-    return _sha(blob)
+    return sha256_bytes(blob)
 
 
 def _walk_costs(task: tuple[dict[str, Any], np.ndarray, list[int]]) -> list[float]:
@@ -231,7 +227,7 @@ def main(argv: list[str] | None = None) -> None:
     share = float(stratum_members(world, "steep", np.arange(SHARE_SPAN)).mean())
     base_bytes = read_file_bytes(args.base)
     base_mu, base_logvar = load_prior(args.base)
-    inputs = {"base_sha256": _sha(base_bytes), "world": WORLD, "rule": repr(OpeningRule()),
+    inputs = {"base_sha256": sha256_bytes(base_bytes), "world": WORLD, "rule": repr(OpeningRule()),
               **{k: v for k, v in vars(args).items() if k not in ("out", "base", "rounds",
                                                                  "workers", "physics")}}
     if args.physics != WORLD["physics"]:

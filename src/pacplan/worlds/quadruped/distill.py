@@ -38,6 +38,7 @@ from pacplan.worlds.quadruped.policy import (
     N_OUT,
     N_PROPRIO,
     POLICY_DIM,
+    gait_eta,
     policy_action,
 )
 from pacplan.worlds.quadruped.teacher import QuadrupedTeacher, TeacherConfig
@@ -75,9 +76,8 @@ class Labelled:
 def candidate_etas(config: TeacherConfig) -> np.ndarray:
     """(C, 4) the policy outputs η that `GaitParams.from_policy_output` maps to each of the
     teacher's candidates (inside [floor, 1 − floor])."""
-    rows = [[(g.a1 - 0.2) / 0.8, (g.a2 - 0.2) / 0.8, (g.omega - 20.0) / 20.0, g.a_st]
-            for g in config.candidates]
-    return np.clip(np.array(rows, dtype=np.float64), ETA_FLOOR, 1.0 - ETA_FLOOR)
+    rows = np.array([gait_eta(g) for g in config.candidates], dtype=np.float64)
+    return np.clip(rows, ETA_FLOOR, 1.0 - ETA_FLOOR)
 
 
 def label_episode(world: Any, teacher: QuadrupedTeacher, seed: int,
