@@ -138,11 +138,11 @@ def _float_array(name: str, value: Any) -> np.ndarray:
     return arr
 
 
-def check_delta(delta: Any) -> np.ndarray:
-    """δ must lie in the open interval (0, 1)."""
-    d = _float_array("delta", delta)
+def check_delta(delta: Any, name: str = "delta") -> np.ndarray:
+    """δ must lie in the open interval (0, 1); `name` is the caller's spelling (--delta)."""
+    d = _float_array(name, delta)
     if np.any((d <= 0.0) | (d >= 1.0)):
-        raise PacplanError(f"delta must lie in (0, 1), got {delta}")
+        raise PacplanError(f"{name} must lie in (0, 1), got {delta}")
     return d
 
 

@@ -33,7 +33,7 @@ def certify_matrix(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Optimize a posterior over the m policies of a cost matrix and certify it."""
-    check_delta(delta)
+    check_delta(delta, "--delta")
     check_choice("bound", bound, BOUND_CHOICES)
     check_choice("solver", solver, SOLVERS)
     if out is not None:  # never write the certificate over the matrix it is made from
@@ -63,6 +63,7 @@ def bound_cmd(
 ) -> None:
     """Print the McAllester, quadratic and kl-inverse bounds for given Ĉ, KL, N and δ."""
     n_envs = check_whole_number(n, "N (-n)")
+    check_delta(delta, "--delta")
     values = bounds.all_bounds(emp, kl, n_envs, delta)
     if as_json:
         print_json({**values, "certified": min(values.values()), "emp_cost": emp, "kl": kl,

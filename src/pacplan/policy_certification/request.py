@@ -82,7 +82,7 @@ class CertifyRequest:
         if self.log is not None and not callable(self.log):
             raise PacplanError(f"log must be a function of one message (or None), got "
                                f"{type(self.log).__name__}")
-        check_delta(check_real(self.delta, names.delta))
+        check_delta(check_real(self.delta, names.delta), names.delta)
         c = self.costs
         for flag, value in (("success_needs_terminated", c.success_needs_terminated),
                             ("clip_actions", c.clip_actions), ("progress", self.progress)):
