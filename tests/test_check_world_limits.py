@@ -12,6 +12,9 @@ from helpers import cli
 from pacplan.worlds import base
 from pacplan.worlds.check import check_world
 
+pytestmark = pytest.mark.kernel_free
+"""Nothing here a CPU's kernels could change: the other-CPU pass (.ci/run) skips it."""
+
 
 @pytest.fixture(autouse=True)
 def _misbehaving_worlds(monkeypatch: pytest.MonkeyPatch) -> None:

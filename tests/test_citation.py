@@ -13,6 +13,9 @@ import yaml
 
 import pacplan
 
+pytestmark = pytest.mark.kernel_free
+"""Nothing here a CPU's kernels could change: the other-CPU pass (.ci/run) skips it."""
+
 REPO = Path(__file__).resolve().parents[1]
 PAPER = "Probably Approximately Correct Vision-Based Planning using Motion Primitives"
 REFERENCE_TYPES = {"conference-paper", "article", "software", "generic"}  # those used here

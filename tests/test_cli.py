@@ -13,6 +13,9 @@ from numpy.lib import format as npy_format
 
 from helpers import cli as run
 
+pytestmark = pytest.mark.kernel_free
+"""Nothing here a CPU's kernels could change: the other-CPU pass (.ci/run) skips it."""
+
 JSON_KEYS = {"mcallester", "quadratic", "klinv", "certified", "emp_cost", "kl", "n", "m", "delta",
              "test_cost"}
 

@@ -21,6 +21,9 @@ import typer
 from helpers import cli
 from pacplan.cli import app
 
+pytestmark = pytest.mark.kernel_free
+"""Nothing here a CPU's kernels could change: the other-CPU pass (.ci/run) skips it."""
+
 WIDTH = 100
 
 

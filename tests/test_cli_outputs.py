@@ -14,6 +14,9 @@ import pytest
 
 from helpers import SMALL_TOY_RUN, cli
 
+pytestmark = pytest.mark.kernel_free
+"""Nothing here a CPU's kernels could change: the other-CPU pass (.ci/run) skips it."""
+
 
 def _strict_json(text: str) -> dict:
     def refuse(name: str) -> None:

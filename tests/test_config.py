@@ -11,6 +11,9 @@ from pacplan.config import RunConfig, dump_config, load_config, parse_config
 from pacplan.errors import PacplanError
 from pacplan.presets import list_presets, preset_path
 
+pytestmark = pytest.mark.kernel_free
+"""Nothing here a CPU's kernels could change: the other-CPU pass (.ci/run) skips it."""
+
 REPO = Path(__file__).resolve().parents[1]
 
 

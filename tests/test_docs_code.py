@@ -13,6 +13,9 @@ import pytest
 
 from docs_blocks import BlockFailed, python_blocks, run_page, skip_markers
 
+pytestmark = pytest.mark.kernel_free
+"""Nothing here a CPU's kernels could change: the other-CPU pass (.ci/run) skips it."""
+
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
 PAGES = sorted(p for p in [REPO / "README.md", *DOCS.rglob("*.md")]

@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.kernel_free
+"""Nothing here a CPU's kernels could change: the other-CPU pass (.ci/run) skips it."""
+
 REPO = Path(__file__).resolve().parents[1]
 
 pytest.importorskip("material", reason="the site's theme is mkdocs-material (the dev extra)")

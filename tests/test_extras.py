@@ -17,6 +17,9 @@ import pytest
 from pacplan.errors import PacplanError
 from pacplan.extras import EXTRAS, MissingExtraError, install_hint, require
 
+pytestmark = pytest.mark.kernel_free
+"""Nothing here a CPU's kernels could change: the other-CPU pass (.ci/run) skips it."""
+
 REPO = Path(__file__).resolve().parents[1]
 ABSENT = ("pybullet", "pybullet_data", "mujoco", "ray")
 

@@ -25,7 +25,8 @@ SCRIPT = REPO / "scripts" / "install.sh"
 PIN = "torch==2.13.0"
 BASH = shutil.which("bash") or "/bin/bash"
 
-pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the CPU-index choice is Linux's")
+pytestmark = [pytest.mark.skipif(sys.platform != "linux", reason="the CPU-index choice is Linux's"),
+              pytest.mark.kernel_free]  # the other-CPU pass (.ci/run) skips it
 
 
 def _torch_args(bin_dir: Path, index: str) -> tuple[list[str], str]:

@@ -29,6 +29,9 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.kernel_free
+"""Nothing here a CPU's kernels could change: the other-CPU pass (.ci/run) skips it."""
+
 SRC = Path(__file__).resolve().parents[1] / "src"
 
 LAYERS: tuple[tuple[int, str, tuple[str, ...]], ...] = (

@@ -24,6 +24,9 @@ from hypothesis import strategies as st
 from pacplan.cli.monitor import read_costs
 from pacplan.errors import PacplanError
 
+pytestmark = pytest.mark.kernel_free
+"""Nothing here a CPU's kernels could change: the other-CPU pass (.ci/run) skips it."""
+
 _DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _LINE_END = re.compile(r"\r\n|\r|\n")
 

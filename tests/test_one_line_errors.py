@@ -12,6 +12,9 @@ import pytest
 from helpers import cli
 from verify_helpers import read, small_certificate, write
 
+pytestmark = pytest.mark.kernel_free
+"""Nothing here a CPU's kernels could change: the other-CPU pass (.ci/run) skips it."""
+
 REPO = Path(__file__).resolve().parents[1]
 DEEP_JSON = "[" * 100_000 + "]" * 100_000
 

@@ -14,6 +14,9 @@ from hypothesis import strategies as st
 
 from pacplan_runtime.onnx_graph import CONTROL_FLOW, OnnxGraphError, control_flow
 
+pytestmark = pytest.mark.kernel_free
+"""Nothing here a CPU's kernels could change: the other-CPU pass (.ci/run) skips it."""
+
 onnx = pytest.importorskip("onnx")
 helper, T = onnx.helper, onnx.TensorProto
 

@@ -16,6 +16,9 @@ from helpers import SMALL_TOY_RUN, cli
 from pacplan.errors import PacplanError
 from pacplan.io.outputs import folder_kind, refuse_overwriting
 
+pytestmark = pytest.mark.kernel_free
+"""Nothing here a CPU's kernels could change: the other-CPU pass (.ci/run) skips it."""
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

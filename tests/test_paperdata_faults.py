@@ -17,6 +17,9 @@ import pytest
 from pacplan.errors import PacplanError
 from pacplan.io.paperdata import PAPER_FILES, fetch_paper_data
 
+pytestmark = pytest.mark.kernel_free
+"""Nothing here a CPU's kernels could change: the other-CPU pass (.ci/run) skips it."""
+
 
 class _Trickle(BaseHTTPRequestHandler):
     def do_GET(self) -> None:

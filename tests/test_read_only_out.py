@@ -21,6 +21,9 @@ import pacplan
 from helpers import SMALL_TOY_RUN, cli
 from pacplan.errors import PacplanError
 
+pytestmark = pytest.mark.kernel_free
+"""Nothing here a CPU's kernels could change: the other-CPU pass (.ci/run) skips it."""
+
 SYS = Path("/sys")
 
 

@@ -22,6 +22,9 @@ from pacplan.validation import (
     check_whole_number,
 )
 
+pytestmark = pytest.mark.kernel_free
+"""Nothing here a CPU's kernels could change: the other-CPU pass (.ci/run) skips it."""
+
 
 @pytest.mark.parametrize(("value", "expected"),
                          [(4000, 4000), ("4000", 4000), ("4e3", 4000), (4000.0, 4000),

@@ -22,6 +22,9 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.kernel_free
+"""Nothing here a CPU's kernels could change: the other-CPU pass (.ci/run) skips it."""
+
 REPO = Path(__file__).resolve().parents[1]
 PRESETS = REPO / "src" / "pacplan" / "presets"
 

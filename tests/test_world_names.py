@@ -12,7 +12,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from pacplan.worlds.base import world_names
+
+pytestmark = pytest.mark.kernel_free
+"""Nothing here a CPU's kernels could change: the other-CPU pass (.ci/run) skips it."""
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "pacplan"
 

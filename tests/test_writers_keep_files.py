@@ -23,6 +23,9 @@ import yaml
 from helpers import SMALL_TOY_RUN, cli, onnx_linear
 from pacplan.errors import PacplanError
 
+pytestmark = pytest.mark.kernel_free
+"""Nothing here a CPU's kernels could change: the other-CPU pass (.ci/run) skips it."""
+
 CASES = ("nonempty", "dot", "input", "parent")
 """Where the output points: a folder of the user's files, `.`, the input, the input's folder."""
 

@@ -227,6 +227,7 @@ def test_init_mean_length_checked(tmp_path: Path) -> None:
         train_prior(_cfg(init_mean=[0.0, 1.0]), tmp_path, progress=False)
 
 
+@pytest.mark.kernel_free  # a kill and a resume on one machine
 def test_sigkill_mid_run_then_resume_matches_uninterrupted(tmp_path: Path) -> None:
     """Really kill `pacplan train-prior` with SIGKILL mid-run, resume, compare bit for bit."""
     data = yaml.safe_load(preset_path("toy").read_text())

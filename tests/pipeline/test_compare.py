@@ -80,6 +80,7 @@ def _probe(env: dict[str, str], code: str = PROBE) -> str:
 
 @pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"),
                     reason="OPENBLAS_CORETYPE names x86-64 kernels")
+@pytest.mark.kernel_free  # it sets both runs' kernels itself
 def test_the_contract_holds_under_another_cpus_kernels(tmp_path: Path) -> None:
     here, other = _clean_env(), _clean_env(**OTHER_CPU)
     if _probe(here) == _probe(other):

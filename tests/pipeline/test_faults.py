@@ -17,11 +17,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 import yaml
 
 from pacplan.config import config_to_dict, parse_config
 from pacplan.pipeline.pipeline import run
 from pacplan.pipeline.provenance import verify_certificate as verify
+
+pytestmark = pytest.mark.kernel_free
+"""Nothing here a CPU's kernels could change: the other-CPU pass (.ci/run) skips it."""
 
 CONFIG = {
     "name": "toy-faults",

@@ -17,6 +17,9 @@ from pacplan.config import parse_config
 from pacplan.io.files import remove_stale_temps, temp_path, temp_writer
 from pacplan.pipeline.pipeline import run
 
+pytestmark = pytest.mark.kernel_free
+"""Nothing here a CPU's kernels could change: the other-CPU pass (.ci/run) skips it."""
+
 _KILLED_WRITE = """
 import os, signal, sys
 from pathlib import Path

@@ -20,6 +20,9 @@ from pacplan.pipeline.pipeline import run
 from pacplan.pipeline.prior.training import train_prior
 from pacplan.pipeline.rundir import RunDir
 
+pytestmark = pytest.mark.kernel_free
+"""Nothing here a CPU's kernels could change: the other-CPU pass (.ci/run) skips it."""
+
 BASE = {
     "name": "toy-lock",
     "world": {"name": "toy", "options": {"dim": 4}},

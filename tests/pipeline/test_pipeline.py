@@ -74,6 +74,7 @@ def test_second_run_recomputes_nothing(tmp_path: Path):
     assert ex.computed == 0
 
 
+@pytest.mark.kernel_free  # a kill and a resume on one machine
 def test_kill_9_during_cost_matrix_resumes_without_recomputing(tmp_path: Path):
     """SIGKILL `pacplan run` mid-matrix; the rerun computes only the unfinished chunks and the
     result is bit-identical to an uninterrupted run."""

@@ -20,6 +20,9 @@ from pacplan.worlds import base
 from pacplan.worlds.toy import ToyWorld
 from pacplan.worlds.uav import UAVWorld
 
+pytestmark = pytest.mark.kernel_free
+"""Nothing here a CPU's kernels could change: the other-CPU pass (.ci/run) skips it."""
+
 
 def _config() -> Any:
     data = {**SMALL_TOY_RUN, "executor": {"kind": "serial", "chunk_policies": 4,

@@ -15,6 +15,9 @@ import pytest
 from pacplan.errors import PacplanError
 from pacplan.io.user_code import calling_user_code
 
+pytestmark = pytest.mark.kernel_free
+"""Nothing here a CPU's kernels could change: the other-CPU pass (.ci/run) skips it."""
+
 
 def _pacplan(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     script = Path(sys.executable).with_name("pacplan")

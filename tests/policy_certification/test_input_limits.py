@@ -20,6 +20,9 @@ from pacplan.errors import PacplanError
 from pacplan.io import memory
 from pacplan.policy_certification import certify_policy
 
+pytestmark = pytest.mark.kernel_free
+"""Nothing here a CPU's kernels could change: the other-CPU pass (.ci/run) skips it."""
+
 
 def test_a_matrix_larger_than_memory_is_refused_before_anything(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -20,6 +20,9 @@ import user_policies
 from pacplan.errors import PacplanError
 from pacplan.policy_certification import certify_policy
 
+pytestmark = pytest.mark.kernel_free
+"""Nothing here a CPU's kernels could change: the other-CPU pass (.ci/run) skips it."""
+
 FIRST = 1_000_000
 ARGS = {"n": 8, "cost": "terminated", "horizon": 60}
 

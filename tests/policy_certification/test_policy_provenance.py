@@ -17,6 +17,9 @@ from pacplan.policy_certification import certify_policy
 from pacplan.policy_certification.inputs import spec_sha256
 from pacplan.policy_certification.provenance import versions
 
+pytestmark = pytest.mark.kernel_free
+"""Nothing here a CPU's kernels could change: the other-CPU pass (.ci/run) skips it."""
+
 
 @pytest.fixture(scope="module")
 def certified(tmp_path_factory: pytest.TempPathFactory) -> Path:

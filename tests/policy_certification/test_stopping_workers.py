@@ -17,6 +17,9 @@ import pytest
 
 from pacplan.policy_certification import certify_policy
 
+pytestmark = pytest.mark.kernel_free
+"""Nothing here a CPU's kernels could change: the other-CPU pass (.ci/run) skips it."""
+
 HANGING = """\
 import os
 import time

@@ -22,6 +22,9 @@ from helpers import cli
 from pacplan.errors import PacplanError
 from pacplan.policy_certification import certify_policy
 
+pytestmark = pytest.mark.kernel_free
+"""Nothing here a CPU's kernels could change: the other-CPU pass (.ci/run) skips it."""
+
 FIRST = 1_000_000
 PACPLAN = Path(sys.executable).with_name("pacplan")
 

@@ -23,6 +23,9 @@ from helpers import cli, onnx_linear
 from pacplan.errors import NotCheckedWarning, PacplanError
 from pacplan.policy_certification import certify_policy
 
+pytestmark = pytest.mark.kernel_free
+"""Nothing here a CPU's kernels could change: the other-CPU pass (.ci/run) skips it."""
+
 ENV = """\
 import gymnasium as gym
 from gymnasium.envs.classic_control.cartpole import CartPoleEnv

@@ -18,6 +18,9 @@ import pytest
 
 from helpers import onnx_linear
 
+pytestmark = pytest.mark.kernel_free
+"""Nothing here a CPU's kernels could change: the other-CPU pass (.ci/run) skips it."""
+
 ENV_MODULE = textwrap.dedent("""\
     import gymnasium as gym
     from gymnasium.envs.classic_control.cartpole import CartPoleEnv

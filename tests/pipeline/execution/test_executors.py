@@ -25,6 +25,9 @@ from pacplan.pipeline.execution.executors import (
 from pacplan.pipeline.prior.training import train_prior
 from pacplan.worlds.toy import ToyWorld
 
+pytestmark = pytest.mark.kernel_free
+"""Nothing here a CPU's kernels could change: the other-CPU pass (.ci/run) skips it."""
+
 SPEC = WorldSpec("toy", {"dim": 6, "shift": 0.5})
 CHUNKS = {"chunk_policies": 7, "chunk_seeds": 5}
 

@@ -10,6 +10,9 @@ import pytest
 
 from pacplan.pipeline.execution.progress import LineProgress, progress_bar
 
+pytestmark = pytest.mark.kernel_free
+"""Nothing here a CPU's kernels could change: the other-CPU pass (.ci/run) skips it."""
+
 
 class Clock:
     def __init__(self) -> None:

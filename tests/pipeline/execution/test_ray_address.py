@@ -19,6 +19,9 @@ import pytest
 from pacplan.errors import PacplanError
 from pacplan.pipeline.execution import ray_executor as parallel
 
+pytestmark = pytest.mark.kernel_free
+"""Nothing here a CPU's kernels could change: the other-CPU pass (.ci/run) skips it."""
+
 pytest.importorskip("ray")
 
 

@@ -31,6 +31,9 @@ from pacplan.pipeline.execution.executors import (
 )
 from pacplan.pipeline.pipeline import run
 
+pytestmark = pytest.mark.kernel_free
+"""Nothing here a CPU's kernels could change: the other-CPU pass (.ci/run) skips it."""
+
 ray = pytest.importorskip("ray")
 CHUNKS = {"chunk_policies": 4, "chunk_seeds": 20}
 CONFIG = {**SMALL_TOY_RUN, "executor": {"kind": "serial", **CHUNKS}}

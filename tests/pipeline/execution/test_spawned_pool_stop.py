@@ -13,6 +13,9 @@ import pytest
 
 from pacplan.pipeline.execution.parallel import spawned_pool
 
+pytestmark = pytest.mark.kernel_free
+"""Nothing here a CPU's kernels could change: the other-CPU pass (.ci/run) skips it."""
+
 
 def test_leaving_a_spawned_pool_early_kills_its_running_workers() -> None:
     with pytest.raises(KeyboardInterrupt), spawned_pool(2) as pool:

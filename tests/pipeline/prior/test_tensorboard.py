@@ -20,6 +20,9 @@ from pacplan.pipeline.prior.tensorboard import PREFIX, SWITCH
 from pacplan.pipeline.prior.training import train_prior
 from pacplan.pipeline.rundir import RunDir
 
+pytestmark = pytest.mark.kernel_free
+"""Nothing here a CPU's kernels could change: the other-CPU pass (.ci/run) skips it."""
+
 pytest.importorskip("tensorboard")
 
 CONFIG = {**SMALL_TOY_RUN, "name": "toy-tensorboard",
