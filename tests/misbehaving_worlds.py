@@ -1,4 +1,4 @@
-"""Worlds that misbehave, for tests/test_check_world_limits.py (importable by make_world)."""
+"""Worlds that misbehave, for tests/worlds/test_check_world_limits.py (importable by make_world)."""
 
 from __future__ import annotations
 

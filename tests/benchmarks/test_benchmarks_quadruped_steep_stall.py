@@ -12,7 +12,7 @@ from helpers import load_script
 from pacplan.presets import resolve_prior
 from pacplan.worlds.quadruped import QuadrupedWorld
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "quadruped_steep_stall.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "quadruped_steep_stall.py"
 
 
 def test_terrains_are_steep_and_held_out() -> None:

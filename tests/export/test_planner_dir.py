@@ -23,7 +23,7 @@ from pacplan.runtime import Planner, PlannerError
 from pacplan.worlds.quadruped.export import quadruped_net_onnx
 from pacplan.worlds.uav.export import uav_net_onnx
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "results"
 QUADRUPED_RUNS = (RESULTS / "quadruped",
                   ROOT / "benchmarks" / "data" / "quadruped-minitaur-v1" / "results" / "quadruped")

@@ -15,7 +15,7 @@ import pytest
 from pacplan.export import export_planner
 from pacplan.runtime import Episode, Planner, PlannerError
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+RESULTS = Path(__file__).resolve().parents[2] / "results"
 THREADS, EPISODES, STEPS = 8, 6, 5
 
 

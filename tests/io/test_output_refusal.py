@@ -19,7 +19,7 @@ from pacplan.io.outputs import folder_kind, refuse_overwriting
 pytestmark = pytest.mark.kernel_free
 """Nothing here a CPU's kernels could change: the other-CPU pass (.ci/run) skips it."""
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _tree(folder: Path) -> dict[Path, bytes]:

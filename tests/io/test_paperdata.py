@@ -339,7 +339,7 @@ def test_minitaur_files_are_fetched_and_make_a_cache_complete(
 
 
 def test_checkout_shared_dir_is_beside_the_repository() -> None:
-    repo = Path(__file__).resolve().parents[1]
+    repo = Path(__file__).resolve().parents[2]
     assert repo.parent / "shared" / "data" / "paper" == paperdata.SHARED_DIR
 
 

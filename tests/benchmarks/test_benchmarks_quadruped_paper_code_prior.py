@@ -14,7 +14,7 @@ from helpers import load_script
 from pacplan.io.paperdata import paper_data_dir
 from pacplan.presets import resolve_prior
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "quadruped_paper_code_prior.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "quadruped_paper_code_prior.py"
 
 
 def test_the_benchmark_pairs_a_prior_with_the_papers_and_resumes(

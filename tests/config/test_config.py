@@ -14,7 +14,7 @@ from pacplan.presets import list_presets, preset_path
 pytestmark = pytest.mark.kernel_free
 """Nothing here a CPU's kernels could change: the other-CPU pass (.ci/run) skips it."""
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _base() -> dict:

@@ -15,7 +15,7 @@ from pacplan.errors import PacplanError
 from pacplan.export import export_planner, verify_planner
 from pacplan.io.files import sha256_file
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+RESULTS = Path(__file__).resolve().parents[2] / "results"
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ from helpers import run_policy_family
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+RESULTS = Path(__file__).resolve().parents[3] / "results"
 RUNS = ["uav", "uav-paper-net"]
 SEEDS = np.arange(100_000, 100_200)  # the runs' first certification seeds
 

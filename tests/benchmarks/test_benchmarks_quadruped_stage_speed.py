@@ -13,7 +13,7 @@ from helpers import assert_refused, run_script
 
 pytest.importorskip("mujoco")
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "quadruped_stage_speed.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "quadruped_stage_speed.py"
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:

@@ -10,7 +10,7 @@ import pytest
 
 from helpers import assert_refused, load_script, run_script
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "uav_student_capacity.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "uav_student_capacity.py"
 
 
 @pytest.mark.parametrize("args,names", [

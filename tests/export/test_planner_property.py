@@ -25,6 +25,7 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from test_planner_dir import rehash
 
 from pacplan.config import load_config
 from pacplan.errors import PacplanError
@@ -32,12 +33,11 @@ from pacplan.export import export_planner, verify_planner
 from pacplan.runtime import Planner, PlannerError
 from pacplan.runtime.bundle import parse_safetensors
 from pacplan.runtime.planner import Episode
-from test_planner_dir import rehash
 
 pytestmark = pytest.mark.kernel_free
 """Nothing here a CPU's kernels could change: the other-CPU pass (.ci/run) skips it."""
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+RESULTS = Path(__file__).resolve().parents[2] / "results"
 VALUES = [None, True, False, 0, 1, -1, 0.5, 1e308, -1e-308, 2**63, "", "x", "0" * 64, [],
           [0], [1.0], {}, {"a": 1}]
 OBS = [np.full((50, 50), 20.0, np.float32), np.linspace(0.5, 20.0, 2500).reshape(50, 50),

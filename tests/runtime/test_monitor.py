@@ -15,7 +15,7 @@ from helpers import cli
 from pacplan.runtime import CertificateMonitor, Planner, PlannerError
 from pacplan.runtime.monitor import bet_fractions, log_evidence
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 C = 0.12
 
 

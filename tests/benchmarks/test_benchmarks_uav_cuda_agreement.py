@@ -13,7 +13,7 @@ import yaml
 
 from helpers import assert_refused, load_script, run_policy_family, run_script
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "uav_cuda_agreement.py"
 UAV_RUN = ROOT / "results" / "uav"
 

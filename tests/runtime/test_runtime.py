@@ -22,7 +22,7 @@ from helpers import run_policy_family
 from pacplan.export import export_planner
 from pacplan.runtime import Planner, PlannerError, UncertifiedUseWarning
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "results"
 RUNTIME = ROOT / "runtime" / "src" / "pacplan_runtime"
 

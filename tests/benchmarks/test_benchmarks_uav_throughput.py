@@ -9,7 +9,7 @@ import pytest
 
 from helpers import assert_refused, load_script, run_script
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "uav_scale_throughput.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "uav_scale_throughput.py"
 ROOFLINE = SCRIPT.parent / "uav_throughput_roofline.py"  # its time split, a sibling module
 
 

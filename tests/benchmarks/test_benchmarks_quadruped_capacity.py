@@ -14,7 +14,7 @@ import pytest
 
 from helpers import assert_refused, run_script
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "quadruped_student_capacity.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "quadruped_student_capacity.py"
 CLASSES = {"best_constant_gait", "net944_fit", "proprio_mlp64", "conv_proprio_mlp256"}
 
 

@@ -28,7 +28,7 @@ from pacplan.presets import (
 pytestmark = pytest.mark.kernel_free
 """Nothing here a CPU's kernels could change: the other-CPU pass (.ci/run) skips it."""
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 RUN_PRESETS = {"toy", "gym-cartpole", "gym-inverted-pendulum", "uav-quick", "uav-paper",
                "uav-tight",

@@ -13,7 +13,7 @@ from helpers import load_script
 from pacplan.pacbayes.posterior import optimize_gibbs, optimize_gibbs_columns
 from pacplan.pipeline.stages import screen_columns
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "screened_certificates.py"
 RUN = ROOT / "results" / "quadruped" / "costs"
 

@@ -11,7 +11,7 @@ import pytest
 
 from helpers import run_script
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "certify_policy_workers.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "certify_policy_workers.py"
 
 
 @pytest.mark.slow

@@ -13,7 +13,7 @@ import pytest
 
 from helpers import assert_refused, run_script
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "paired_runs.py"
 TAUGHT, ES = ROOT / "results" / "quadruped", ROOT / "results" / "quadruped-es"
 
