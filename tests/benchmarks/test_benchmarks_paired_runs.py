@@ -75,6 +75,7 @@ def test_two_uav_policy_families_pair_on_the_same_environments() -> None:
     assert out["a_minus_b"] == pytest.approx(d.mean(), abs=1e-6)
 
 
+@pytest.mark.kernel_free  # same-machine agreement: the script's difference and the matrices'
 def test_runs_stored_as_rationals_pair() -> None:
     """results/uav-tight against results/uav-paper-net-tight (issue 52): both store their costs
     as one-byte numerators over 240 (storage.cost_denominator), which the pairing reads as the

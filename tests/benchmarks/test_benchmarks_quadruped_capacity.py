@@ -55,6 +55,7 @@ def test_label_file_missing_a_key_is_one_line_and_exit_2(tmp_path: Path, key: st
     assert_refused(_run("--labels", str(tmp_path), "--walk", "0"), f"'{key}'")
 
 
+@pytest.mark.kernel_free  # the script's plumbing
 def test_tiny_run_reports_every_class_with_a_finite_regret(tmp_path: Path) -> None:
     rng = np.random.default_rng(1)
     _labels(tmp_path, [0, 1, 2, 3], rng)
@@ -74,6 +75,7 @@ def test_tiny_run_reports_every_class_with_a_finite_regret(tmp_path: Path) -> No
     assert "walk" not in out
 
 
+@pytest.mark.kernel_free  # the script's plumbing
 def test_train_terrains_fits_on_the_first_k_and_refuses_fewer_than_2(tmp_path: Path) -> None:
     rng = np.random.default_rng(2)
     _labels(tmp_path, [0, 1, 2, 3], rng)

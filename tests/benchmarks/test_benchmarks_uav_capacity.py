@@ -26,6 +26,7 @@ def test_bad_input_is_one_line_and_exit_2(args: list[str], names: str, tmp_path:
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.kernel_free  # same-machine agreement: the families' shared labels
 def test_families_share_the_labels_and_the_lattices(tmp_path: Path) -> None:
     import numpy as np
 
