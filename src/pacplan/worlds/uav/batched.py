@@ -33,9 +33,7 @@ from pacplan.worlds.uav.scene import Scene, sample_scene
 
 _SPAN = 64  # grid coordinates fit comfortably in [-32, 32): keys below are exact integers
 _Live = tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # (env, ix, iz) of the living rollouts
-_FAILED_TO_COMPILE: set[str] = set()
-"""The compiled functions whose compiling failed in this process: not tried again by a later
-world (each try runs the C++ compiler, seconds, to fail the same way)."""
+_FAILED_TO_COMPILE: set[str] = set()  # failed in this process: a retry compiles for seconds to fail
 
 
 def _state_key(env: torch.Tensor, ix: torch.Tensor, iz: torch.Tensor) -> torch.Tensor:
@@ -184,8 +182,7 @@ class BatchedSimulator:
 
     def _compiled_or_eager(self, attr: str, eager: Any, what: str, *args: torch.Tensor
                            ) -> torch.Tensor:
-        """Call the compiled function in `attr`; if compiling fails, warn once (per process) and
-        use eager."""
+        """Call the compiled function in `attr`; if compiling fails, warn once a process, use eager."""
         fn = None if attr in _FAILED_TO_COMPILE else getattr(self, attr)
         if fn is not None:
             try:
