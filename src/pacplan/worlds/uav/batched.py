@@ -182,7 +182,7 @@ class BatchedSimulator:
 
     def _compiled_or_eager(self, attr: str, eager: Any, what: str, *args: torch.Tensor
                            ) -> torch.Tensor:
-        """Call the compiled function in `attr`; if compiling fails, warn once a process, use eager."""
+        """The compiled function in `attr`; if compiling fails, warn once a process, use eager."""
         fn = None if attr in _FAILED_TO_COMPILE else getattr(self, attr)
         if fn is not None:
             try:
