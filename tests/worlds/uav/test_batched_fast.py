@@ -160,3 +160,28 @@ def test_unrolled_render_agrees_with_the_reference_eagerly() -> None:
     a = raycast.render_kernel(sim.rays, *args)
     b = fast.render_kernel(sim.rays_t, *args)
     torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_a_compiler_that_fails_is_not_tried_again_in_the_process(monkeypatch) -> None:
+    """A compiled function that fails warns once, gives the eager result, and a later
+    simulator on the same device does not call it again (each try ran the C++ compiler)."""
+    import pacplan.worlds.uav.batched as batched
+
+    monkeypatch.setattr(batched, "_FAILED_TO_COMPILE", set())
+    calls: list[int] = []
+
+    def broken(*_args):
+        calls.append(1)
+        raise RuntimeError("no working C++ compiler")
+
+    def eager(x):
+        return x + 1
+
+    x = torch.zeros(3)
+    first, second = BatchedSimulator(compile=False), BatchedSimulator(compile=False)
+    first.finish = second.finish = broken
+    with pytest.warns(RuntimeWarning, match="torch.compile failed"):
+        assert torch.equal(first._compiled_or_eager("finish", eager, "ray caster", x), x + 1)
+    assert torch.equal(second._compiled_or_eager("finish", eager, "ray caster", x), x + 1)
+    assert torch.equal(first._compiled_or_eager("finish", eager, "ray caster", x), x + 1)
+    assert len(calls) == 1

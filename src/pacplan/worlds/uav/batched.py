@@ -33,7 +33,7 @@ from pacplan.worlds.uav.scene import Scene, sample_scene
 
 _SPAN = 64  # grid coordinates fit comfortably in [-32, 32): keys below are exact integers
 _Live = tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # (env, ix, iz) of the living rollouts
-_FAILED_TO_COMPILE: set[str] = set()  # failed in this process: a retry compiles for seconds to fail
+_FAILED_TO_COMPILE: set[tuple[str, str]] = set()  # (function, device): a retry fails as slowly
 
 
 def _state_key(env: torch.Tensor, ix: torch.Tensor, iz: torch.Tensor) -> torch.Tensor:
@@ -183,7 +183,8 @@ class BatchedSimulator:
     def _compiled_or_eager(self, attr: str, eager: Any, what: str, *args: torch.Tensor
                            ) -> torch.Tensor:
         """The compiled function in `attr`; if compiling fails, warn once a process, use eager."""
-        fn = None if attr in _FAILED_TO_COMPILE else getattr(self, attr)
+        key = (attr, str(self.device))
+        fn = None if key in _FAILED_TO_COMPILE else getattr(self, attr)
         if fn is not None:
             try:
                 return fn(*args)
@@ -193,7 +194,7 @@ class BatchedSimulator:
                     RuntimeWarning,
                     stacklevel=3,
                 )
-                _FAILED_TO_COMPILE.add(attr)
+                _FAILED_TO_COMPILE.add(key)
         return eager(*args)
 
     def sweep(
