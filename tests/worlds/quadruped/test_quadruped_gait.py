@@ -72,6 +72,17 @@ def test_policy_output_map_matches_design() -> None:
         assert np.abs(u).max() <= 1.0 + 1e-12
 
 
+def test_policy_output_is_the_inverse_of_the_map() -> None:
+    rng = np.random.default_rng(2)
+    for eta in rng.uniform(0, 1, (200, 4)):
+        g = GaitParams.from_policy_output(eta)
+        back = GaitParams.from_policy_output(g.policy_output())
+        assert (back.a1, back.a2, back.omega, back.a_st) == pytest.approx(
+            (g.a1, g.a2, g.omega, g.a_st), abs=1e-12)
+    # outside the map's range, unclipped: the caller decides (gait_theta refuses it)
+    assert GaitParams(0.1, 0.5, 0.0, 30.0).policy_output()[0] == pytest.approx(-0.125)
+
+
 def test_policy_has_944_weights_and_matches_torch_layout() -> None:
     torch = pytest.importorskip("torch")
     assert POLICY_DIM == 944

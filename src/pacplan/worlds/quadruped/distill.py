@@ -38,7 +38,6 @@ from pacplan.worlds.quadruped.policy import (
     N_OUT,
     N_PROPRIO,
     POLICY_DIM,
-    gait_eta,
     policy_action,
 )
 from pacplan.worlds.quadruped.teacher import QuadrupedTeacher, TeacherConfig
@@ -76,7 +75,7 @@ class Labelled:
 def candidate_etas(config: TeacherConfig) -> np.ndarray:
     """(C, 4) the policy outputs η that `GaitParams.from_policy_output` maps to each of the
     teacher's candidates (inside [floor, 1 − floor])."""
-    rows = np.array([gait_eta(g) for g in config.candidates], dtype=np.float64)
+    rows = np.array([g.policy_output() for g in config.candidates], dtype=np.float64)
     return np.clip(rows, ETA_FLOOR, 1.0 - ETA_FLOOR)
 
 

@@ -65,6 +65,12 @@ class GaitParams:
         a_st = min(e[3], 1.0 - a1, 1.0 - a2)
         return cls(a1=float(a1), a2=float(a2), a_st=float(a_st), omega=float(omega))
 
+    def policy_output(self) -> np.ndarray:
+        """The η that `from_policy_output` maps to these parameters: its inverse, unclipped
+        (outside [0, 1] for a gait the map cannot reach)."""
+        return np.array([(self.a1 - 0.2) / 0.8, (self.a2 - 0.2) / 0.8,
+                         (self.omega - 20.0) / 20.0, self.a_st])
+
 
 _libm_sin = np.vectorize(math.sin, otypes=[np.float64])
 

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from pacplan.worlds.quadruped.gait import GaitParams
-from pacplan.worlds.quadruped.policy import gait_eta, policy_action
+from pacplan.worlds.quadruped.policy import policy_action
 
 ETA_EDGE = 0.02
 """A target η at 0 or 1 is moved this far inside: a sigmoid never reaches its ends, and a
@@ -46,7 +46,7 @@ class OpeningRule:
 
     def opening_eta(self) -> np.ndarray:
         """The η (kept `ETA_EDGE` inside (0, 1)) that the policy map turns into `gait`."""
-        return np.clip(gait_eta(self.gait), ETA_EDGE, 1.0 - ETA_EDGE)
+        return np.clip(self.gait.policy_output(), ETA_EDGE, 1.0 - ETA_EDGE)
 
     def opens(self, in_stratum: bool, primitive: int) -> bool:
         """Whether the rule runs its opening at this decision."""

@@ -71,12 +71,6 @@ def policy_action(theta: np.ndarray, depth: np.ndarray, proprio: np.ndarray) -> 
     return eta.astype(np.float32)
 
 
-def gait_eta(params: GaitParams) -> np.ndarray:
-    """The η that `GaitParams.from_policy_output` maps to `params` (its inverse, unclipped)."""
-    return np.array([(params.a1 - 0.2) / 0.8, (params.a2 - 0.2) / 0.8,
-                     (params.omega - 20.0) / 20.0, params.a_st])
-
-
 def gait_theta(params: GaitParams, eta_floor: float = 0.0025) -> np.ndarray:
     """(944,) weights whose policy runs the gait `params` whatever it sees.
 
@@ -85,7 +79,7 @@ def gait_theta(params: GaitParams, eta_floor: float = 0.0025) -> np.ndarray:
     becomes a_st = floor). A starting mean for ES: training then begins at a gait that walks
     instead of at a random network, and the depth and proprioceptive weights start neutral.
     """
-    eta = gait_eta(params)
+    eta = params.policy_output()
     if np.any(eta < 0.0) or np.any(eta > 1.0):
         raise PacplanError(f"{params} is outside the gaits the policy can output")
     eta = np.clip(eta, eta_floor, 1.0 - eta_floor)
