@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import signal
 import sys
 import time
 from pathlib import Path
@@ -41,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from pacplan.cli.output import sigterm_raises
 from pacplan.es.checkpoint import load_prior, save_prior
 from pacplan.io.files import (
     atomic_write_bytes,
@@ -216,8 +216,14 @@ def main(argv: list[str] | None = None) -> None:
                     help="the engine (the twin, mujoco, for a quick check only)")
     args = ap.parse_args(argv)
     # SIGTERM as an exception in the driver: the worker pool then kills its workers (they leave
-    # signals to the driver), and no worker outlives a stopped teaching
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    # signals to the driver), and no worker outlives a stopped teaching; the handler is put
+    # back afterwards (main also runs inside tests)
+    with sigterm_raises(lambda _signum: SystemExit(143)):
+        teach(args)
+
+
+def teach(args: argparse.Namespace) -> None:
+    """Every round (resumed), the choice among them and the prior file (the module docstring)."""
     options = {**WORLD, "physics": args.physics}
     check_seeds(*args.seeds, "teaching")
     check_seeds(*args.eval_seeds, "choosing")

@@ -4,6 +4,7 @@ says how it was taught, resumes without walking again, and refuses a folder taug
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 
 import numpy as np
@@ -23,12 +24,14 @@ SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "teach_opening.py"
 def test_teaching_writes_a_recorded_prior_and_resumes(tmp_path: Path,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     teach = load_script(SCRIPT)
+    sigterm = signal.getsignal(signal.SIGTERM)
     out = tmp_path / "opening"
     args = ["--out", str(out), "--physics", "mujoco", "--steep", "1", "--ordinary", "1",
             "--rounds", "1", "--eval-steep", "1", "--eval-ordinary", "1", "--iterations", "5",
             "--workers", "1"]
     teach.main(args)
     first = json.loads(capsys.readouterr().out)
+    assert signal.getsignal(signal.SIGTERM) is sigterm  # the script's handler was put back
     prior = read_prior_file(out / "prior.safetensors")
     record = json.loads(safetensors_metadata((out / "prior.safetensors").read_bytes())["distill"])
     assert record["chosen_round"] in (0, 1) and len(record["rounds"]) == 2
