@@ -44,7 +44,8 @@ def test_presets_live_inside_the_package() -> None:
     assert {p.name for p in list_presets() if p.kind == "run"} == RUN_PRESETS
     assert {p.name for p in list_presets() if p.kind == "prior"} == {
         "uav-prior", "uav-es-prior", "uav-paper-prior", "uav-paper-net-prior", "quadruped-prior",
-        "quadruped-es-prior", "quadruped-paper-code-prior", "quadruped-paper-code-bullet-prior"}
+        "quadruped-es-prior", "quadruped-paper-code-prior", "quadruped-paper-code-bullet-prior",
+        "quadruped-paper-code-opening-prior"}
     assert len(set(preset_names())) == len(preset_names())  # a name means one file
 
 

@@ -194,3 +194,27 @@ def test_a_prior_file_starts_es_at_its_mean_and_variance(tmp_path: Path) -> None
     with pytest.raises(PacplanError, match=r"p\.safetensors: expected 6 es\.init_var weights, "
                        r"got a prior of 5"):
         read_start_files(cfg.es.model_copy(update={"init_mean": 0.0}), 6)
+
+
+def test_no_iterations_write_the_start_as_the_prior_to_the_bit(tmp_path: Path) -> None:
+    """es.iterations 0 (a net a distill section taught, with a prior's σ): the prior file is the
+    start, float64 weights as stored (not rounded to float32) and the prior's logvar."""
+    mu = np.array([0.1, -1 / 3, np.pi, 1e-9, 2.0 / 7.0])  # none is a float32
+    logvar = np.log(np.array([1e-4, 4e-4, 1e-2, 1e-3, 2.5e-5]))
+    checkpoint.save_prior(tmp_path / "p.safetensors", mu, logvar, iteration=7)
+    path = _write_config(tmp_path, "p.safetensors")
+    raw = yaml.safe_load(path.read_text())
+    raw["es"].update({"init_mean": "p.safetensors", "iterations": 0})
+    path.write_text(yaml.safe_dump(raw))
+    cfg = load_config(path)
+    world = ToyWorld(dim=5)
+
+    def never(thetas: np.ndarray, seeds: np.ndarray) -> np.ndarray:
+        raise AssertionError("no rollout at 0 iterations")
+
+    state = run_es(cfg.es, world.dim, never, tuple(cfg.seeds.prior), run_dir=tmp_path / "run",
+                   fingerprint=es_fingerprint(cfg))
+    assert state.iteration == 0
+    got_mu, got_logvar = checkpoint.load_prior(tmp_path / "run" / RunDir.PRIOR)
+    assert np.array_equal(got_mu, mu) and np.array_equal(got_logvar, logvar)
+    assert not np.array_equal(mu.astype(np.float32).astype(np.float64), mu)  # would round

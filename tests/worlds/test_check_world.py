@@ -293,3 +293,21 @@ def test_cli_bad_world_exits_2_with_one_line(register, capsys) -> None:
 def test_cli_bad_option_is_one_line(capsys) -> None:
     code, _, err = cli(["check-world", "toy", "--option", "dimm=3"], capsys)
     assert code == 2 and "unknown option 'dimm'" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_world_names_its_teachers_the_default_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(world_base, "_REGISTRY", dict(world_base._REGISTRY))
+    world_base.register_world("two", "pacplan.worlds.toy:ToyWorld",
+                              teacher=("quadruped-opening", "uav-lattice"))
+    assert world_base.world_teacher("two") == "quadruped-opening"
+    assert world_base.world_teacher("two", "uav-lattice") == "uav-lattice"
+    with pytest.raises(PacplanError, match=r"distill\.teacher 'quadruped-look-ahead' does not "
+                       r"teach in world 'two'; its teachers: quadruped-opening, uav-lattice"):
+        world_base.world_teacher("two", "quadruped-look-ahead")
+    world_base.register_world("one", "pacplan.worlds.toy:ToyWorld", teacher="uav-lattice")
+    assert world_base.world_entry("one").teachers == ("uav-lattice",)
+    with pytest.raises(PacplanError, match=r"teacher 'oracle' of world 'three' is not one"):
+        world_base.register_world("three", "pacplan.worlds.toy:ToyWorld",
+                                  teacher=("uav-lattice", "oracle"))
+    with pytest.raises(PacplanError, match=r"plans only in the .* worlds, not 'toy'"):
+        world_base.world_teacher("toy")

@@ -103,15 +103,20 @@ def train_prior_cmd(
     with discard_if_refused(out):
         state = train_prior(cfg, out, progress=not quiet,
                             log=lambda msg: console.print(f"[dim]{escape(msg)}[/]"))
-    console.print(
-        f"ES: {state.iteration} iterations, best training cost {state.best_cost:.4f} "
-        f"(iteration {state.best_iteration}), mean σ {float(state.sigma.mean()):.4f}"
-        + (f" (the prior file's: × {scale:g})"
-           if (scale := cfg.es.prior_sigma_scale) != 1.0 else ""),
-        soft_wrap=True,
-    )
+    scaled = (f" (the prior file's: × {scale:g})"
+              if (scale := cfg.es.prior_sigma_scale) != 1.0 else "")
+    if state.iteration == 0:  # es.iterations 0: the start is the prior
+        console.print(f"ES: no iterations (es.iterations 0): the prior is its start, mean σ "
+                      f"{float(state.sigma.mean()):.4f}{scaled}", soft_wrap=True)
+    else:
+        console.print(
+            f"ES: {state.iteration} iterations, best training cost {state.best_cost:.4f} "
+            f"(iteration {state.best_iteration}), mean σ {float(state.sigma.mean()):.4f}"
+            + scaled, soft_wrap=True)
     rd = RunDir(out)
-    console.print(f"wrote {shown(rd / RunDir.PRIOR)} and {shown(rd / RunDir.TRAINING_CURVE)}",
+    figures = [f for f in (rd / RunDir.TRAINING_CURVE, rd / "distill" / "rounds.png")
+               if f.is_file()]
+    console.print(f"wrote {' and '.join(shown(f) for f in [rd / RunDir.PRIOR, *figures])}",
                   soft_wrap=True)
 
 

@@ -23,9 +23,10 @@ from pacplan.config.run import (
     parse_config,
     seed_range_size,
 )
-from pacplan.config.training import DistillConfig, ESConfig, StratumConfig
+from pacplan.config.training import DistillConfig, ESConfig, OpeningConfig, StratumConfig
 
 __all__ = ["BaselineConfig", "CertificateConfig", "DistillConfig", "ESConfig", "ExecutorConfig",
-           "PoliciesConfig", "ReportConfig", "RunConfig", "ScreenConfig", "SeedRange",
-           "SeedsConfig", "StorageConfig", "StratumConfig", "WorldConfig", "config_to_dict",
-           "dump_config", "files_read_from", "load_config", "parse_config", "seed_range_size"]
+           "OpeningConfig", "PoliciesConfig", "ReportConfig", "RunConfig", "ScreenConfig",
+           "SeedRange", "SeedsConfig", "StorageConfig", "StratumConfig", "WorldConfig",
+           "config_to_dict", "dump_config", "files_read_from", "load_config", "parse_config",
+           "seed_range_size"]

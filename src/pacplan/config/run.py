@@ -203,6 +203,8 @@ class RunConfig(Section):
         slots: list[tuple[BaseModel, str]] = [(self, "prior"), (self.es, "init_mean"),
                                               (self.es, "init_var")]
         slots += [(base, "weights") for base in self.baselines]
+        if self.distill is not None and self.distill.opening is not None:
+            slots.append((self.distill.opening, "base"))
         return [(section, name) for section, name in slots
                 if isinstance(getattr(section, name), str)]
 
@@ -267,7 +269,9 @@ class RunConfig(Section):
         """What distillation would silently clamp or ignore: more held-out environments than
         seeds.prior_eval holds, and an es.init_mean (the distilled net is where ES starts)."""
         assert self.distill is not None
-        if self.distill.eval_envs and self.seeds.prior_eval is not None:
+        # the opening teacher counts its held-out terrains itself (distill.opening)
+        if (self.distill.eval_envs and self.seeds.prior_eval is not None
+                and self.distill.opening is None):
             n_eval = seed_range_size(self.seeds.prior_eval)
             if self.distill.eval_envs > n_eval:
                 raise ValueError(f"distill.eval_envs {self.distill.eval_envs} exceeds the "

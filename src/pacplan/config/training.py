@@ -32,7 +32,9 @@ class StratumConfig(Section):
 class ESConfig(Section):
     """Evolution Strategies on N(mu, diag exp(logvar)); see `pacplan.es.algorithm`."""
 
-    iterations: int = Field(200, ge=1, le=INT64_MAX)
+    iterations: int = Field(200, ge=0, le=INT64_MAX, description="ES iterations (0: the prior "
+                            "is the start, init_mean and init_var, e.g. a net a distill section "
+                            "taught with a prior's σ)")
     envs_per_iter: int = Field(16, ge=1, le=MAX_BATCH,
                                description="environments drawn per iteration")
     pairs_per_env: int = Field(8, ge=1, le=MAX_BATCH,
@@ -98,6 +100,28 @@ class ESConfig(Section):
         return self
 
 
+class OpeningConfig(Section):
+    """The climbing-opening teacher's settings (`distill.teacher: quadruped-opening`,
+    `pacplan.pipeline.prior.distill_opening`): it refines a prior already trained."""
+
+    base: str = Field(description="the prior file the student starts from and is pulled "
+                      "towards, and whose own output the teacher keeps away from the opening "
+                      "(relative to the config file)")
+    steep: int = Field(400, ge=1, le=MAX_BATCH, description="teaching terrains in the world's "
+                       "steep stratum: the first of seeds.prior")
+    ordinary: int = Field(300, ge=0, le=MAX_BATCH, description="teaching terrains outside it: "
+                          "the first of seeds.prior")
+    eval_steep: int = Field(40, ge=1, le=MAX_BATCH, description="held-out steep terrains (the "
+                            "first of seeds.prior_eval) on which the round is chosen")
+    eval_ordinary: int = Field(80, ge=1, le=MAX_BATCH, description="held-out terrains outside "
+                               "the stratum (the first of seeds.prior_eval) likewise")
+    pull: float = Field(1e-4, ge=0, description="weight of the squared distance to the base "
+                        "weights (standardised) in each round's fit")
+    opening_weight: float = Field(3.0, gt=0, description="weight of an opening state in the "
+                                  "fit (every other state weighs 1)")
+    iterations: int = Field(500, ge=1, description="L-BFGS iterations of each round's fit")
+
+
 class DistillConfig(Section):
     """Teach the policy net from a privileged teacher before ES
     (`pacplan.pipeline.prior.distill`)."""
@@ -121,3 +145,8 @@ class DistillConfig(Section):
                            "student is flown on after each round (logged only)")
     workers: int = Field(2, ge=1, description="processes solving the teacher's lattices")
     seed: RngSeed = 0
+    teacher: str | None = Field(None, description="the privileged teacher (left out: the "
+                                "world's own; a world may have several, pacplan.worlds.base "
+                                "TEACHERS)")
+    opening: OpeningConfig | None = Field(None, description="the climbing-opening teacher's "
+                                          "settings (teacher: quadruped-opening)")

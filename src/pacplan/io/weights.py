@@ -16,8 +16,10 @@ from pacplan.io.files import load_npy
 from pacplan.validation import check_finite
 
 
-def load_theta(path: str | Path, dim: int, world: str = "policy") -> np.ndarray:
-    """A flat float32 θ of `dim` finite weights, or a `PacplanError` naming the problem."""
+def load_theta(path: str | Path, dim: int, world: str = "policy", exact: bool = False
+               ) -> np.ndarray:
+    """A flat float32 θ of `dim` finite weights, or a `PacplanError` naming the problem;
+    `exact`: float64 as stored, never rounded (where ES starts: its state is float64)."""
     path = Path(path)
     if not path.is_file():
         raise PacplanError(f"no such policy file: {path}")
@@ -44,4 +46,4 @@ def load_theta(path: str | Path, dim: int, world: str = "policy") -> np.ndarray:
         arr = arr[0]
     if arr.shape != (dim,):
         raise PacplanError(f"{path}: expected {dim} {world} weights, got shape {arr.shape}")
-    return arr.astype(np.float32)
+    return arr.astype(np.float64 if exact else np.float32)

@@ -85,8 +85,8 @@ class WorldEntry:
     draws one environment; gym_entry is the Gymnasium env class registered as gym_id, and
     gym_max_episode_steps its episode length in the spec (so `TimeLimit` wraps it); exporter a
     `PlannerExporter` (the world has a planner runtime), paper a `PaperStory` (the paper's
-    Table 1 has rows for it), teacher the kind of privileged teacher `train-prior`'s
-    distillation stage can teach its policy with (`TEACHERS`).
+    Table 1 has rows for it), teachers the kinds of privileged teacher `train-prior`'s
+    distillation stage can teach its policy with (`TEACHERS`), its default first.
     """
 
     factory: str
@@ -96,14 +96,15 @@ class WorldEntry:
     gym_max_episode_steps: int | None = None
     exporter: str | None = None
     paper: str | None = None
-    teacher: str | None = None
+    teachers: tuple[str, ...] = ()
 
 
-TEACHERS = ("uav-lattice", "quadruped-look-ahead")
+TEACHERS = ("uav-lattice", "quadruped-look-ahead", "quadruped-opening")
 """The privileged teachers `pacplan.pipeline.prior.distill` knows: the UAV's exact lattice program
-(`worlds.uav.teacher`) and the quadruped's look-ahead in the simulator
-(`worlds.quadruped.teacher`). A world names the one it supports; a new kind of teacher is a new
-training stage, written in `pacplan.pipeline`."""
+(`worlds.uav.teacher`), the quadruped's look-ahead in the simulator (`worlds.quadruped.teacher`)
+and its climbing opening on steep first tents (`worlds.quadruped.opening`, which refines a prior
+already trained). A world names those it supports; a new kind of teacher is a new training
+stage, written in `pacplan.pipeline`."""
 
 
 _REGISTRY: dict[str, WorldEntry] = {
@@ -116,7 +117,7 @@ _REGISTRY: dict[str, WorldEntry] = {
                       gym_entry="pacplan.worlds.uav.gym_env:UAVObstacleFieldEnv",
                       gym_max_episode_steps=12,  # 12 primitives of 1 s (spec.N_STEPS)
                       exporter="pacplan.worlds.uav.export:EXPORTER",
-                      paper="pacplan.worlds.uav.paper_table:STORY", teacher="uav-lattice"),
+                      paper="pacplan.worlds.uav.paper_table:STORY", teachers=("uav-lattice",)),
     "quadruped": WorldEntry("pacplan.worlds.quadruped:QuadrupedWorld",
                             renderer="pacplan.worlds.quadruped.render:render_figure",
                             gym_id="pacplan/MinitaurTerrain-v0",
@@ -124,20 +125,24 @@ _REGISTRY: dict[str, WorldEntry] = {
                             gym_max_episode_steps=20,  # 10 s of 0.5 s primitives
                             exporter="pacplan.worlds.quadruped.export:EXPORTER",
                             paper="pacplan.worlds.quadruped.paper_table:STORY",
-                            teacher="quadruped-look-ahead"),
+                            teachers=("quadruped-look-ahead", "quadruped-opening")),
 }
 
 
 def register_world(name: str, factory: str, renderer: str | None = None,
                    gym_id: str | None = None, gym_entry: str | None = None,
                    gym_max_episode_steps: int | None = None, exporter: str | None = None,
-                   paper: str | None = None, teacher: str | None = None) -> None:
-    """Register a world by import paths "package.module:Attribute" (`WorldEntry`)."""
-    if teacher is not None and teacher not in TEACHERS:
-        raise PacplanError(f"teacher {teacher!r} of world {name!r} is not one pacplan has: "
+                   paper: str | None = None, teacher: str | tuple[str, ...] | None = None
+                   ) -> None:
+    """Register a world by import paths "package.module:Attribute" (`WorldEntry`); `teacher`
+    is one kind or several, the default first."""
+    teachers = (teacher,) if isinstance(teacher, str) else tuple(teacher or ())
+    unknown = [t for t in teachers if t not in TEACHERS]
+    if unknown:
+        raise PacplanError(f"teacher {unknown[0]!r} of world {name!r} is not one pacplan has: "
                            f"{', '.join(TEACHERS)}")
     _REGISTRY[name] = WorldEntry(factory, renderer, gym_id, gym_entry, gym_max_episode_steps,
-                                 exporter, paper, teacher)
+                                 exporter, paper, teachers)
 
 
 def world_names() -> list[str]:
@@ -166,15 +171,20 @@ def world_exporter(name: str) -> PlannerExporter:
     return resolve_target(path, f"world {name!r}'s planner exporter")  # type: ignore[no-any-return]
 
 
-def world_teacher(name: str) -> str:
-    """The teacher kind of world `name` (`TEACHERS`), or a `PacplanError` naming the worlds
-    that have a teacher."""
-    teacher = world_entry(name).teacher
-    if teacher is None:
+def world_teacher(name: str, kind: str | None = None) -> str:
+    """The teacher kind `kind` of world `name` (`TEACHERS`; None: the world's default), or a
+    `PacplanError` naming the worlds that have a teacher, or the kinds this one has."""
+    teachers = world_entry(name).teachers
+    if not teachers:
         raise PacplanError(f"the privileged teacher plans only in the "
-                           f"{_worlds_with('teacher')} worlds, not {name!r} (remove the "
+                           f"{_worlds_with('teachers')} worlds, not {name!r} (remove the "
                            "distill section)")
-    return teacher
+    if kind is None:
+        return teachers[0]
+    if kind not in teachers:
+        raise PacplanError(f"distill.teacher {kind!r} does not teach in world {name!r}; its "
+                           f"teachers: {', '.join(teachers)}")
+    return kind
 
 
 def _worlds_with(field: str) -> str:

@@ -2,17 +2,12 @@
 teacher on prior seeds, then let ES start from what it learnt.
 
 Rounds, each written to `distill/` in the run directory before the next starts, so a killed
-run resumes at the first unfinished round and reproduces every weight to the bit:
-- lattices: the teacher (`worlds.uav.teacher`) solves `distill.envs` prior-training
-  environments, chunk by chunk (`distill/lattice/<chunk>.npz`);
-- round 0: behaviour cloning on the teacher's own plan states plus random collision-free
-  reachable states; rounds 1..R: the student flies the same environments and every state it
-  visits is relabelled by the teacher and added (DAgger), then the net is refit from the last
-  round's weights;
+run resumes at the first unfinished round and reproduces every weight to the bit (each
+teacher's module says what a round is: `distill_uav`, `distill_quadruped`, `distill_opening`);
 - `distill/theta.safetensors`: the result, which initialises the ES mean; `distill/record.json`
   summarises the stage (seeds, sizes, times, held-out costs) and goes into the prior's metadata.
 
-Every checkpoint (lattice chunk, round's states and weights, θ) is written atomically, then
+Every checkpoint (a teacher's labels, a round's weights, θ) is written atomically, then
 listed with its sha256 in `distill/ledger.jsonl` (`pacplan.pipeline.execution.chunks.Ledger`, as a
 cost matrix's chunks are), and read only once checked: what a kill leaves (a file not yet listed, a
 torn last line of the ledger or of rounds.jsonl) is recomputed silently, to the same bytes; a
@@ -22,7 +17,10 @@ record lives in its weights file, so rounds.jsonl is for people only. The folder
 (inputs.json) with what the result depends on; other settings are refused, not mixed in.
 
 The teacher sees only seeds.prior; the stage refuses, before any work, a world the teacher does
-not support or teacher seeds overlapping seeds.cert / seeds.test.
+not support or teacher seeds overlapping seeds.cert / seeds.test. The teacher is the world's own
+(`pacplan.worlds.base.world_teacher`) or the one distill.teacher names among the world's: the
+quadruped's look-ahead (`distill_quadruped`) or its climbing opening, which refines a prior
+already trained (`distill_opening`).
 """
 
 from __future__ import annotations
@@ -30,7 +28,6 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,21 +35,11 @@ import numpy as np
 
 from pacplan.config import DistillConfig, RunConfig
 from pacplan.errors import PacplanError
-from pacplan.io.files import (
-    atomic_write_bytes,
-    atomic_write_json,
-    npy_bytes,
-    npy_from_bytes,
-    npz_arrays,
-    npz_bytes,
-    safetensors_bytes,
-    safetensors_metadata,
-    sha256_bytes,
-)
+from pacplan.io.files import atomic_write_json, safetensors_bytes, safetensors_metadata
 from pacplan.pipeline.execution.chunks import ChunkStore, Ledger
-from pacplan.pipeline.execution.parallel import spawned_pool
+from pacplan.pipeline.prior import distill_opening, distill_uav
 from pacplan.pipeline.prior.distill_quadruped import FILES as QUADRUPED_FILES
-from pacplan.pipeline.prior.distill_store import LOG, mend_log, read_round, write_round
+from pacplan.pipeline.prior.distill_store import LOG, mend_log
 from pacplan.pipeline.rundir import RunDir, identity
 from pacplan.worlds.base import world_teacher
 
@@ -60,15 +47,17 @@ DIR = "distill"
 THETA = "theta.safetensors"
 RECORD = "record.json"
 STAMP = "inputs.json"
-_CHUNK = 16  # environments per lattice file
-_FILES = re.compile(r"lattice/\d+\.npz|states-\d+\.npy|round-\d+\.safetensors|theta\.safetensors|"
-                    + QUADRUPED_FILES)
+_FILES = re.compile("|".join([r"round-\d+\.safetensors|theta\.safetensors", distill_uav.FILES,
+                              QUADRUPED_FILES, distill_opening.FILES]))
 
 
 def teacher_seeds(cfg: RunConfig) -> tuple[int, int]:
-    """The prior-training environments the teacher solves: the first distill.envs of seeds.prior."""
+    """The prior-training environments the teacher solves: the first distill.envs of seeds.prior
+    (the opening teacher chooses its own among all of seeds.prior)."""
     d = _cfg(cfg)
     start = int(cfg.seeds.prior[0])
+    if _teacher(cfg) == distill_opening.KIND:
+        return start, int(cfg.seeds.prior[1])
     if d.envs > cfg.seeds.prior[1] - start:
         raise PacplanError(f"distill.envs {d.envs} exceeds the {cfg.seeds.prior[1] - start} "
                            f"seeds of seeds.prior {list(cfg.seeds.prior)}")
@@ -81,32 +70,32 @@ def _cfg(cfg: RunConfig) -> DistillConfig:
     return cfg.distill
 
 
+def _teacher(cfg: RunConfig) -> str:
+    """The teacher kind: distill.teacher among the world's, else the world's own (the world
+    names its teachers, `pacplan.worlds.base.world_teacher`, never its name here)."""
+    return world_teacher(cfg.world.name, _cfg(cfg).teacher)
+
+
 def _look_ahead(cfg: RunConfig) -> bool:
-    """Whether the world's teacher is the quadruped's look-ahead (else the UAV's lattice): the
-    world names its teacher (`pacplan.worlds.base.world_teacher`), never its name here."""
-    return world_teacher(cfg.world.name) == "quadruped-look-ahead"
+    """Whether the teacher is the quadruped's look-ahead."""
+    return _teacher(cfg) == "quadruped-look-ahead"
 
 
 def check_request(cfg: RunConfig) -> None:
     """The one-line refusals, before any work (world, seed overlap, sizes)."""
+    kind = _teacher(cfg)
+    if kind == distill_opening.KIND:
+        distill_opening.check_request(cfg)
+        return
+    if _cfg(cfg).opening is not None:
+        raise PacplanError(f"distill.opening sets the {distill_opening.KIND} teacher; this "
+                           f"distill section's teacher is {kind} (remove distill.opening)")
     if _look_ahead(cfg):
         from pacplan.pipeline.prior.distill_quadruped import check_request as check_quadruped
 
         check_quadruped(cfg, teacher_seeds(cfg))
         return
-    from pacplan.worlds.uav.teacher import check_teacher_request
-
-    check_teacher_request(cfg.world.name, teacher_seeds(cfg),
-                          {"cert": cfg.seeds.cert, "test": cfg.seeds.test})
-    if cfg.world.options.get("simulator", "batched") != "batched":
-        raise PacplanError("distillation needs the batched UAV simulator (world option "
-                           "simulator: batched)")
-    _family(cfg)  # an unknown policy family or width, in one line
-    extra = set(cfg.world.options) - {"simulator", "compile", "net_scale", "device", "policy",
-                                      "policy_width"}
-    if extra:
-        raise PacplanError(f"the teacher plans only in the certified UAV world; options "
-                           f"{sorted(extra)} change it")
+    distill_uav.check_request(cfg, teacher_seeds(cfg))
 
 
 def distill(cfg: RunConfig, run_dir: str | Path | RunDir, log: Any = None) -> Path:
@@ -126,19 +115,23 @@ def distill(cfg: RunConfig, run_dir: str | Path | RunDir, log: Any = None) -> Pa
     t0 = time.perf_counter()
     lo, hi = teacher_seeds(cfg)
     seeds = np.arange(lo, hi, dtype=np.int64)
-    if _look_ahead(cfg):
+    if _teacher(cfg) == distill_opening.KIND:
+        theta, records, chosen, base_rec = distill_opening.rounds(cfg, files, say)
+        record: dict[str, Any] = {"teacher": distill_opening.TEACHER, "chosen_round": chosen,
+                                  "base_eval": base_rec}
+    elif _look_ahead(cfg):
         from pacplan.pipeline.prior import distill_quadruped
 
         theta, records, chosen = distill_quadruped.rounds(cfg, seeds, _eval_seeds(cfg), files,
                                                           say)
-        record: dict[str, Any] = {"teacher": distill_quadruped.teacher_name(cfg.world.options),
-                                  "chosen_round": chosen}
+        record = {"teacher": distill_quadruped.teacher_name(cfg.world.options),
+                  "chosen_round": chosen}
     else:
-        theta, records, t_lattice = _uav_rounds(cfg, seeds, files, say)
+        theta, records, t_lattice = distill_uav.rounds(cfg, seeds, _eval_seeds(cfg), files, say)
         record = {"teacher": "uav lattice dynamic program (pacplan.worlds.uav.teacher)"}
-    record.update({"seeds": [lo, hi], "rounds": d.rounds, "config": d.model_dump(mode="json"),
+    record.update({"seeds": [lo, hi], "rounds": d.rounds, "config": _settings(cfg),
                    "seconds_this_call": round(time.perf_counter() - t0, 1)})
-    if not _look_ahead(cfg):
+    if _teacher(cfg) == "uav-lattice":
         record["seconds_lattice_this_call"] = round(t_lattice, 1)
     record["rounds_log"] = records
     atomic_write_json(out / RECORD, record)
@@ -147,47 +140,16 @@ def distill(cfg: RunConfig, run_dir: str | Path | RunDir, log: Any = None) -> Pa
     return final
 
 
-def _uav_rounds(cfg: RunConfig, seeds: np.ndarray, files: Ledger, say: Any
-                ) -> tuple[np.ndarray, list[dict[str, Any]], float]:
-    """The UAV's lattices and rounds (resumed from the first unfinished one): the last θ, every
-    round's record and the seconds spent solving lattices in this call."""
-    d = _cfg(cfg)
-    t0 = time.perf_counter()
-    lattice = _lattices(seeds, d, files, say)
-    t_lattice = time.perf_counter() - t0
-    net_scale = float(cfg.world.options.get("net_scale", 5.0))
-    family = _family(cfg)
-    sim = _sim()
-    eval_seeds = _eval_seeds(cfg)
-    done = [_finished_round(files, r, family.dim)  # checks every listed one
-            for r in range(d.rounds + 1)]
-    first = next((r for r, f in enumerate(done) if f is None), d.rounds + 1)
-    kept = [f for f in done[:first] if f is not None]
-    records = [f[2] for f in kept]
-    theta, states = (kept[-1][0], kept[-1][1]) if kept else (None, None)
-    cache: dict[tuple[int, ...], np.ndarray] = {}
-    for r in range(first, d.rounds + 1):
-        theta, states, rec = _round(r, theta, states, lattice, seeds, d, net_scale, family,
-                                    sim, files, eval_seeds, say, cache)
-        records.append(rec)
-    assert theta is not None
-    return theta, records, t_lattice
-
-
-def _family(cfg: RunConfig) -> Any:
-    """The UAV policy family the student is (world options policy, policy_width)."""
-    from pacplan.worlds.uav.families import policy_family
-
-    opts = cfg.world.options
-    return policy_family(opts.get("policy", "paper"), opts.get("policy_width"))
-
-
 def _inputs(cfg: RunConfig) -> dict[str, Any]:
     """What the distilled θ depends on (the settings, the teacher's and held-out seeds, the
     UAV net's scale and policy family, or the quadruped's world), not where it runs (workers,
     threads). The paper's net adds no entry, so its stamps are those made before families."""
-    settings = _cfg(cfg).model_dump(mode="json")
+    settings = _settings(cfg)
     settings.pop("workers")
+    if _teacher(cfg) == distill_opening.KIND:
+        return {"distill": settings, "seeds": list(teacher_seeds(cfg)),
+                "eval_seeds": list(cfg.seeds.prior_eval or ()),
+                **distill_opening.inputs(cfg)}
     ev = _eval_seeds(cfg)
     inputs = {"distill": settings, "seeds": list(teacher_seeds(cfg)),
               "eval_seeds": None if ev is None else [int(ev[0]), int(ev[-1]) + 1],
@@ -195,9 +157,23 @@ def _inputs(cfg: RunConfig) -> dict[str, Any]:
     if _look_ahead(cfg):  # its world options shape every label
         del inputs["net_scale"]
         inputs["world"] = {k: v for k, v in cfg.world.options.items() if k != "threads"}
-    elif not _family(cfg).is_paper:
-        inputs["policy"] = _family(cfg).options()
+    elif not distill_uav.policy_family_of(cfg).is_paper:
+        inputs["policy"] = distill_uav.policy_family_of(cfg).options()
     return inputs
+
+
+def _settings(cfg: RunConfig) -> dict[str, Any]:
+    """The distill section as stamped and recorded: teacher and opening only when set (so
+    stamps made before they existed still match), the opening's base prior by content, not
+    where it lives (`distill_opening.inputs`)."""
+    settings = _cfg(cfg).model_dump(mode="json")
+    for key in ("teacher", "opening"):
+        if settings[key] is None:
+            del settings[key]
+    if "opening" in settings:
+        del settings["opening"]["base"]
+        settings = distill_opening.stamp_settings(settings)
+    return settings
 
 
 def _stamp(out: Path, inputs: dict[str, Any], option: str) -> None:
@@ -241,12 +217,6 @@ def distilled_summary(path: str | Path) -> dict[str, Any]:
     return json.loads(meta.get("distill", "{}"))
 
 
-def _sim() -> Any:
-    from pacplan.worlds.uav.batched import BatchedSimulator
-
-    return BatchedSimulator(compile=False)
-
-
 def _eval_seeds(cfg: RunConfig) -> np.ndarray | None:
     d = _cfg(cfg)
     if not d.eval_envs or cfg.seeds.prior_eval is None:
@@ -255,130 +225,3 @@ def _eval_seeds(cfg: RunConfig) -> np.ndarray | None:
     n = min(d.eval_envs, int(cfg.seeds.prior_eval[1]) - start)
     return np.arange(start, start + n, dtype=np.int64)
 
-
-def _solve_chunk(args: tuple[list[int], float, str]) -> str:
-    """Solve one chunk of lattices into its file (a worker process); returns its sha256, which
-    the caller lists once the file is whole."""
-    import torch
-
-    from pacplan.worlds.uav.teacher import solve
-
-    torch.set_num_threads(1)
-    seeds, cap, path = args
-    lat = solve(seeds, clear_cap=cap)
-    data = npz_bytes({"seeds": lat.seeds, "first": lat.first, "clear": lat.clear,
-                       "q_cost": lat.q_cost.astype(np.float32),
-                       "q_clear": lat.q_clear.astype(np.float32)})
-    atomic_write_bytes(path, data)
-    return sha256_bytes(data)
-
-
-_LATTICE_KEYS = ("seeds", "first", "clear", "q_cost", "q_clear")
-
-
-def _npz_arrays(data: bytes, name: str) -> dict[str, np.ndarray]:
-    """A lattice chunk's arrays from bytes already checked (never a pickle)."""
-    return npz_arrays(data, name, _LATTICE_KEYS, "lattice")
-
-
-def _chunk_names(seeds: np.ndarray) -> list[tuple[list[int], str]]:
-    return [([int(s) for s in seeds[i : i + _CHUNK]], f"lattice/{int(seeds[i])}.npz")
-            for i in range(0, len(seeds), _CHUNK)]
-
-
-def _lattices(seeds: np.ndarray, d: DistillConfig, files: Ledger, say: Any) -> Any:
-    """One `Lattice` over all teacher environments (values as stored, float32): the listed
-    chunks, checked (an edited one is refused before any solving), and the others solved."""
-    from pacplan.worlds.uav.teacher import Lattice
-
-    chunks = _chunk_names(seeds)
-    parts: dict[str, dict[str, np.ndarray]] = {}
-    for _, name in chunks:
-        data = files.read(name)
-        if data is not None:
-            parts[name] = _npz_arrays(data, str(files.folder / name))
-    todo = [(s, name) for s, name in chunks if name not in parts]
-    if todo:
-        say(f"teacher: solving {sum(len(s) for s, _ in todo)} lattices")
-        jobs = [(s, d.clear_cap, str(files.folder / name)) for s, name in todo]
-        for (_, name), sha in zip(todo, _solve_all(jobs, d.workers), strict=True):
-            files.record(name, sha)  # after the file is whole: a kill leaves it unlisted
-            parts[name] = _npz_arrays(files.checked(name), str(files.folder / name))
-    a = {k: np.concatenate([parts[name][k] for _, name in chunks]) for k in _LATTICE_KEYS}
-    if not np.array_equal(a["seeds"], seeds):
-        raise PacplanError(f"{files.folder / 'lattice'}: lattice files do not hold seeds "
-                           f"{seeds[0]}…{seeds[-1]}; delete them to recompute them")
-    empty = np.zeros(0)
-    return Lattice(a["seeds"], a["first"], a["clear"], a["q_cost"], a["q_clear"], empty, empty,
-                   d.clear_cap)
-
-
-def _solve_all(jobs: list[tuple[list[int], float, str]], workers: int) -> Iterator[str]:
-    """The sha256 of each job's file, in order, as each is solved."""
-    if workers <= 1:
-        yield from map(_solve_chunk, jobs)
-        return
-    with spawned_pool(workers) as pool:
-        yield from pool.map(_solve_chunk, jobs)
-
-
-def _finished_round(files: Ledger, r: int, dim: int
-                    ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]] | None:
-    """Round r's θ (`dim` weights), states and log record when both its files are listed and
-    whole (each checked, so an edited one is refused); None when it is to be (re)computed."""
-    states = files.read(f"states-{r}.npy")
-    done = read_round(files, r, dim) if states is not None else None
-    if states is None or done is None:
-        return None
-    return done[0], npy_from_bytes(states, str(files.folder / f"states-{r}.npy")), done[1]
-
-
-def _round(r: int, theta: np.ndarray | None, before: np.ndarray | None, lattice: Any,
-           seeds: np.ndarray, d: DistillConfig, net_scale: float, family: Any, sim: Any,
-           files: Ledger, eval_seeds: np.ndarray | None, say: Any,
-           cache: dict[tuple[int, ...], np.ndarray]
-           ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
-    """One round: gather states, label, render, fit; its states and θ (with its log record)
-    are listed in the ledger, θ last, and a line goes to rounds.jsonl for people. `before` is
-    the last round's states (seed, step, ix, iz columns) as stored."""
-    import torch
-
-    from pacplan.worlds.uav import distill as dl
-
-    torch.set_num_threads(1)
-    t0 = time.perf_counter()
-    rng = np.random.default_rng([d.seed, r])
-    if r == 0:
-        plan = lattice.plan()
-        states = dl.States.concat([dl.visited(seeds, plan, lattice),
-                                   dl.free_states(lattice, d.free_states, rng)])
-        torch.manual_seed(d.seed)
-        theta = dl.flat_weights(dl.student(family), family)
-    else:
-        assert theta is not None and before is not None
-        res = sim.rollout(theta[None], seeds, net_scale=net_scale, family=family)
-        states = dl.States.concat([dl.States(*(before[:, i] for i in range(4))),
-                                   dl.visited(seeds, res.prims[:, 0], lattice)])
-    states = states.unique()
-    stored = np.stack([states.seed, states.step, states.ix, states.iz], 1)
-    files.write(f"states-{r}.npy", npy_bytes(stored))
-    target = dl.preferences(lattice, states, d.target_temperature)
-    images = dl.render(sim, states, cache)
-    t1 = time.perf_counter()
-    theta, losses = dl.fit(theta, images, target, epochs=d.epochs, lr=d.lr, batch=d.batch,
-                           temperature=d.temperature, net_scale=net_scale, seed=d.seed + r,
-                           family=family)
-    rec: dict[str, Any] = {"round": r, "states": len(states), "loss": losses,
-                           "agreement": dl.agreement(theta, images, target, net_scale, family),
-                           "seconds_data": round(t1 - t0, 1),
-                           "seconds_fit": round(time.perf_counter() - t1, 1)}
-    if eval_seeds is not None:
-        t2 = time.perf_counter()
-        rec["eval_cost"] = float(sim.rollout(theta[None], eval_seeds, net_scale=net_scale,
-                                             family=family).costs.mean())
-        rec["eval_envs"] = len(eval_seeds)
-        rec["seconds_eval"] = round(time.perf_counter() - t2, 1)
-    write_round(files, r, theta, rec)
-    say(f"distill round {r}: {len(states)} states, agreement {rec['agreement']:.3f}"
-        + (f", held-out cost {rec['eval_cost']:.4f}" if "eval_cost" in rec else ""))
-    return theta, stored, rec

@@ -30,9 +30,10 @@ def round_name(r: int) -> str:
     return f"round-{r}.safetensors"
 
 
-def read_round(files: Ledger, r: int, dim: int) -> tuple[np.ndarray, dict[str, Any]] | None:
-    """Round r's θ (float32) and log record when its file is listed and whole (checked, so an
-    edited one is refused); None when the round is to be (re)computed."""
+def read_round(files: Ledger, r: int, dim: int, exact: bool = False
+               ) -> tuple[np.ndarray, dict[str, Any]] | None:
+    """Round r's θ (float32; `exact`: as stored) and log record when its file is listed and
+    whole (checked, so an edited one is refused); None when the round is to be (re)computed."""
     weights = files.read(round_name(r))
     if weights is None:
         return None
@@ -49,7 +50,7 @@ def read_round(files: Ledger, r: int, dim: int) -> tuple[np.ndarray, dict[str, A
     theta = check_finite(theta, label)
     if theta.shape != (dim,) or not isinstance(rec, dict):
         raise PacplanError(f"{label}: not a round of this net; delete it to recompute it")
-    return theta.astype(np.float32), rec
+    return (theta if exact else theta.astype(np.float32)), rec
 
 
 def write_round(files: Ledger, r: int, theta: np.ndarray, rec: dict[str, Any]) -> None:

@@ -73,8 +73,9 @@ def read_start_files(cfg: ESConfig, dim: int, note: str = "") -> dict[str, np.nd
     (found, .npy or .safetensors, `dim` finite values, every variance > 0), so that the run's
     boundary can refuse a bad one before any stage (distillation) runs. A prior file (tensors
     mu and logvar) gives init_mean its mu and init_var its variance exp(logvar), so a prior can
-    be fine-tuned from where it stands. `note`: the world's policy family (`policy_note`), named
-    when a file has the wrong size."""
+    be fine-tuned from where it stands. Values are read as stored (float64 kept: ES's state is
+    float64, so 0 iterations give back the very weights). `note`: the world's policy family
+    (`policy_note`), named when a file has the wrong size."""
     files = {}
     for field in _WEIGHT_FILES:
         value = getattr(cfg, field)
@@ -84,7 +85,7 @@ def read_start_files(cfg: ESConfig, dim: int, note: str = "") -> dict[str, np.nd
             try:
                 files[field] = (_prior_variance(value, dim) if field == "init_var"
                                 and _is_prior_file(value) else
-                                load_theta(value, dim, world=f"es.{field}"))
+                                load_theta(value, dim, world=f"es.{field}", exact=True))
             except PacplanError as exc:
                 from pacplan.worlds.base import noted
 
@@ -207,6 +208,8 @@ def run_es(
     try:
         state = _iterate(cfg, state, todo, cost_fn, seed_range, rd, progress, on_iteration,
                          evaluate, board, strata)
+        if rd is not None and state.iteration == 0 and cfg.iterations == 0:
+            ckpt.save_checkpoint(rd.checkpoint_files(), state)  # no ES: the start is the prior
     finally:
         if board is not None:
             board.close()
