@@ -410,6 +410,7 @@ def test_help_shows_choices_as_choices_and_flags_as_flags():
                                              "quadruped-paper-n2000", "quadruped-prior",
                                              "quadruped-paper-code-prior",
                                              "quadruped-paper-code-bullet-prior",
+                                             "quadruped-paper-code-opening-prior",
                                              "quadruped-paper-code-n1000"}),
         ("pacplan train-prior quadruped-e", {"quadruped-es-prior"}),
         ("pacplan run toy --executor p", {"processes"}),
