@@ -150,3 +150,14 @@ def test_the_base_prior_counts_by_content_not_place(tmp_path: Path) -> None:
     other = _raw()
     other["distill"]["opening"]["base"] = str(shipped_priors()["quadruped"])
     assert stage._inputs(parse_config(other))["base_sha256"] != here["base_sha256"]
+
+
+def test_naming_the_worlds_own_teacher_keeps_the_stamp() -> None:
+    """distill.teacher spelt out as the world's default is the same teaching as leaving it out:
+    a folder distilled before the field existed resumes under either config."""
+    raw = _raw()
+    raw["distill"] = {"envs": 2, "rounds": 1, "workers": 1}
+    plain = stage._inputs(parse_config(raw))
+    raw["distill"]["teacher"] = "quadruped-look-ahead"
+    assert stage._inputs(parse_config(raw)) == plain
+    assert "teacher" not in plain["distill"] and "opening" not in plain["distill"]

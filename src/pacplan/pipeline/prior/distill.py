@@ -163,13 +163,14 @@ def _inputs(cfg: RunConfig) -> dict[str, Any]:
 
 
 def _settings(cfg: RunConfig) -> dict[str, Any]:
-    """The distill section as stamped and recorded: teacher and opening only when set (so
-    stamps made before they existed still match), the opening's base prior by content, not
-    where it lives (`distill_opening.inputs`)."""
+    """The distill section as stamped and recorded: the teacher only when not the world's own
+    and the opening only when set (so stamps made before they existed still match), the
+    opening's base prior by content, not where it lives (`distill_opening.inputs`)."""
     settings = _cfg(cfg).model_dump(mode="json")
-    for key in ("teacher", "opening"):
-        if settings[key] is None:
-            del settings[key]
+    if settings["teacher"] in (None, world_teacher(cfg.world.name)):
+        del settings["teacher"]
+    if settings["opening"] is None:
+        del settings["opening"]
     if "opening" in settings:
         del settings["opening"]["base"]
         settings = distill_opening.stamp_settings(settings)
