@@ -126,6 +126,11 @@ def test_the_prior_is_the_rounds_composed_by_hand_and_survives_a_kill(
                   "opening": {"base": str(shipped_priors()["uav"])}}},
      r"distill\.opening\.base .*uav\.safetensors: a prior of \d+ weights, not the quadruped "
      r"net's 944"),
+    ({"distill": {"teacher": "quadruped-opening",
+                  "opening": {"base": str(shipped_priors()["quadruped"].parent
+                                          / "quadruped-gait-best.safetensors")}}},
+     r"distill\.opening\.base: .*gait-best\.safetensors: a prior needs tensors 'mu' and "
+     r"'logvar'"),
 ])
 def test_refuses_before_any_work(tmp_path: Path, change: dict[str, Any], message: str) -> None:
     raw = _raw()

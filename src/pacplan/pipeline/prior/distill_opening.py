@@ -98,7 +98,10 @@ def base_prior(o: OpeningConfig) -> tuple[np.ndarray, bytes]:
     from pacplan.worlds.quadruped.policy import POLICY_DIM
 
     data = read_file_bytes(o.base, "distill.opening.base")
-    prior = read_prior(data, o.base)
+    try:
+        prior = read_prior(data, o.base)
+    except PacplanError as exc:
+        raise PacplanError(f"distill.opening.base: {exc}") from None
     if prior.mu.size != POLICY_DIM:
         raise PacplanError(f"distill.opening.base {o.base}: a prior of {prior.mu.size} weights, "
                            f"not the quadruped net's {POLICY_DIM}")
