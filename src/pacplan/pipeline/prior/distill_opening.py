@@ -167,7 +167,7 @@ def rounds(cfg: RunConfig, files: Ledger, say: Callable[[str], None]
                                       np.arange(SHARE_SPAN)).mean())
     finally:
         world.close()
-    job = _Job(dict(cfg.world.options), base, d.workers)
+    job = _Job(cfg.world.name, dict(cfg.world.options), base, d.workers)
     # a round is trusted only as a chain: from the first unfinished one, every round is redone
     done = [read_round(files, r, POLICY_DIM, exact=True) for r in range(d.rounds + 1)]
     first = next((r for r, f in enumerate(done) if f is None), d.rounds + 1)
@@ -196,10 +196,13 @@ def rounds(cfg: RunConfig, files: Ledger, say: Callable[[str], None]
 
 
 class _Job:
-    """What every walk needs: the world's options, the base prior's mean, the workers."""
+    """What every walk needs: the world (name and options), the base prior's mean, the
+    workers."""
 
-    def __init__(self, options: dict[str, Any], base: np.ndarray, workers: int) -> None:
-        self.options, self.base, self.workers = options, base, workers
+    def __init__(self, world: str, options: dict[str, Any], base: np.ndarray, workers: int
+                 ) -> None:
+        self.world = (world, options)
+        self.base, self.workers = base, workers
 
     def map(self, fn: Callable[[Any], Any], tasks: list[Any]) -> list[Any]:
         if self.workers <= 1 or len(tasks) <= 1:
@@ -223,7 +226,7 @@ def _labels(job: _Job, files: Ledger, r: int, walker: np.ndarray | None, seeds: 
     if todo:
         say(f"distill round {r}: {'the rule' if walker is None else 'the student'} walks "
             f"{sum(min(CHUNK, seeds.size - i) for i, _ in todo)} terrains")
-        tasks = [(job.options, job.base, walker, [int(s) for s in seeds[i:i + CHUNK]],
+        tasks = [(job.world, job.base, walker, [int(s) for s in seeds[i:i + CHUNK]],
                   [bool(f) for f in flags[i:i + CHUNK]], str(files.folder / n))
                  for i, n in todo]
         for (_, name), sha in zip(todo, job.map(_walk_chunk, tasks), strict=True):
@@ -236,8 +239,8 @@ def _labels(job: _Job, files: Ledger, r: int, walker: np.ndarray | None, seeds: 
     return OpeningStates.concat(parts), np.concatenate(costs)
 
 
-def _walk_chunk(task: tuple[dict[str, Any], np.ndarray, np.ndarray | None, list[int],
-                            list[bool], str]) -> str:
+def _walk_chunk(task: tuple[tuple[str, dict[str, Any]], np.ndarray, np.ndarray | None,
+                            list[int], list[bool], str]) -> str:
     """Walk and label one chunk of terrains into its file; its sha256 (a worker process)."""
     import torch
 
@@ -245,8 +248,8 @@ def _walk_chunk(task: tuple[dict[str, Any], np.ndarray, np.ndarray | None, list[
     from pacplan.worlds.quadruped.opening import OpeningRule, OpeningStates, walk_and_label
 
     torch.set_num_threads(1)
-    options, base, walker, seeds, flags, path = task
-    world = make_world("quadruped", **options)
+    (name, options), base, walker, seeds, flags, path = task
+    world = make_world(name, **options)
     parts, costs = [], []
     for seed, flag in zip(seeds, flags, strict=True):
         states, cost = walk_and_label(world, OpeningRule(), base, walker, seed, flag)
@@ -259,12 +262,12 @@ def _walk_chunk(task: tuple[dict[str, Any], np.ndarray, np.ndarray | None, list[
     return sha256_bytes(blob)
 
 
-def _walk_costs(task: tuple[dict[str, Any], np.ndarray, list[int]]) -> list[float]:
+def _walk_costs(task: tuple[tuple[str, dict[str, Any]], np.ndarray, list[int]]) -> list[float]:
     """The net's cost on each seed (a worker process)."""
     from pacplan.worlds.base import make_world
 
-    options, theta, seeds = task
-    world = make_world("quadruped", **options)
+    (name, options), theta, seeds = task
+    world = make_world(name, **options)
     out = [float(world.rollout(theta.astype(np.float32), s).cost) for s in seeds]
     world.close()
     return out
@@ -274,7 +277,7 @@ def _held_out(job: _Job, theta: np.ndarray, seeds: np.ndarray, flags: np.ndarray
               share: float) -> dict[str, float]:
     """The net's held-out costs: steep, other, and the two mixed at the stratum's share."""
     n = max(1, job.workers) * 4
-    got = job.map(_walk_costs, [(job.options, theta, [int(s) for s in seeds[i::n]])
+    got = job.map(_walk_costs, [(job.world, theta, [int(s) for s in seeds[i::n]])
                                 for i in range(n)])
     cost = np.empty(seeds.size)
     for i, part in enumerate(got):
