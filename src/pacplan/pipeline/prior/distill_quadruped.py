@@ -153,7 +153,7 @@ def _labels(cfg: RunConfig, r: int, theta: np.ndarray | None, seeds: np.ndarray,
         say(f"distill round {r}: the {'teacher' if r == 0 else 'student'} walks "
             f"{sum(len(s) for s, _ in todo)} terrains")
         student = None if theta is None else np.asarray(theta, dtype=np.float32)
-        jobs = [(dict(cfg.world.options), s, student, str(files.folder / name))
+        jobs = [((cfg.world.name, dict(cfg.world.options)), s, student, str(files.folder / name))
                 for s, name in todo]
         for (_, name), sha in zip(todo, _walk_all(jobs, cfg.distill.workers), strict=True):
             files.record(name, sha)  # after the file is whole: a kill leaves it unlisted
@@ -176,7 +176,8 @@ def _load_labels(cfg: RunConfig, r: int, seeds: np.ndarray, files: Ledger
     return Labelled.concat(parts), np.concatenate(costs)
 
 
-def _walk_chunk(args: tuple[dict[str, Any], list[int], np.ndarray | None, str]) -> str:
+def _walk_chunk(args: tuple[tuple[str, dict[str, Any]], list[int], np.ndarray | None, str]
+                ) -> str:
     """Walk one chunk of terrains, every state scored by the teacher, into its file (a worker
     process); returns the file's sha256, which the caller lists once the file is whole."""
     import torch
@@ -186,8 +187,8 @@ def _walk_chunk(args: tuple[dict[str, Any], list[int], np.ndarray | None, str]) 
     from pacplan.worlds.quadruped.teacher import QuadrupedTeacher
 
     torch.set_num_threads(1)
-    options, seeds, student, path = args
-    world = make_world("quadruped", **options)
+    (name, options), seeds, student, path = args
+    world = make_world(name, **options)
     teacher = QuadrupedTeacher(world)
     parts, costs = [], []
     for s in seeds:
@@ -217,7 +218,7 @@ def _walk_costs(cfg: RunConfig, theta: np.ndarray, seeds: np.ndarray) -> np.ndar
 
     d = cfg.distill
     assert d is not None
-    world = make_world("quadruped", **{**cfg.world.options, "threads": d.workers})
+    world = make_world(cfg.world.name, **{**cfg.world.options, "threads": d.workers})
     try:
         return world.costs(np.asarray(theta, dtype=np.float32)[None], seeds).ravel()
     finally:
