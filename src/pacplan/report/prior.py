@@ -239,31 +239,52 @@ def _narrowed(meta: dict[str, str]) -> list[str]:
             "`prior_sigma_scale`): the policies drawn stay nearer the trained mean.", ""]
 
 
-def _taught(meta: dict[str, str], found: Path | None, rd: RunDir) -> list[str]:
-    """Where the prior's ES started from a net taught by a privileged teacher (metadata
-    `distill`, `pacplan.pipeline.prior.distill`): what taught it, and the cost-per-stage figure
-    shipped beside the source ({stem}-stages.png) or already in the run's figures/, if any."""
-    if "distill" not in meta:
-        return []
+def _distill_summary(meta: dict[str, str]) -> dict[str, Any] | None:
+    """The prior's `distill` metadata as one summary (`pacplan.pipeline.prior.distill.summary`),
+    checked; None when unreadable. A record listing every round (`rounds` a list, as the
+    climbing-opening student's, taught before its teacher was a distillation stage) is read
+    as its chosen round's summary."""
     try:
         d = json.loads(meta["distill"])
+        if isinstance(d.get("rounds"), list):
+            used = d["rounds"][d["chosen_round"]]
+            d = {**d, "rounds": len(d["rounds"]) - 1, "states": used.get("states"),
+                 "eval_cost": used.get("eval_cost"), "eval_envs": used.get("eval_envs")}
         seeds, rounds, states = d["seeds"], d["rounds"], d.get("states")
-        eval_cost = d.get("eval_cost")
+        eval_cost, eval_envs = d.get("eval_cost"), d.get("eval_envs")
         ok = (isinstance(seeds, list) and len(seeds) == 2 and all(is_int(x) for x in seeds)
               and is_int(rounds) and (states is None or is_int(states))
               and (eval_cost is None or (isinstance(eval_cost, int | float)
                                          and not isinstance(eval_cost, bool)
                                          and math.isfinite(eval_cost)
-                                         and is_int(d.get("eval_envs")))))
-    except (ValueError, KeyError, TypeError, RecursionError):
+                                         and (eval_envs is None or is_int(eval_envs))))
+              and isinstance(d.get("base_sha256", ""), str))
+    except (ValueError, KeyError, TypeError, IndexError, RecursionError):
         ok = False
-    if not ok:  # the prior's own metadata, but any prior may be given: checked before shown
+    return d if ok else None
+
+
+def _taught(meta: dict[str, str], found: Path | None, rd: RunDir) -> list[str]:
+    """Where the prior's mean is, or its ES started from, a net taught by a privileged teacher
+    (metadata `distill`, `pacplan.pipeline.prior.distill`): what taught it (from which prior,
+    when it refined one), and the cost-per-stage figure shipped beside the source
+    ({stem}-stages.png) or already in the run's figures/, if any."""
+    if "distill" not in meta:
+        return []
+    d = _distill_summary(meta)
+    if d is None:  # the prior's own metadata, but any prior may be given: checked before shown
         return ["The prior's `distill` metadata is unreadable.", ""]
-    held = (f"; the taught net's held-out cost {100 * eval_cost:.2f} % on "
-            f"{d['eval_envs']} prior_eval environments" if eval_cost is not None else "")
-    lines = [f"Its ES started from a taught net (metadata `distill`): "
-             f"{text(d.get('teacher', '?'))} labelled prior-training environments "
-             f"[{seeds[0]}, {seeds[1]}); behaviour cloning then {rounds} DAgger rounds"
+    seeds, rounds, states, eval_cost = d["seeds"], d["rounds"], d.get("states"), d.get("eval_cost")
+    on = "" if d.get("eval_envs") is None else f" {d['eval_envs']}"
+    held = (f"; the taught net's held-out cost {100 * eval_cost:.2f} % on{on} prior_eval "
+            "environments" if eval_cost is not None else "")
+    base = d.get("base_sha256")
+    what = ("Its mean is a taught net, with no ES after it" if meta.get("iteration") == "0"
+            else "Its ES started from a taught net")
+    lines = [f"{what} (metadata `distill`): {text(d.get('teacher', '?'))} labelled "
+             f"prior-training environments [{seeds[0]}, {seeds[1]})"
+             f"{'' if base is None else f', refining the prior with sha256 {code(base)}'}; "
+             f"behaviour cloning then {rounds} DAgger rounds"
              f"{'' if states is None else f' on {states:,} states'}{held}.", ""]
     figure = None if found is None else _siblings(found, "{stem}-stages.png")
     target = rd / "figures" / "prior_stages.png"

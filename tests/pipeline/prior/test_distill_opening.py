@@ -5,6 +5,8 @@ in one line before any rollout."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +105,7 @@ def test_the_prior_is_the_rounds_composed_by_hand_and_survives_a_kill(
     assert prior.seeds == (0, 1000) and prior.world == {"name": "quadruped", "options": WORLD}
     summary = stage.distilled_summary(tmp_path / "run" / "distill" / stage.THETA)
     assert summary["teacher"] == distill_opening.TEACHER and summary["eval_envs"] == 2
+    assert summary["base_sha256"] == hashlib.sha256(Path(BASE).read_bytes()).hexdigest()
     assert (tmp_path / "run" / "distill" / "rounds.png").read_bytes()[:4] == b"\x89PNG"
 
 
@@ -166,3 +169,31 @@ def test_naming_the_worlds_own_teacher_keeps_the_stamp() -> None:
     raw["distill"]["teacher"] = "quadruped-look-ahead"
     assert stage._inputs(parse_config(raw)) == plain
     assert "teacher" not in plain["distill"] and "opening" not in plain["distill"]
+
+
+def test_the_report_says_the_taught_net_is_the_mean_refining_its_base(tmp_path: Path) -> None:
+    """The climbing-opening student (its metadata as the teaching script wrote it, every round
+    listed) and the stage's own summary both read as: a taught net with no ES after it,
+    refining the base prior, its chosen round's states and held-out cost."""
+    from pacplan.io.files import safetensors_metadata, sha256_bytes
+    from pacplan.report.prior import _taught
+
+    rd = RunDir(tmp_path / "run")
+    student = Path(__file__).resolve().parents[3] / "benchmarks" / "data" / (
+        "quadruped-paper-code-opening.safetensors")
+    meta = safetensors_metadata(student.read_bytes())
+    said = "\n".join(_taught(meta, None, rd))
+    sha = sha256_bytes(Path(BASE).read_bytes())
+    assert said.startswith("Its mean is a taught net, with no ES after it (metadata `distill`): "
+                           "climbing opening on steep first tents")
+    assert f"refining the prior with sha256 `{sha}`" in said
+    assert "1 DAgger rounds on 25,322 states; the taught net's held-out cost 10.74 % on " \
+           "prior_eval environments." in said
+    summary = {"teacher": "T", "seeds": [0, 10], "rounds": 1, "states": 5, "eval_cost": 0.25,
+               "eval_envs": 2, "chosen_round": 1, "base_sha256": "ab"}
+    said = "\n".join(_taught({"distill": json.dumps(summary), "iteration": "3"}, None, rd))
+    assert said.startswith("Its ES started from a taught net") and "sha256 `ab`" in said
+    assert "held-out cost 25.00 % on 2 prior_eval environments" in said
+    listed = {"teacher": "T", "seeds": [0, 10], "chosen_round": 5, "rounds": [{"states": 1}]}
+    assert _taught({"distill": json.dumps(listed)}, None, rd) == [
+        "The prior's `distill` metadata is unreadable.", ""]

@@ -118,7 +118,8 @@ def distill(cfg: RunConfig, run_dir: str | Path | RunDir, log: Any = None) -> Pa
     if _teacher(cfg) == distill_opening.KIND:
         theta, records, chosen, base_rec = distill_opening.rounds(cfg, files, say)
         record: dict[str, Any] = {"teacher": distill_opening.TEACHER, "chosen_round": chosen,
-                                  "base_eval": base_rec}
+                                  "base_eval": base_rec,
+                                  "base_sha256": distill_opening.inputs(cfg)["base_sha256"]}
     elif _look_ahead(cfg):
         from pacplan.pipeline.prior import distill_quadruped
 
@@ -207,8 +208,9 @@ def summary(record: dict[str, Any]) -> dict[str, Any]:
     out = {"teacher": record["teacher"], "seeds": record["seeds"], "rounds": record["rounds"],
            "states": used.get("states"), "eval_cost": used.get("eval_cost"),
            "eval_envs": used.get("eval_envs")}
-    if "chosen_round" in record:
-        out["chosen_round"] = record["chosen_round"]
+    for key in ("chosen_round", "base_sha256"):  # where the stage chose, or refined a prior
+        if key in record:
+            out[key] = record[key]
     return out
 
 
