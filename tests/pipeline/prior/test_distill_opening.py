@@ -197,3 +197,26 @@ def test_the_report_says_the_taught_net_is_the_mean_refining_its_base(tmp_path: 
     listed = {"teacher": "T", "seeds": [0, 10], "chosen_round": 5, "rounds": [{"states": 1}]}
     assert _taught({"distill": json.dumps(listed)}, None, rd) == [
         "The prior's `distill` metadata is unreadable.", ""]
+
+
+def test_each_walked_chunk_is_listed_before_the_next_is_walked(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kill in a round's second chunk keeps its first (listed), so a resume walks only the
+    rest: the chunks were listed only once the whole round was walked."""
+    raw = _raw()
+    raw["distill"]["opening"].update({"steep": distill_opening.CHUNK, "ordinary": 1})
+    cfg = parse_config(raw)
+    real_walk, walked = distill_opening._walk_chunk, []
+
+    def walk_once(task: Any) -> str:
+        if walked:
+            raise KeyboardInterrupt
+        walked.append(task[3])
+        return real_walk(task)
+
+    monkeypatch.setattr(distill_opening, "_walk_chunk", walk_once)
+    with pytest.raises(KeyboardInterrupt):
+        stage.distill(cfg, tmp_path / "run")
+    ledger = (tmp_path / "run" / "distill" / "ledger.jsonl").read_text()
+    assert len(walked[0]) == distill_opening.CHUNK
+    assert f'"opening-0/{walked[0][0]}.npz"' in ledger

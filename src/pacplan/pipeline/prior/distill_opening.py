@@ -24,7 +24,7 @@ not depend on the worker that walks it; each fit is full-batch L-BFGS on one thr
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -204,11 +204,14 @@ class _Job:
         self.world = (world, options)
         self.base, self.workers = base, workers
 
-    def map(self, fn: Callable[[Any], Any], tasks: list[Any]) -> list[Any]:
+    def map(self, fn: Callable[[Any], Any], tasks: list[Any]) -> Iterator[Any]:
+        """fn of each task, in order, each as soon as it and those before it are done (so a
+        caller lists every finished chunk before a kill can take it)."""
         if self.workers <= 1 or len(tasks) <= 1:
-            return [fn(t) for t in tasks]
+            yield from map(fn, tasks)
+            return
         with spawned_pool(self.workers) as pool:
-            return list(pool.map(fn, tasks))
+            yield from pool.map(fn, tasks)
 
 
 _KEYS = ("seed", "primitive", "depth", "proprio", "target", "opens", "cost")
@@ -277,8 +280,8 @@ def _held_out(job: _Job, theta: np.ndarray, seeds: np.ndarray, flags: np.ndarray
               share: float) -> dict[str, float]:
     """The net's held-out costs: steep, other, and the two mixed at the stratum's share."""
     n = max(1, job.workers) * 4
-    got = job.map(_walk_costs, [(job.world, theta, [int(s) for s in seeds[i::n]])
-                                for i in range(n)])
+    got = list(job.map(_walk_costs, [(job.world, theta, [int(s) for s in seeds[i::n]])
+                                     for i in range(n)]))
     cost = np.empty(seeds.size)
     for i, part in enumerate(got):
         cost[i::n] = part
