@@ -320,6 +320,8 @@ def test_prior_given_as_a_file(finished_run: Path, tmp_path: Path):
     md, _ = _md_html(out)
     assert "`toy-training.png`" in md
     assert (out / "figures" / "prior_training.png").read_bytes() == b"\x89PNG curve"
+    # a figure beside the prior need not be an ES curve (a taught net's rounds)
+    assert "![The prior's training figure](figures/prior_training.png)" in md
     (shipped / "toy.safetensors").write_bytes(b"changed")
     md, _ = _md_html(out)
     assert "not found with this sha256" in md and "ES training curve" not in md

@@ -203,8 +203,10 @@ def prior_section(rd: RunDir, manifest: Manifest, cfg: RunConfig) -> list[str]:
                           ""]
     if records:
         plot_training_curve(records, curve)
-    if records or copied or (source == "es" and curve.is_file()):
+    if records or (source == "es" and curve.is_file()):
         lines += [f"![ES training curve of the prior]({RunDir.TRAINING_CURVE})", ""]
+    elif copied:  # a figure shipped beside the prior: an ES curve or a taught net's rounds
+        lines += [f"![The prior's training figure]({RunDir.TRAINING_CURVE})", ""]
     lines += _taught(meta, found, rd) + _narrowed(meta) + _trained_in(prior.world, cfg)
     return lines
 
