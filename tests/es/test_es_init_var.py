@@ -218,3 +218,5 @@ def test_no_iterations_write_the_start_as_the_prior_to_the_bit(tmp_path: Path) -
     got_mu, got_logvar = checkpoint.load_prior(tmp_path / "run" / RunDir.PRIOR)
     assert np.array_equal(got_mu, mu) and np.array_equal(got_logvar, logvar)
     assert not np.array_equal(mu.astype(np.float32).astype(np.float64), mu)  # would round
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == [  # no empty tensorboard/
+        "es_state.json", "es_state.safetensors", "prior.safetensors"]

@@ -204,7 +204,8 @@ def run_es(
             + ("" if todo else " (done)"))
     if stop_after is not None:
         todo = min(todo, stop_after)
-    board = open_log(rd.path, ckpt.read_metrics(rd / RunDir.METRICS)) if rd is not None else None
+    board = (open_log(rd.path, ckpt.read_metrics(rd / RunDir.METRICS))
+             if rd is not None and cfg.iterations else None)  # 0 iterations: nothing to plot
     try:
         state = _iterate(cfg, state, todo, cost_fn, seed_range, rd, progress, on_iteration,
                          evaluate, board, strata)
