@@ -220,3 +220,16 @@ def test_each_walked_chunk_is_listed_before_the_next_is_walked(
     ledger = (tmp_path / "run" / "distill" / "ledger.jsonl").read_text()
     assert len(walked[0]) == distill_opening.CHUNK
     assert f'"opening-0/{walked[0][0]}.npz"' in ledger
+
+
+def test_the_shipped_recipe_passes_every_check_before_any_rollout() -> None:
+    """quadruped-paper-code-opening-prior names a base prior that exists and is the quadruped
+    net's, terrains enough of each kind, and seeds the teacher may see."""
+    pytest.importorskip("pybullet")
+    from pacplan.config import load_config
+    from pacplan.presets import resolve_config
+
+    cfg = load_config(resolve_config("quadruped-paper-code-opening-prior"))
+    stage.check_request(cfg)
+    assert Path(cfg.distill.opening.base) == Path(BASE)  # the twin-trained paper-code prior
+    assert cfg.es.iterations == 0 and Path(cfg.es.init_var) == Path(BASE)  # its σ kept
