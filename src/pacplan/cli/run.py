@@ -113,8 +113,10 @@ def train_prior_cmd(
             f"ES: {state.iteration} iterations, best training cost {state.best_cost:.4f} "
             f"(iteration {state.best_iteration}), mean σ {float(state.sigma.mean()):.4f}"
             + scaled, soft_wrap=True)
+    from pacplan.pipeline.prior import distill, distill_opening
+
     rd = RunDir(out)
-    figures = [f for f in (rd / RunDir.TRAINING_CURVE, rd / "distill" / "rounds.png")
+    figures = [f for f in (rd / RunDir.TRAINING_CURVE, rd / distill.DIR / distill_opening.FIGURE)
                if f.is_file()]
     console.print(f"wrote {' and '.join(shown(f) for f in [rd / RunDir.PRIOR, *figures])}",
                   soft_wrap=True)

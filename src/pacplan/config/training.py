@@ -150,3 +150,10 @@ class DistillConfig(Section):
                                 "TEACHERS)")
     opening: OpeningConfig | None = Field(None, description="the climbing-opening teacher's "
                                           "settings (teacher: quadruped-opening)")
+
+    def changed(self, names: tuple[str, ...]) -> list[str]:
+        """Those of `names` set to other than their default, sorted: a teacher refuses another
+        teacher's settings so, since a frozen config.yaml (a resume) states every setting, at
+        its default when it was not given."""
+        return sorted(k for k in set(names) & self.model_fields_set
+                      if getattr(self, k) != type(self).model_fields[k].default)

@@ -105,7 +105,8 @@ def distill(cfg: RunConfig, run_dir: str | Path | RunDir, log: Any = None) -> Pa
     rd = run_dir if isinstance(run_dir, RunDir) else RunDir(run_dir)
     out = rd.path / DIR
     final = out / THETA
-    _stamp(out, _inputs(cfg), rd.option)
+    stamped = _inputs(cfg)
+    _stamp(out, stamped, rd.option)
     files = Ledger(out, "file", lambda e: _FILES.fullmatch(e["file"]) is not None,
                    "distillation file")
     if files.read(THETA) is not None:
@@ -119,7 +120,7 @@ def distill(cfg: RunConfig, run_dir: str | Path | RunDir, log: Any = None) -> Pa
         theta, records, chosen, base_rec = distill_opening.rounds(cfg, files, say)
         record: dict[str, Any] = {"teacher": distill_opening.TEACHER, "chosen_round": chosen,
                                   "base_eval": base_rec,
-                                  "base_sha256": distill_opening.inputs(cfg)["base_sha256"]}
+                                  "base_sha256": stamped["base_sha256"]}
     elif _look_ahead(cfg):
         from pacplan.pipeline.prior import distill_quadruped
 

@@ -48,6 +48,7 @@ KIND = "quadruped-opening"
 TEACHER = "climbing opening on steep first tents (pacplan.worlds.quadruped.opening)"
 FILES = r"opening-\d+/\d+\.npz|base-eval\.json"
 CHUNK = 8  # terrains per labels file (one worker task)
+FIGURE = "rounds.png"  # each round's held-out costs, beside the stage's files
 SHARE_SPAN = 100_000  # seeds (from 0) over which the stratum's share is counted
 NOT_ITS_OWN = ("envs", "free_states", "epochs", "lr", "batch", "temperature",
                "target_temperature", "clear_cap", "eval_envs", "seed")
@@ -70,9 +71,7 @@ def check_request(cfg: RunConfig) -> None:
     o = settings(cfg)
     d = cfg.distill
     assert d is not None
-    # a frozen config.yaml (a resume) states every setting, at its default when not given
-    given = sorted(k for k in set(NOT_ITS_OWN) & d.model_fields_set
-                   if getattr(d, k) != type(d).model_fields[k].default)
+    given = d.changed(NOT_ITS_OWN)
     if given:
         raise PacplanError(f"distill.{given[0]} is not a setting of the {KIND} teacher; its "
                            "own are in distill.opening (remove it)")
@@ -191,7 +190,7 @@ def rounds(cfg: RunConfig, files: Ledger, say: Callable[[str], None]
         records.append(rec)
     base_rec = _base_held_out(job, files, *held, share)
     chosen = int(np.argmin([rec["eval_cost"] for rec in records]))
-    _figure(files.folder / "rounds.png", [base_rec, *records])
+    _figure(files.folder / FIGURE, [base_rec, *records])
     return thetas[chosen], records, chosen, base_rec
 
 

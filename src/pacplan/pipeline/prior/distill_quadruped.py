@@ -59,9 +59,7 @@ def check_request(cfg: RunConfig, seeds: tuple[int, int]) -> None:
                           {"cert": cfg.seeds.cert, "test": cfg.seeds.test})
     d = cfg.distill
     assert d is not None
-    # a frozen config.yaml (a resume) states every setting, the UAV's at their defaults
-    given = sorted(k for k in set(UAV_ONLY) & d.model_fields_set
-                   if getattr(d, k) != type(d).model_fields[k].default)
+    given = d.changed(UAV_ONLY)
     if given:
         raise PacplanError(f"distill.{given[0]} is a setting of the UAV's teacher; the "
                            f"quadruped's has none (remove it)")
