@@ -1,10 +1,10 @@
 """A paper-code quadruped prior against the paper's own, held out, in PyBullet; ONE JSON object.
 
     nice -n 10 python benchmarks/quadruped_paper_code_prior.py
-        [--prior runs/quadruped-paper-code-prior/prior.safetensors]
-        [--start runs/quadruped-paper-code-prior/distill/theta.safetensors]
+        [--prior runs/quadruped-paper-code-twin-prior/prior.safetensors]
+        [--start runs/quadruped-paper-code-twin-prior/distill/theta.safetensors]
         [--terrains 500] [--first-seed 500000] [--physics bullet] [--workers 2]
-        [--rows runs/quadruped-paper-code-prior/heldout-bullet.jsonl] [--save]
+        [--rows runs/quadruped-paper-code-twin-prior/heldout-bullet.jsonl] [--save]
 
 Why: issue 49's step 3 trains a prior in the paper's experiment as its code ran it (`variant:
 paper-code`) on the MuJoCo twin, which is about 4x faster than PyBullet but walks every policy
@@ -53,7 +53,7 @@ from pacplan.worlds.quadruped.paper_prior import load_paper_prior
 from quadruped_paper_code import load_rows, mean_ci, paired
 
 ROOT = Path(__file__).resolve().parents[1]
-RUN = ROOT / "runs" / "quadruped-paper-code-prior"
+RUN = ROOT / "runs" / "quadruped-paper-code-twin-prior"  # the twin-trained recipe's run
 GAIT = ROOT / "src" / "pacplan" / "presets" / "priors" / "quadruped-gait-best.safetensors"
 FIRST_SEED = 500_000
 GOAL_DRAWS = 0.13

@@ -2,7 +2,7 @@
 
     nice -n 10 python benchmarks/quadruped_steep_stall.py
         --prior runs/quadruped-paper-code-bullet-prior/prior.safetensors
-        [--prior src/pacplan/presets/priors/quadruped-paper-code.safetensors]
+        [--prior src/pacplan/presets/priors/quadruped-paper-code-twin.safetensors]
         [--terrains 30] [--first-seed 300000] [--draws 1] [--physics bullet] [--workers 1]
 
 Why: pacplan's twin-trained paper-code prior walks in place in front of a first tent of 20° or

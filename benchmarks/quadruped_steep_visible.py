@@ -10,7 +10,7 @@ values alone) of `--terrains` prior-training terrains after the paper code's set
 logistic regression (L2, fitted by L-BFGS on standardised inputs) on the first
 1 − `--test-share` of them predicting the `steep` stratum (first tent ≥ 20°), scored on the
 rest: ROC AUC, accuracy, recall and false-positive rate at probability 0.5, for each input:
-the image clipped at 5 m, the image through the shipped `quadruped-paper-code` prior's own
+the image clipped at 5 m, the image through the twin-trained `quadruped-paper-code-twin` prior's own
 convolution (the 200 features its net sees), all 22 proprioceptive values, the 16 motor angles
 and velocities alone, and the torso's position and attitude alone; the baseline is chance (AUC
 0.5), each input's AUC is also given as a ratio over it.
@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     t0 = time.process_time()
     depth, proprio = first_observations(options, seeds)
     cpu = time.process_time() - t0
-    mu, _ = load_prior(resolve_prior("quadruped-paper-code"))
+    mu, _ = load_prior(resolve_prior("quadruped-paper-code-twin"))  # the recorded run's
     w = unpack(mu)
     inputs = {"depth_clipped": np.minimum(depth, CLIP_M).reshape(len(seeds), -1),
               "prior_conv_features": np.array([depth_features(w, d) for d in depth]),

@@ -346,7 +346,8 @@ def test_presets_lists_every_preset_with_its_description(capsys):
     for p in list_presets():
         assert p.name in out and " ".join(p.description.split()[:4]) in flat, p.name
     # the shipped priors, for --prior NAME
-    assert "quadruped, quadruped-es, quadruped-paper-code, uav, uav-es, uav-paper-net" in flat
+    assert ("quadruped, quadruped-es, quadruped-paper-code, quadruped-paper-code-twin, uav, "
+            "uav-es, uav-paper-net") in flat
 
 
 def test_presets_name_prints_its_file(capsys):
@@ -365,7 +366,8 @@ def test_presets_name_prints_its_file(capsys):
         (["train-prior", "nosuch", "--out", "x"], "no config file or preset named 'nosuch'"),
         (["run", "configs/toy.yaml"], "the shipped preset of that name runs with `pacplan run"),
         (["run", "toy", "--prior", "nope"],
-         "shipped priors: quadruped, quadruped-es, quadruped-paper-code, uav"),
+         "shipped priors: quadruped, quadruped-es, quadruped-paper-code, "
+         "quadruped-paper-code-twin, uav"),
         (["run", "toy", "--prior", "nope.safetensors"], "prior file not found: nope.safetensors"),
     ],
 )
@@ -410,12 +412,12 @@ def test_help_shows_choices_as_choices_and_flags_as_flags():
                                              "quadruped-paper-n2000", "quadruped-prior",
                                              "quadruped-paper-code-prior",
                                              "quadruped-paper-code-bullet-prior",
-                                             "quadruped-paper-code-opening-prior",
+                                             "quadruped-paper-code-twin-prior",
                                              "quadruped-paper-code-n1000"}),
         ("pacplan train-prior quadruped-e", {"quadruped-es-prior"}),
         ("pacplan run toy --executor p", {"processes"}),
         ("pacplan run toy --prior ", {"uav", "uav-es", "uav-paper-net", "quadruped", "quadruped-es",
-                                      "quadruped-paper-code"}),
+                                      "quadruped-paper-code", "quadruped-paper-code-twin"}),
         ("pacplan certify-matrix c.npy --bound q", {"quadratic"}),
     ],
 )

@@ -45,7 +45,7 @@ def test_presets_live_inside_the_package() -> None:
     assert {p.name for p in list_presets() if p.kind == "prior"} == {
         "uav-prior", "uav-es-prior", "uav-paper-prior", "uav-paper-net-prior", "quadruped-prior",
         "quadruped-es-prior", "quadruped-paper-code-prior", "quadruped-paper-code-bullet-prior",
-        "quadruped-paper-code-opening-prior"}
+        "quadruped-paper-code-twin-prior"}
     assert len(set(preset_names())) == len(preset_names())  # a name means one file
 
 
@@ -79,7 +79,7 @@ def test_relative_paths_of_a_preset_resolve_inside_the_package() -> None:
 def test_shipped_priors_and_how_they_were_made() -> None:
     priors = shipped_priors()
     assert set(priors) == {"uav", "uav-es", "uav-paper-net", "quadruped", "quadruped-es",
-                           "quadruped-paper-code"}
+                           "quadruped-paper-code", "quadruped-paper-code-twin"}
     scales: dict[str, float] = {}
     for name, path in priors.items():
         mu, logvar = load_prior(path)
@@ -94,10 +94,16 @@ def test_shipped_priors_and_how_they_were_made() -> None:
         scales[name] = recipe.es.prior_sigma_scale
         assert recorded == (None if scales[name] == 1.0 else repr(scales[name])), name
     assert scales["quadruped"] == 0.5 and scales["quadruped-es"] == 1.0
-    # a prior trained by train-prior says where (the paper-code one: on the MuJoCo twin)
+    # a prior trained by train-prior says where: the paper-code one was taught in PyBullet
+    # from the one trained on the MuJoCo twin, which its recipe names as its base
     assert read_prior_file(priors["quadruped-paper-code"]).world == {
+        "name": "quadruped", "options": {"variant": "paper-code", "physics": "bullet"}}
+    assert read_prior_file(priors["quadruped-paper-code-twin"]).world == {
         "name": "quadruped", "options": {"variant": "paper-code", "physics": "mujoco",
                                          "robot": "derpy"}}
+    taught = load_config(priors["quadruped-paper-code"].parent / "quadruped-paper-code-prior.yaml")
+    assert taught.distill is not None and taught.distill.opening is not None
+    assert Path(taught.distill.opening.base) == priors["quadruped-paper-code-twin"]
     # the shipped UAV prior, a convnet, names its policy family, which a run adopts (issue 52)
     conv = read_prior_file(priors["uav"])
     assert conv.world["options"]["policy"] == "conv" and conv.mu.size == 127_845
@@ -172,7 +178,8 @@ def test_priors_by_file_or_shipped_name(tmp_path: Path, monkeypatch: pytest.Monk
     assert resolve_prior("uav") == Path("uav")  # a file wins
     with pytest.raises(PacplanError, match=r"no prior file or shipped prior named 'nope'; "
                                            r"shipped priors: quadruped, quadruped-es, "
-                                           r"quadruped-paper-code, uav, uav-es, uav-paper-net"):
+                                           r"quadruped-paper-code, quadruped-paper-code-twin, uav, "
+                                           r"uav-es, uav-paper-net"):
         resolve_prior("nope")
     with pytest.raises(PacplanError, match=r"prior file not found: nope\.safetensors"):
         resolve_prior("nope.safetensors")

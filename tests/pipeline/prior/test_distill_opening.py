@@ -27,7 +27,7 @@ from pacplan.worlds.base import make_world, stratum_members
 from pacplan.worlds.quadruped import opening
 
 WORLD = {"variant": "paper-code", "physics": "mujoco"}
-BASE = str(shipped_priors()["quadruped-paper-code"])
+BASE = str(shipped_priors()["quadruped-paper-code-twin"])
 TINY = {"steep": 1, "ordinary": 1, "eval_steep": 1, "eval_ordinary": 1, "iterations": 5}
 
 
@@ -179,8 +179,7 @@ def test_the_report_says_the_taught_net_is_the_mean_refining_its_base(tmp_path: 
     from pacplan.report.prior import _taught
 
     rd = RunDir(tmp_path / "run")
-    student = Path(__file__).resolve().parents[3] / "benchmarks" / "data" / (
-        "quadruped-paper-code-opening.safetensors")
+    student = shipped_priors()["quadruped-paper-code"]  # the student, as the script wrote it
     meta = safetensors_metadata(student.read_bytes())
     said = "\n".join(_taught(meta, None, rd))
     sha = sha256_bytes(Path(BASE).read_bytes())
@@ -223,13 +222,13 @@ def test_each_walked_chunk_is_listed_before_the_next_is_walked(
 
 
 def test_the_shipped_recipe_passes_every_check_before_any_rollout() -> None:
-    """quadruped-paper-code-opening-prior names a base prior that exists and is the quadruped
+    """quadruped-paper-code-prior names a base prior that exists and is the quadruped
     net's, terrains enough of each kind, and seeds the teacher may see."""
     pytest.importorskip("pybullet")
     from pacplan.config import load_config
     from pacplan.presets import resolve_config
 
-    cfg = load_config(resolve_config("quadruped-paper-code-opening-prior"))
+    cfg = load_config(resolve_config("quadruped-paper-code-prior"))
     stage.check_request(cfg)
     assert Path(cfg.distill.opening.base) == Path(BASE)  # the twin-trained paper-code prior
     assert cfg.es.iterations == 0 and Path(cfg.es.init_var) == Path(BASE)  # its σ kept

@@ -29,10 +29,10 @@ def test_costs_do_not_depend_on_numpys_transcendental_kernels() -> None:
 
 
 def test_the_shipped_pybullet_paper_code_run_recomputes_bit_for_bit() -> None:
-    """results/quadruped-paper-code-n1000 (the paper's experiment in PyBullet) was computed over
-    six sessions and is resumed by the full run: four of its stored cells, two of them
+    """results/quadruped-paper-code-n1000-twin (the paper's experiment in PyBullet) was computed
+    over six sessions and resumed by the full run: four of its stored cells, two of them
     failures, recomputed with the other libm are the same bits."""
-    run = RUN.parent / "quadruped-paper-code-n1000"
+    run = RUN.parent / "quadruped-paper-code-n1000-twin"
     world = make_world("quadruped", variant="paper-code", physics="bullet")
     policies = np.load(run / "policies.npy", allow_pickle=False)
     stored = np.load(run / "costs" / "cert.npy", allow_pickle=False)
