@@ -322,6 +322,12 @@ def test_prior_given_as_a_file(finished_run: Path, tmp_path: Path):
     assert (out / "figures" / "prior_training.png").read_bytes() == b"\x89PNG curve"
     # a figure beside the prior need not be an ES curve (a taught net's rounds)
     assert "![The prior's training figure](figures/prior_training.png)" in md
+    assert "no ES metrics record (none lies beside it)" in md
+    (shipped / "toy-metrics.jsonl").write_text('{"round": -1, "eval_cost": 0.2}\n'
+                                               '{"round": 0, "states": 9, "eval_cost": 0.1}\n')
+    md, _ = _md_html(out)  # the student's record: its teaching rounds, which `distill` describes
+    assert "no ES metrics record (toy-metrics.jsonl lists teaching rounds (below), no ES " \
+           "iterations)" in md
     (shipped / "toy.safetensors").write_bytes(b"changed")
     md, _ = _md_html(out)
     assert "not found with this sha256" in md and "ES training curve" not in md

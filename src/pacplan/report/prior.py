@@ -50,6 +50,8 @@ def _read_training_metrics(path: Path) -> tuple[list[dict[str, Any]], str | None
                    in read_file_bytes(path).decode("utf-8").splitlines() if line.strip()]
     except (PacplanError, ValueError, RecursionError) as exc:
         return [], f"{text(path.name)} is unreadable ({type(exc).__name__})"
+    if records and all(isinstance(r, dict) and type(r.get("round")) is int for r in records):
+        return [], f"{text(path.name)} lists teaching rounds (below), no ES iterations"
     if not records or not all(_is_record(r) for r in records):
         return [], f"{text(path.name)} holds no ES metrics records"
     return records, None
@@ -195,9 +197,9 @@ def prior_section(rd: RunDir, manifest: Manifest, cfg: RunConfig) -> list[str]:
             elif shipped is not None:
                 atomic_write_bytes(curve, shipped.read_bytes())
                 copied = True
-                lines += [f"Its training curve beside the source{found_at}: {code(shipped.name)} "
-                          f"(for people: not hash-linked to the prior{how}); no metrics record "
-                          f"({problem}).", ""]
+                lines += [f"Its training figure beside the source{found_at}: "
+                          f"{code(shipped.name)} (for people: not hash-linked to the "
+                          f"prior{how}); no ES metrics record ({problem}).", ""]
             else:
                 lines += [f"No training record beside the source{found_at} ({problem}{how}).",
                           ""]
