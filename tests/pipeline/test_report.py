@@ -284,6 +284,19 @@ def test_timing_table_sums_invocations(rundir: Path):
         (rundir / "timings.json").write_text(json.dumps(history))
         md = write_report(rundir).read_text()
         assert (said in md) if said else "rollouts in the run's matrices" not in md
+    # rollouts with their CPU time: per step, over the invocations that recorded it
+    history[0]["rollouts"] = {"cert costs": 100}
+    history[0]["cpu_seconds"] = {"cert costs": 30.0}
+    history[-1]["rollouts"] = {"cert costs": 50, "test costs": 40}
+    history[-1]["cpu_seconds"] = {"cert costs": 30.0}  # its test step's is not recorded
+    lines = timing_table(history)
+    assert lines[0] == "| step | wall time (s) | share | rollouts computed | CPU s a rollout |"
+    assert "| cert costs | 25.0 | 25.0 % | 150 | 0.4 |" in lines
+    assert "| test costs | 65.0 | 65.0 % | 40 | — |" in lines
+    assert "| prior | 10.0 | 10.0 % | — | — |" in lines
+    assert "| **total** | **100.0** (2 min) | 100 % | 190 | |" in lines
+    assert "CPU s a rollout: the CPU time of the processes" in lines[-1]
+    assert "| cert costs | 25.0 | 25.0 % | 0 | — |" in timing_table(history, most_rollouts=10)
     (rundir / "timings.json").write_text("{broken")
     assert "timings.json is unreadable" in write_report(rundir).read_text()
 

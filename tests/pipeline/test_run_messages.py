@@ -98,6 +98,10 @@ def test_timings_count_only_the_rollouts_computed_and_plan_n_uses_them(tmp_path:
     assert stopped["rollouts"]["cert costs"] == kept and "test costs" not in stopped["rollouts"]
     assert entry["rollouts"]["cert costs"] == total - kept
     assert entry["rollouts"]["test costs"] == (cfg.seeds.test[1] - cfg.seeds.test[0]) * 6
+    # and the CPU time those rollouts took, step by step, the interrupted invocation's too
+    for record in (stopped, entry):
+        assert record["cpu_seconds"].keys() == record["rollouts"].keys()
+        assert all(record["cpu_seconds"][k] > 0 for k, n in record["rollouts"].items() if n)
     both = stopped["seconds"]["cert costs"] + entry["seconds"]["cert costs"]
     assert plan_n(out, 1000).seconds_per_rollout == pytest.approx(both / total)
     (out / "timings.json").write_text(json.dumps([entry]))  # the resumed invocation alone

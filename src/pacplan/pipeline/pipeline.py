@@ -252,12 +252,15 @@ def _run(cfg: RunConfig, rd: RunDir, prior_file: str | Path | None, progress: bo
     ex = executor_from_config(cfg.executor) if own else executor
     seconds: dict[str, float] = {}
     rollouts: dict[str, int] = {}  # computed here, per cost step (kept chunks are not counted)
+    cpu: dict[str, float] = {}  # the CPU seconds those rollouts took where they ran
 
-    def counter(name: str) -> Callable[[int], None]:
+    def counter(name: str) -> Callable[[int, float], None]:
         rollouts[name] = 0
+        cpu[name] = 0.0
 
-        def add(k: int) -> None:
+        def add(k: int, cpu_s: float) -> None:
             rollouts[name] += k
+            cpu[name] += cpu_s
 
         return add
 
@@ -314,12 +317,12 @@ def _run(cfg: RunConfig, rd: RunDir, prior_file: str | Path | None, progress: bo
         if placement is not None:
             say(placement)
     except (KeyboardInterrupt, WorkersLost):  # the finished chunks are kept, and so is the
-        rd.save_timings(seconds, rollouts, interrupted=True)  # time they took
+        rd.save_timings(seconds, rollouts, cpu, interrupted=True)  # time they took
         raise
     finally:
         if own:
             ex.close()
-    note = rd.save_timings(seconds, rollouts)
+    note = rd.save_timings(seconds, rollouts, cpu)
     if note is not None:
         say(note)
     return RunResult(run_dir=rd.path, certificates=certificates, seconds=seconds)

@@ -163,10 +163,12 @@ class RunDir:
                                    "link")
 
     def save_timings(self, seconds: dict[str, float], rollouts: dict[str, int] | None = None,
+                     cpu_seconds: dict[str, float] | None = None,
                      interrupted: bool = False) -> str | None:
         """Append this invocation's step times (a resumed step shows only its remaining work)
         and, per cost step, the rollouts it computed (chunks kept from before are not counted,
-        so seconds / rollouts is the rate at which this machine computed them). An interrupted
+        so seconds / rollouts is the rate at which this machine computed them) and the CPU
+        seconds they took in the processes that computed them. An interrupted
         invocation is recorded too, marked so: its finished chunks count towards the run.
 
         Timings are for people: an unreadable history is replaced, never fatal after a run's
@@ -178,6 +180,8 @@ class RunDir:
                                  "seconds": seconds}
         if rollouts is not None:
             entry["rollouts"] = rollouts
+        if cpu_seconds is not None:
+            entry["cpu_seconds"] = {k: round(v, 3) for k, v in cpu_seconds.items()}
         if interrupted:
             entry["interrupted"] = True
         history.append(entry)
@@ -206,9 +210,9 @@ def timing_raw(entry: Any, field: str, step: str) -> Any:
 
 
 def timing_number(entry: Any, field: str, step: str) -> float | None:
-    """entry[field][step] of a timings history entry ("seconds" or "rollouts", per step) when
-    it is a finite number ≥ 0; anything else is None (timings are for people and may be
-    damaged, so every reader takes them through this one check)."""
+    """entry[field][step] of a timings history entry ("seconds", "rollouts" or "cpu_seconds",
+    per step) when it is a finite number ≥ 0; anything else is None (timings are for people
+    and may be damaged, so every reader takes them through this one check)."""
     value = timing_raw(entry, field, step)
     ok = (isinstance(value, int | float) and not isinstance(value, bool)
           and math.isfinite(value) and value >= 0)

@@ -154,10 +154,10 @@ def ensure_costs(role: str, spec: WorldSpec, thetas: np.ndarray, seeds: np.ndarr
                  rd: RunDir, manifest: Manifest, executor: Executor, inputs: dict[str, Any],
                  progress: bool, denominator: int | None = None,
                  log: Callable[[str], None] | None = None,
-                 computed: Callable[[int], None] | None = None) -> np.ndarray:
+                 computed: Callable[[int, float], None] | None = None) -> np.ndarray:
     """costs/<role>.npy (or, with a `denominator`, the exact rational costs/<role>.safetensors):
     every policy on every seed, resumable chunk by chunk (`log` hears how many were kept;
-    `computed` hears the rollouts of each chunk computed here, not kept)."""
+    `computed` hears the rollouts and CPU seconds of each chunk computed here, not kept)."""
     name = RunDir.costs(role, rational=denominator is not None)
     finished = manifest.read_checked(name, **inputs)  # the bytes hashed are the bytes used
     if finished is not None:
@@ -172,7 +172,7 @@ def ensure_costs(role: str, spec: WorldSpec, thetas: np.ndarray, seeds: np.ndarr
             # checked where it was computed (`tasks.compute_task`: shape, [0, 1], float64)
             store.save(chunk.key, chunk.block)
             if computed is not None:
-                computed(int(chunk.block.size))
+                computed(int(chunk.block.size), chunk.cpu_s)
             bar.advance()
     matrix = store.assemble(grid, (len(seeds), len(thetas)))
     if denominator is None:

@@ -48,6 +48,7 @@ from pacplan.report.tables import (
     returns_table,
     table1,
     timing_table,
+    whole_count,
 )
 from pacplan.validation import check_unit_costs
 from pacplan.worlds.base import return_range, world_renderer
@@ -212,9 +213,9 @@ def _timings_section(rd: RunDir, rollouts: int) -> list[str]:
     history, problem = read_timings(path)
     if problem is not None:
         return ["## Wall time", "", f"{RunDir.TIMINGS} is unreadable ({text(problem)}).", ""]
-    body = timing_table(history)
+    body = timing_table(history, rollouts)
     counted = [e for e in history if isinstance(e, dict) and isinstance(e.get("rollouts"), dict)]
-    done = int(sum(_whole(timing_number(e, "rollouts", step), rollouts) for e in counted
+    done = int(sum(whole_count(timing_number(e, "rollouts", step), rollouts) for e in counted
                    for step in e["rollouts"]))
     if counted and done < rollouts:
         body += ["", f"The invocations recorded here computed {done:,} of the {rollouts:,} "
@@ -224,12 +225,6 @@ def _timings_section(rd: RunDir, rollouts: int) -> list[str]:
                  "recorded."]
     return ["## Wall time", "", f"Seconds per step, from `{RunDir.TIMINGS}` (wall clock on the "
             "machines that ran it):", "", *body, ""]
-
-
-def _whole(count: float | None, most: int) -> int:
-    """A recorded rollout count when it can be one (a whole number, at most the run's `most`
-    rollouts), else 0: a damaged timings.json must not claim a billion rollouts."""
-    return int(count) if count is not None and count.is_integer() and count <= most else 0
 
 
 # ------------------------------------------------------------------------------- report

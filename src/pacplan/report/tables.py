@@ -16,6 +16,7 @@ from pacplan.pacbayes.certificate import confidence_interval
 from pacplan.pacbayes.posterior import mixture_costs
 from pacplan.pacbayes.record import Certificate
 from pacplan.pipeline.execution.progress import duration
+from pacplan.pipeline.rundir import timing_number
 from pacplan.report.markdown import text
 from pacplan.worlds.base import world_paper_story
 from pacplan.worlds.story import PaperStory
@@ -182,9 +183,37 @@ def _seconds(value: float) -> str:
     return f"{value:,.1f}" if value >= 10 else f"{value:.2f}"
 
 
-def timing_table(history: list[Any]) -> list[str]:
+def whole_count(count: float | None, most: int | None) -> int:
+    """A recorded rollout count when it can be one (a whole number, at most the run's `most`
+    rollouts), else 0: a damaged timings.json must not claim a billion rollouts."""
+    ok = count is not None and count.is_integer() and (most is None or count <= most)
+    return int(count) if ok and count is not None else 0
+
+
+def _cpu_per_step(runs: list[dict[str, Any]], most: int | None
+                  ) -> dict[str, tuple[int, int, float]]:
+    """step → (rollouts recorded, rollouts whose CPU time is recorded, those CPU seconds),
+    summed over the invocations; only cost steps record rollouts."""
+    out: dict[str, tuple[int, int, float]] = {}
+    for entry in runs:
+        counts = entry.get("rollouts")
+        if not isinstance(counts, dict):
+            continue
+        for step in counts:
+            n = whole_count(timing_number(entry, "rollouts", step), most)
+            cpu = timing_number(entry, "cpu_seconds", step)
+            done, timed, seconds = out.get(str(step), (0, 0, 0.0))
+            if cpu is not None and n > 0:
+                timed, seconds = timed + n, seconds + cpu
+            out[str(step)] = (done + n, timed, seconds)
+    return out
+
+
+def timing_table(history: list[Any], most_rollouts: int | None = None) -> list[str]:
     """Markdown: one row per step with its wall time summed over every invocation of
-    `pacplan run` recorded in timings.json, its share, a total, and how many invocations."""
+    `pacplan run` recorded in timings.json, its share, a total, and how many invocations;
+    where invocations recorded them, each cost step's rollouts and their CPU seconds each
+    (a count above `most_rollouts`, the run's matrices, is damaged and not taken)."""
     totals: dict[str, float] = {}
     runs = []
     for entry in history:
@@ -199,11 +228,24 @@ def timing_table(history: list[Any]) -> list[str]:
     if not runs:
         return ["No step times are recorded in timings.json."]
     total = sum(totals.values())
+    per_step = _cpu_per_step(runs, most_rollouts)
     lines = ["| step | wall time (s) | share |", "|---|---:|---:|"]
+    if per_step:
+        lines = ["| step | wall time (s) | share | rollouts computed | CPU s a rollout |",
+                 "|---|---:|---:|---:|---:|"]
     for step, value in totals.items():
         share = f"{100 * value / total:.1f} %" if total > 0 else "—"
-        lines.append(f"| {text(step)} | {_seconds(value)} | {share} |")
-    lines.append(f"| **total** | **{_seconds(total)}** ({duration(total)}) | 100 % |")
+        row = f"| {text(step)} | {_seconds(value)} | {share} |"
+        if per_step:
+            done, timed, cpu = per_step.get(step, (0, 0, 0.0))
+            rate = f"{cpu / timed:.3g}" if timed else "—"
+            row += f" {done:,} | {rate} |" if step in per_step else " — | — |"
+        lines.append(row)
+    total_row = f"| **total** | **{_seconds(total)}** ({duration(total)}) | 100 % |"
+    if per_step:
+        done = sum(d for d, _, _ in per_step.values())
+        total_row += f" {done:,} | |"
+    lines.append(total_row)
     stamps = [text(r.get("finished")) for r in runs if r.get("finished")]  # unhashed: text
     k = len(runs)
     when = ""
@@ -215,6 +257,10 @@ def timing_table(history: list[Any]) -> list[str]:
                    f"From 1 invocation of `pacplan run` (no resumes{when})")
               + ". A resumed step counts only the work it had left; an invocation stopped "
               "by Ctrl-C records its time up to then, one killed by a signal records none."]
+    if any(timed for _, timed, _ in per_step.values()):
+        lines[-1] += (" CPU s a rollout: the CPU time of the processes that computed a "
+                      "step's rollouts (all their threads, on whichever machine ran them), "
+                      "per rollout, over the invocations that recorded it.")
     return lines
 
 

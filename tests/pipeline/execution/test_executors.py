@@ -57,6 +57,32 @@ def _paired_oracle(paired: np.ndarray, seeds: np.ndarray) -> np.ndarray:
     return np.stack([w.costs(paired[i], seeds[i : i + 1])[0] for i in range(len(seeds))])
 
 
+class _Sleeps:
+    """Costs after 0.3 s of wall time and almost no CPU time."""
+
+    def costs(self, thetas: np.ndarray, seeds: np.ndarray) -> np.ndarray:
+        time.sleep(0.3)
+        return np.full((len(seeds), len(thetas)), 0.5)
+
+
+class _Burns:
+    """Costs after 0.3 s of this process's CPU time."""
+
+    def costs(self, thetas: np.ndarray, seeds: np.ndarray) -> np.ndarray:
+        start = time.process_time()
+        while time.process_time() - start < 0.3:
+            pass
+        return np.full((len(seeds), len(thetas)), 0.5)
+
+
+def test_a_task_says_the_cpu_time_it_took_not_its_wall_time() -> None:
+    blocks = [(np.arange(2, dtype=np.int64), np.zeros((3, 6), dtype=np.float32))]
+    slept = compute_task(_Sleeps(), SPEC, blocks)
+    burnt = compute_task(_Burns(), SPEC, blocks)
+    assert slept.blocks[0].shape == (2, 3) and burnt.blocks[0].shape == (2, 3)
+    assert slept.cpu_s < 0.15 and burnt.cpu_s >= 0.3
+
+
 def test_chunk_grid_tiles_the_matrix_exactly_once() -> None:
     cover = np.zeros((23, 31), dtype=int)
     for s, t in chunk_grid(23, 31, 5, 7):
@@ -96,6 +122,7 @@ def test_iter_chunks_skips_finished_chunks_and_resumes(pool, data: tuple) -> Non
     rest = list(pool.iter_chunks(SPEC, thetas, seeds, skip=done))
     assert len(rest) == 25 - 7
     assert not {c.key for c in rest} & done
+    assert all(c.cpu_s >= 0 for c in rest) and sum(c.cpu_s for c in rest) > 0  # in the workers
     for ch in rest:
         out[ch.seeds, ch.thetas] = ch.block
     assert np.array_equal(out, full)

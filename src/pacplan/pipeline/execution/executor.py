@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Sequence
 import numpy as np
 
 from pacplan.errors import PacplanError
-from pacplan.pipeline.execution.tasks import Block, Chunk, WorldSpec, chunk_grid
+from pacplan.pipeline.execution.tasks import Block, Chunk, TaskResult, WorldSpec, chunk_grid
 from pacplan.validation import check_finite, check_seeds
 
 
@@ -37,7 +37,7 @@ class Executor:
         return 1
 
     def _run(self, spec: WorldSpec, tasks: list[list[Block]]
-             ) -> Iterator[tuple[int, list[np.ndarray]]]:
+             ) -> Iterator[tuple[int, TaskResult]]:
         raise NotImplementedError
 
     def close(self) -> None:
@@ -74,7 +74,7 @@ class Executor:
         tasks = [[(seeds[s], thetas[t])] for s, t in grid]
         for idx, result in self._run(spec, tasks):
             s, t = grid[idx]
-            yield Chunk(seeds=s, thetas=t, block=result[0])
+            yield Chunk(seeds=s, thetas=t, block=result.blocks[0], cpu_s=result.cpu_s)
 
     def run_blocks(self, spec: WorldSpec, blocks: Sequence[Block]
                    ) -> Iterator[tuple[int, np.ndarray]]:
@@ -82,7 +82,7 @@ class Executor:
         caller that keeps its own grid (`pacplan certify-policy`'s seed-offset chunks)."""
         checked = [_check_inputs(thetas, seeds)[::-1] for seeds, thetas in blocks]
         for idx, result in self._run(spec, [[b] for b in checked]):
-            yield idx, result[0]
+            yield idx, result.blocks[0]
 
     def cost_matrix(self, spec: WorldSpec, thetas: np.ndarray, seeds: np.ndarray) -> np.ndarray:
         """Costs (n_seeds, k) of every theta on every seed."""
@@ -107,6 +107,6 @@ class Executor:
         out = np.empty((n, k), dtype=np.float64)
         for idx, result in self._run(spec, tasks):
             s, t = grid[idx]
-            for i, row in zip(range(s.start, s.stop), result, strict=True):
+            for i, row in zip(range(s.start, s.stop), result.blocks, strict=True):
                 out[i, t] = row[0]
         return out

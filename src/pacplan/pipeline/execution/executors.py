@@ -25,8 +25,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import numpy as np
-
 from pacplan.choices import EXECUTORS
 from pacplan.config import ExecutorConfig
 from pacplan.pipeline.execution.executor import Executor
@@ -35,6 +33,7 @@ from pacplan.pipeline.execution.ray_executor import RayExecutor
 from pacplan.pipeline.execution.tasks import (
     Block,
     Chunk,
+    TaskResult,
     WorkersLost,
     WorldCache,
     WorldSpec,
@@ -45,7 +44,7 @@ from pacplan.validation import check_choice
 
 # the shared pieces are part of this module's interface too, where callers have always found them
 __all__ = ["Block", "Chunk", "Executor", "ProcessExecutor", "RayExecutor", "SerialExecutor",
-           "WorkersLost", "WorldCache", "WorldSpec", "chunk_grid", "compute_task",
+           "TaskResult", "WorkersLost", "WorldCache", "WorldSpec", "chunk_grid", "compute_task",
            "executor_from_config", "make_executor"]
 
 
@@ -59,7 +58,7 @@ class SerialExecutor(Executor):
         self._worlds = WorldCache()
 
     def _run(self, spec: WorldSpec, tasks: list[list[Block]]
-             ) -> Iterator[tuple[int, list[np.ndarray]]]:
+             ) -> Iterator[tuple[int, TaskResult]]:
         world = self._worlds.get(spec)
         for i, task in enumerate(tasks):
             yield i, compute_task(world, spec, task)

@@ -22,12 +22,11 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-import numpy as np
-
 from pacplan.errors import PacplanError
 from pacplan.pipeline.execution.executor import Executor
 from pacplan.pipeline.execution.tasks import (
     Block,
+    TaskResult,
     WorkersLost,
     WorldCache,
     WorldSpec,
@@ -126,7 +125,7 @@ does (a policy that never returns included)."""
 
 
 def _finished_while_stopping(futures: dict[Any, int], given: set[Any], done: Any,
-                             grace: float) -> Iterator[tuple[int, list[np.ndarray]]]:
+                             grace: float) -> Iterator[tuple[int, TaskResult]]:
     """On Ctrl-C the tasks not started are cancelled, and those that finish within `grace`
     seconds go to the caller, which keeps them; a second Ctrl-C or the deadline ends the
     wait (the caller kills what still runs)."""
@@ -166,7 +165,7 @@ def _die_with(parent: int) -> None:
         os._exit(1)
 
 
-def pool_task(spec: WorldSpec, task: list[Block]) -> list[np.ndarray]:
+def pool_task(spec: WorldSpec, task: list[Block]) -> TaskResult:
     if _PROCESS_WORLDS is None:  # a Ray worker: no initializer ran in this process
         _worker_init()
     assert _PROCESS_WORLDS is not None
@@ -202,7 +201,7 @@ class ProcessExecutor(Executor):
         return self._pool
 
     def _run(self, spec: WorldSpec, tasks: list[list[Block]]
-             ) -> Iterator[tuple[int, list[np.ndarray]]]:
+             ) -> Iterator[tuple[int, TaskResult]]:
         import queue
         from concurrent.futures.process import BrokenProcessPool
 

@@ -21,13 +21,11 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
-import numpy as np
-
 from pacplan.errors import PacplanError
 from pacplan.pipeline.execution.executor import Executor
 from pacplan.pipeline.execution.parallel import DRIVER_SIGNALS, pool_task
 from pacplan.pipeline.execution.ray_address import RAY_CONNECT_TIMEOUT_S, check_ray_address
-from pacplan.pipeline.execution.tasks import Block, WorkersLost, WorldSpec
+from pacplan.pipeline.execution.tasks import Block, TaskResult, WorkersLost, WorldSpec
 
 
 @contextlib.contextmanager
@@ -62,7 +60,7 @@ def _group_signals_blocked() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
-def _ray_task(spec: WorldSpec, task: list[Block]) -> tuple[str, list[np.ndarray]]:
+def _ray_task(spec: WorldSpec, task: list[Block]) -> tuple[str, TaskResult]:
     """The task's blocks and the node it ran on (its IP address), for `placement()`."""
     import ray.util
 
@@ -131,7 +129,7 @@ class RayExecutor(Executor):
         return max(1, int(self._ray.cluster_resources().get("CPU", 1)))
 
     def _run(self, spec: WorldSpec, tasks: list[list[Block]]
-             ) -> Iterator[tuple[int, list[np.ndarray]]]:
+             ) -> Iterator[tuple[int, TaskResult]]:
         ray = self._ray
         pending: list[Any] = []
         try:

@@ -9,6 +9,7 @@ Below both the serial executor (`pacplan.pipeline.execution.executors`) and the 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,15 +42,28 @@ class WorldSpec:
 
 @dataclass(frozen=True)
 class Chunk:
-    """One finished block of a cost matrix: rows `seeds`, columns `thetas`, values `block`."""
+    """One finished block of a cost matrix: rows `seeds`, columns `thetas`, values `block`;
+    `cpu_s` the CPU seconds its task took where it ran (`TaskResult`)."""
 
     seeds: slice
     thetas: slice
     block: np.ndarray
+    cpu_s: float = 0.0
 
     @property
     def key(self) -> tuple[int, int]:
         return (self.seeds.start, self.thetas.start)
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    """A task's cost blocks and the CPU seconds computing them took in the process that ran it
+    (every thread of that process: a world that walks in threads is counted whole), so a run
+    can say what a rollout costs in CPU time on a shared or a remote machine, where wall time
+    times workers says little."""
+
+    blocks: list[np.ndarray]
+    cpu_s: float
 
 
 class WorldCache:
@@ -68,15 +82,17 @@ class WorldCache:
         return self._worlds[k]
 
 
-def compute_task(world: Any, spec: WorldSpec, blocks: Sequence[Block]) -> list[np.ndarray]:
-    """The one function every executor runs: cost blocks for a task, validated."""
+def compute_task(world: Any, spec: WorldSpec, blocks: Sequence[Block]) -> TaskResult:
+    """The one function every executor runs: cost blocks for a task, validated, with the CPU
+    time they took."""
+    start = time.process_time()
     out = []
     for seeds, thetas in blocks:
         c, _ = check_unit_costs(world.costs(thetas, seeds),
                                 f"world {spec.name!r} on seeds {int(seeds[0])}…{int(seeds[-1])}",
                                 shape=(len(seeds), len(thetas)))
         out.append(c)
-    return out
+    return TaskResult(out, time.process_time() - start)
 
 
 def chunk_grid(n_seeds: int, n_thetas: int, chunk_seeds: int, chunk_policies: int
