@@ -82,10 +82,10 @@ class CountingExecutor(SerialExecutor):
         self.cells = 0
 
     def _run(self, spec: Any, tasks: Any) -> Iterator[Any]:
-        for i, blocks in super()._run(spec, tasks):
+        for i, result in super()._run(spec, tasks):
             self.computed += 1
-            self.cells += sum(int(b.size) for b in blocks)
-            yield i, blocks
+            self.cells += sum(int(b.size) for b in result.blocks)
+            yield i, result
 
 
 class StopAfter(SerialExecutor):
