@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import importlib.util
+import json
 import math
 import os
 import subprocess
@@ -17,6 +18,7 @@ import pytest
 
 from pacplan.cli import main
 from pacplan.errors import PacplanError
+from pacplan.io.files import sha256_file
 from pacplan.pipeline.execution.executors import Chunk, SerialExecutor
 
 SMALL_TOY_RUN: dict[str, Any] = {
@@ -203,3 +205,11 @@ def onnx_linear(path: Path, n_in: int, n_out: int, scale: float = 1.0) -> None:
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     path.write_bytes(model.SerializeToString())
+
+
+def rehash_planner(planner: Path) -> None:
+    """Re-hash every file of an exported planner into its manifest.json, as a careless or
+    hostile editor would (so only the checks beyond the hashes can catch the edit)."""
+    manifest = json.loads((planner / "manifest.json").read_text())
+    manifest["files"] = {f: sha256_file(planner / f) for f in manifest["files"]}
+    (planner / "manifest.json").write_text(json.dumps(manifest))

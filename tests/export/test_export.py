@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from helpers import cli as run
+from helpers import rehash_planner as _rehash
 from pacplan.errors import PacplanError
 from pacplan.export import export_planner, verify_planner
 from pacplan.io.files import sha256_file
@@ -25,13 +26,6 @@ def uav_planner(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _copy(planner: Path, tmp_path: Path) -> Path:
     return Path(shutil.copytree(planner, tmp_path / "planner"))
-
-
-def _rehash(planner: Path) -> None:
-    """Re-hash every file into manifest.json, as a careless or hostile editor would."""
-    manifest = json.loads((planner / "manifest.json").read_text())
-    manifest["files"] = {f: sha256_file(planner / f) for f in manifest["files"]}
-    (planner / "manifest.json").write_text(json.dumps(manifest))
 
 
 def _edit_spec(planner: Path, edit) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from helpers import cli
+from helpers import cli, rehash_planner
 from pacplan.errors import PacplanError
 from pacplan.export import export_planner
 from pacplan.pipeline.provenance import verify_certificate
@@ -63,8 +63,6 @@ def test_a_planner_with_an_edited_config_is_refused(tmp_path: Path,
                                                     capsys) -> None:  # type: ignore[no-untyped-def]
     planner = export_planner(REPO / "results" / "uav", tmp_path / "planner")
     _edit_config(planner / "run", _overlap)
-    from test_export import _rehash  # the adversary re-hashes the planner's manifest
-
-    _rehash(planner)
+    rehash_planner(planner)  # the adversary re-hashes the planner's manifest
     code, _, err = cli(["verify", str(planner)], capsys)
     assert code == 2 and "config.yaml" in err and "overlap" in err
