@@ -140,7 +140,8 @@ def test_clip_is_named_as_the_python_argument() -> None:
 
 
 @pytest.mark.parametrize("kwargs, named", [
-    ({"costs": [[0.1, float("nan")], [0.2, 0.3]]}, "costs: 1 cost entries are NaN"),
+    ({"costs": [[0.1, float("nan")], [0.2, 0.3]]},
+     "costs: 1 cost entries are NaN (first: row 0, column 1)"),
     ({"costs": np.zeros((2, 2, 2))}, "costs: cost matrix must be 2-D"),
     ({"costs": np.zeros((0, 3))}, "costs: cost matrix is empty"),
     ({"costs": 0.5}, "costs: cost matrix must be 2-D"),

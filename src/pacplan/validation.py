@@ -75,7 +75,8 @@ def check_unit_costs(values: Any, name: str, clip: bool = False,
         raise PacplanError(f"{name}: cost matrix is empty (shape {arr.shape})")
     n_nan = int(np.isnan(arr).sum())
     if n_nan:
-        raise PacplanError(f"{name}: {n_nan} cost entries are NaN")
+        i, j = np.argwhere(np.isnan(arr))[0]
+        raise PacplanError(f"{name}: {n_nan} cost entries are NaN (first: row {i}, column {j})")
     outside = (arr < 0) | (arr > 1)  # in the file's own precision: a long double just above
     arr = arr.astype(np.float64)     # 1 rounds to 1.0 in float64, but it is outside [0, 1]
     n_out = int(outside.sum())
