@@ -73,9 +73,10 @@ def check_unit_costs(values: Any, name: str, clip: bool = False,
                            f"got {arr.ndim}-D shape {arr.shape}")
     if arr.shape[0] == 0 or arr.shape[1] == 0:
         raise PacplanError(f"{name}: cost matrix is empty (shape {arr.shape})")
-    n_nan = int(np.isnan(arr).sum())
+    nan = np.isnan(arr)
+    n_nan = int(nan.sum())
     if n_nan:
-        i, j = np.argwhere(np.isnan(arr))[0]
+        i, j = np.argwhere(nan)[0]
         raise PacplanError(f"{name}: {n_nan} cost entries are NaN (first: row {i}, column {j})")
     outside = (arr < 0) | (arr > 1)  # in the file's own precision: a long double just above
     arr = arr.astype(np.float64)     # 1 rounds to 1.0 in float64, but it is outside [0, 1]
