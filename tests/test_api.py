@@ -300,8 +300,8 @@ def test_import_stays_light_and_run_stays_callable() -> None:
     assert out[0] == "[]"
     assert out[1] == "True"
     assert out[2] == ("True True True ['Certificate', 'NotCheckedWarning', 'PacplanError', "
-                      "'UnidentifiedInputWarning', '__version__', 'certify', 'certify_policy', "
-                      "'run', 'verify']")
+                      "'SensorFaultWarning', 'UnidentifiedInputWarning', '__version__', "
+                      "'certify', 'certify_policy', 'run', 'verify']")
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         pacplan.nope  # noqa: B018
 

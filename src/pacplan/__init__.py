@@ -10,15 +10,16 @@ result holding one) and raises `pacplan.PacplanError`. They are imported on firs
 
 __version__ = "0.2.0"
 
-__all__ = ["Certificate", "NotCheckedWarning", "PacplanError", "UnidentifiedInputWarning",
-           "__version__", "certify", "certify_policy", "run", "verify"]
+__all__ = ["Certificate", "NotCheckedWarning", "PacplanError", "SensorFaultWarning",
+           "UnidentifiedInputWarning", "__version__", "certify", "certify_policy", "run", "verify"]
 
 # name -> module that defines it (no package is named like a function here: the pipeline is
 # `pacplan.pipeline`, certify-policy's machinery `pacplan.policy_certification`)
 _LAZY = {"certify": "pacplan.api", "verify": "pacplan.api", "run": "pacplan.api",
          "certify_policy": "pacplan.policy_certification.certify",
          "Certificate": "pacplan.api", "PacplanError": "pacplan.errors",
-         "UnidentifiedInputWarning": "pacplan.errors", "NotCheckedWarning": "pacplan.errors"}
+         "UnidentifiedInputWarning": "pacplan.errors", "NotCheckedWarning": "pacplan.errors",
+         "SensorFaultWarning": "pacplan.errors"}
 
 
 def __getattr__(name: str) -> object:

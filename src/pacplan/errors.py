@@ -29,6 +29,12 @@ class NotCheckedWarning(UserWarning):
     `pacplan.verify(path, strict=True)` raises instead."""
 
 
+class SensorFaultWarning(UserWarning):
+    """A rollout read a depth image or proprioception that was not finite (PyBullet's
+    TinyRenderer can leave NaN pixels): the rollout ended there with cost 1 (the worst cost, so
+    the certificate holds whatever the reading should have been)."""
+
+
 def short(value: Any, limit: int = 60, *, as_json: bool = False) -> str:
     """`value` for a message: its repr (or JSON) on one line, cut to `limit` characters."""
     try:

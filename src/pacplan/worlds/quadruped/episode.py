@@ -12,6 +12,11 @@ An episode walks the terrain one 0.5 s gait primitive at a time. It terminates a
 (10 s = 20 primitives). Its cost is clip(1 − Δx / x̃, 0, 1), Δx the torso's forward displacement:
 0 at the finish line, 1 for no progress (or walking backwards). A step's reward is its progress
 divided by x̃, so an episode's return is 1 − cost before clipping.
+
+A sensor fault ends an episode too: an observation (depth image or proprioception) that is not
+finite, which PyBullet's TinyRenderer produces now and then (NaN depth pixels on a finite
+state). The policy never sees it; the episode terminates before the next primitive with cost 1,
+the worst cost, so a certificate holds whatever the reading should have been.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from pacplan.worlds.quadruped.gait import GaitParams
 from pacplan.worlds.quadruped.sim import PrimitiveOutcome
 from pacplan.worlds.quadruped.simulator import QuadrupedSim
 from pacplan.worlds.quadruped.terrain import Terrain
+
+SENSOR_FAULT_COST = 1.0  # the worst cost: an unreadable observation certifies nothing better
 
 
 @dataclass(frozen=True)
@@ -52,6 +59,7 @@ class EpisodeState:
     primitives: int = 0
     fell: bool = False
     finished: bool = False
+    sensor_fault: bool = False
 
 
 def initial(sim: QuadrupedSim, terrain: Terrain) -> EpisodeState:
@@ -73,6 +81,16 @@ def observation(sim: QuadrupedSim, depth: bool = True) -> dict[str, np.ndarray]:
         else np.full((cam.size, cam.size), cam.far_m, dtype=np.float32)
     )
     return {"depth": image, "proprio": sim.proprioception().astype(np.float32)}
+
+
+def sensor_fault(obs: dict[str, np.ndarray]) -> bool:
+    """The observation holds a value that is not finite: the episode ends with cost 1."""
+    return not all(bool(np.isfinite(obs[key]).all()) for key in ("depth", "proprio"))
+
+
+def faulted(state: EpisodeState) -> EpisodeState:
+    """`state` ended by a sensor fault (terminated, cost 1)."""
+    return replace(state, sensor_fault=True)
 
 
 def transition(
@@ -97,8 +115,8 @@ def transition(
 
 
 def terminated(state: EpisodeState) -> bool:
-    """The episode has reached an end state: a fall or the finish line."""
-    return state.fell or state.finished
+    """The episode has reached an end state: a fall, the finish line or a sensor fault."""
+    return state.fell or state.finished or state.sensor_fault
 
 
 def truncated(state: EpisodeState, config: RolloutConfig) -> bool:
@@ -112,12 +130,21 @@ def done(state: EpisodeState, config: RolloutConfig) -> bool:
 
 
 def reward(state: EpisodeState, next_state: EpisodeState, config: RolloutConfig) -> float:
-    """Forward progress of one transition as a fraction of the goal distance."""
+    """Forward progress of one transition as a fraction of the goal distance; a transition
+    that ends in a sensor fault takes back the progress before it, so the return stays
+    1 − cost (0)."""
+    if state.sensor_fault:  # already ended
+        return 0.0
+    if next_state.sensor_fault:
+        return float((state.x0 - state.x) / config.finish_dx)
     return float((next_state.x - state.x) / config.finish_dx)
 
 
 def cost(state: EpisodeState, config: RolloutConfig) -> float:
-    """The certified cost of the episode so far, clip(1 − Δx / x̃, 0, 1)."""
+    """The certified cost of the episode so far, clip(1 − Δx / x̃, 0, 1); 1 after a sensor
+    fault."""
+    if state.sensor_fault:
+        return SENSOR_FAULT_COST
     return cost_from_displacement(state.x - state.x0, config.finish_dx)
 
 

@@ -9,6 +9,10 @@ Reward: forward progress of the step divided by the 6 m goal, so an episode's re
 before clipping. The episode terminates on a fall or at the finish line and is truncated after 20
 primitives (10 s simulated; the registered spec's `max_episode_steps` is 20 as well: pass
 `max_episode_steps=` to `gym.make` with another `horizon_s`).
+An observation that is not finite (PyBullet's renderer now and then leaves NaN depth pixels)
+ends the episode as it ends a certified rollout: terminated, `info["sensor_fault"]` True, cost 1,
+its last reward taking back the progress (the return stays 1 − cost), and the observation
+returned with its non-finite values replaced (depth far, proprioception 0).
 `reset(options={"terrain_seed": s})` walks the terrain of environment seed s, the same terrain
 `QuadrupedWorld` uses for that seed. World options pass through `gym.make`, e.g.
 `gym.make("pacplan/MinitaurTerrain-v0", physics="mujoco")` for the MuJoCo engine.
@@ -74,6 +78,7 @@ class MinitaurTerrainEnv(gym.Env):
         self._path: list[tuple[float, float, float]] = []
         self._depth = np.full((IMAGE_SIZE, IMAGE_SIZE), far, dtype=np.float32)
         self._frame: Any = None
+        self._last_obs: dict[str, np.ndarray] = {}
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -87,8 +92,10 @@ class MinitaurTerrainEnv(gym.Env):
         self._terrain = self.world.terrain(self.terrain_seed)
         self._state = episode.initial(sim, self._terrain)
         self._path = [tuple(sim.torso_pose()[0])]
-        info = {"terrain_seed": self.terrain_seed, "sim_time": sim.time}
-        return self._observe(), info
+        obs = self._observe()
+        info = {"terrain_seed": self.terrain_seed, "sim_time": sim.time,
+                "sensor_fault": self._state.sensor_fault}
+        return obs, info
 
     def step(
         self, action: np.ndarray
@@ -106,20 +113,25 @@ class MinitaurTerrainEnv(gym.Env):
         sim = self.world.sim
         gait = GaitParams.from_policy_output(np.asarray(action, dtype=np.float64))
         before = self._state
-        # recording the path only reads poses the fall/finish checks read anyway
-        self._state, outcome = episode.transition(
-            sim, before, gait, cfg, record_path=self.render_mode is not None
-        )
-        self._path.extend((x, y, z) for _, x, y, z in outcome.path)
+        if before.sensor_fault:  # the first observation was unreadable: nothing is walked
+            obs = self._last_obs  # the last observation again
+        else:
+            # recording the path only reads poses the fall/finish checks read anyway
+            self._state, outcome = episode.transition(
+                sim, before, gait, cfg, record_path=self.render_mode is not None
+            )
+            self._path.extend((x, y, z) for _, x, y, z in outcome.path)
+            obs = self._observe()
         info = {
             "cost": episode.cost(self._state, cfg),
             "fell": self._state.fell,
             "finished": self._state.finished,
+            "sensor_fault": self._state.sensor_fault,
             "sim_time": sim.time,
             "gait": gait,
         }
         return (
-            self._observe(),
+            obs,
             episode.reward(before, self._state, cfg),
             episode.terminated(self._state),
             episode.truncated(self._state, cfg),
@@ -147,11 +159,22 @@ class MinitaurTerrainEnv(gym.Env):
         self._state = None  # step() after close() asks for reset(), never reaches the engine
 
     def _observe(self) -> dict[str, np.ndarray]:
-        """The episode's observation (depth kept in metres for frames) in the chosen layout."""
+        """The episode's observation (depth kept in metres for frames) in the chosen layout;
+        one that is not finite ends the episode (a sensor fault, cost 1) and is returned
+        with its non-finite values replaced, so it stays in the observation space."""
         obs = episode.observation(self.world.sim)
+        if episode.sensor_fault(obs):
+            assert self._state is not None
+            self._state = episode.faulted(self._state)
+            far = self.world.camera.far_m
+            obs = {"depth": np.nan_to_num(obs["depth"], nan=far, posinf=far, neginf=0.0),
+                   "proprio": np.nan_to_num(obs["proprio"], nan=0.0, posinf=0.0, neginf=0.0)}
         self._depth = obs["depth"]
-        far = self.world.camera.far_m
-        return {**obs, "depth": depth_observation(obs["depth"], self.image_obs, far)}
+        self._last_obs = {**obs, "depth": depth_observation(obs["depth"], self.image_obs,
+                                                            self.world.camera.far_m)}
+        return self._last_obs
+
+
 
     def _caption(self) -> str:
         """A few lines: terrain, step, progress, cost and how the walk ended."""
@@ -164,6 +187,8 @@ class MinitaurTerrainEnv(gym.Env):
             f"walked {state.x - state.x0:+.2f} of {cfg.finish_dx:g} m",
             f"cost {episode.cost(state, cfg):.3f}",
         ]
-        if state.fell or state.finished:
+        if state.sensor_fault:
+            lines.append("ended by an unreadable observation (cost 1)")
+        elif state.fell or state.finished:
             lines.append("fell" if state.fell else "crossed the finish line")
         return "\n".join(lines)

@@ -33,7 +33,9 @@ same Derpy twin the text world uses. Every difference from the text world:
   step), and on a fall the same formula (the text world: 1 − Δx/6 from where the clock started,
   Δx read when the rollout ends). The code did not clip; a certificate needs [0, 1], so it is
   clipped here (it exceeds 1 only when the torso stands behind x = 0 at a primitive's start),
-  and `RolloutResult.unclipped_cost` keeps the code's value.
+  and `RolloutResult.unclipped_cost` keeps the code's value; an observation that is not finite
+  (NaN depth pixels from PyBullet's TinyRenderer) ends the rollout with cost 1, as in the text
+  world (`episode.sensor_fault`; the code would have fed the NaN to its net).
 
 The policy's η order is NOT changed: the paper's net reads its outputs as (a1, a2, steering,
 speed) and pacplan's as (a1, a2, ω, a_st), a relabelling of weights that
@@ -51,6 +53,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pacplan.errors import PacplanError
+from pacplan.worlds.quadruped import episode
 from pacplan.worlds.quadruped.boxes import (
     BOX_HALF_EXTENTS,
     GOAL_MARKER_HALF_EXTENTS,
@@ -59,7 +62,7 @@ from pacplan.worlds.quadruped.boxes import (
     BoxTerrain,
 )
 from pacplan.worlds.quadruped.camera import CAMERA_NEAR_M
-from pacplan.worlds.quadruped.episode import RolloutConfig
+from pacplan.worlds.quadruped.episode import SENSOR_FAULT_COST, RolloutConfig
 from pacplan.worlds.quadruped.gait import NEUTRAL_MOTOR_ANGLES, GaitParams, gait_motor_angles
 from pacplan.worlds.quadruped.mjcf import GROUND_HALF_THICKNESS_M
 from pacplan.worlds.quadruped.rollout import Controller, RolloutResult
@@ -188,7 +191,8 @@ def paper_code_rollout(sim: QuadrupedSim, terrain: BoxTerrain, controller: Contr
                        config: RolloutConfig, record: bool = False) -> PaperCodeResult:
     """One rollout with the paper code's end rule and cost: up to `max_primitives` primitives,
     stopped at a fall or once the torso passes x = finish_dx (world frame, checked every
-    control step); the cost reads x at the start of the primitive that was running."""
+    control step); the cost reads x at the start of the primitive that was running. An
+    observation that is not finite ends it with cost 1, as in the text world's episode."""
     sim.reset(terrain)  # type: ignore[arg-type]
     goal = config.finish_dx
     gaits: list[GaitParams] = []
@@ -199,14 +203,17 @@ def paper_code_rollout(sim: QuadrupedSim, terrain: BoxTerrain, controller: Contr
     if record:
         pos = sim.torso_pose()[0]
         path.append((0.0, float(pos[0]), float(pos[1]), float(pos[2])))
-    fell = finished = False
+    fell = finished = fault = False
     for _ in range(config.max_primitives):
         start_x = sim.torso_x()
         starts.append(start_x)
         depth = sim.depth_image()
+        proprio = sim.proprioception().astype(np.float32)
+        if episode.sensor_fault({"depth": depth, "proprio": proprio}):
+            fault = True
+            break
         if first_depth is None and record:
             first_depth = depth
-        proprio = sim.proprioception().astype(np.float32)
         gaits.append(controller(depth, proprio))
         outcome = sim.run_primitive(gaits[-1], config.primitive_s, finish_x=goal,
                                     record_path=record)
@@ -214,10 +221,11 @@ def paper_code_rollout(sim: QuadrupedSim, terrain: BoxTerrain, controller: Contr
         fell, finished = outcome.fell, outcome.finished
         if fell or finished:
             break
-    cost, raw = paper_code_cost(start_x, goal, finished)
+    cost, raw = ((SENSOR_FAULT_COST, SENSOR_FAULT_COST) if fault
+                 else paper_code_cost(start_x, goal, finished))
     return PaperCodeResult(
         cost=cost, dx=sim.torso_x() - starts[0], sim_time=sim.time, fell=fell,
         finished=finished, primitives=len(gaits), gaits=gaits,
         path=np.array(path, dtype=np.float64).reshape(-1, 4), first_depth=first_depth,
-        unclipped_cost=raw, x_at_primitive_start=starts,
+        unclipped_cost=raw, x_at_primitive_start=starts, sensor_fault=fault,
     )

@@ -35,6 +35,7 @@ class RolloutResult:
     gaits: list[GaitParams] = field(default_factory=list)
     path: np.ndarray = field(default_factory=lambda: np.zeros((0, 4)))
     first_depth: np.ndarray | None = None
+    sensor_fault: bool = False  # ended by an observation that was not finite (cost 1)
 
 
 def policy_controller(theta: np.ndarray) -> Controller:
@@ -69,7 +70,8 @@ def rollout(
 ) -> RolloutResult:
     """Run one episode on `terrain`; `needs_depth=False` skips rendering for blind controllers.
 
-    `record` keeps the torso path and the first depth image (for figures).
+    `record` keeps the torso path and the first depth image (for figures). An observation that
+    is not finite ends the episode with cost 1 (`episode.sensor_fault`).
     """
     cfg = config or RolloutConfig()
     state = episode.initial(sim, terrain)
@@ -81,6 +83,9 @@ def rollout(
         path.append((0.0, float(pos[0]), float(pos[1]), float(pos[2])))
     while not episode.done(state, cfg):
         obs = episode.observation(sim, depth=needs_depth or record)
+        if episode.sensor_fault(obs):
+            state = episode.faulted(state)
+            break
         if first_depth is None and record:
             first_depth = obs["depth"]
         gaits.append(controller(obs["depth"], obs["proprio"]))
@@ -96,4 +101,5 @@ def rollout(
         gaits=gaits,
         path=np.array(path, dtype=np.float64).reshape(-1, 4),
         first_depth=first_depth,
+        sensor_fault=state.sensor_fault,
     )

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
-from pacplan.errors import PacplanError
+from pacplan.errors import PacplanError, SensorFaultWarning
 from pacplan.validation import check_policies, check_seeds, check_unit_costs
 from pacplan.worlds.quadruped.boxes import PAPER_MAX_SLOPE_DEG, BoxTerrain, sample_box_terrain
 from pacplan.worlds.quadruped.boxes import first_slopes_deg as first_box_slopes
@@ -284,10 +285,16 @@ class QuadrupedWorld:
         if self.variant == "paper-code":
             from pacplan.worlds.quadruped.paper_code import paper_code_rollout
 
-            return paper_code_rollout(sim or self.sim, self.terrain(seed),  # type: ignore[arg-type]
-                                      controller, self.rollout_config, record=record)
-        return rollout(sim or self.sim, self.terrain(seed), controller, self.rollout_config,
-                       record=record)
+            result = paper_code_rollout(sim or self.sim, self.terrain(seed),  # type: ignore[arg-type]
+                                        controller, self.rollout_config, record=record)
+        else:
+            result = rollout(sim or self.sim, self.terrain(seed), controller,
+                             self.rollout_config, record=record)
+        if result.sensor_fault:
+            warnings.warn(f"quadruped terrain {int(seed)}: an observation was not finite after "
+                          f"{result.primitives} primitives; the rollout ended with cost 1",
+                          SensorFaultWarning, stacklevel=2)
+        return result
 
     def _walk_policies(self, th: np.ndarray, sd: np.ndarray, out: np.ndarray) -> None:
         """Fill `out[i, j]` with policy j's cost on terrain sd[i], in `threads` simulators."""
