@@ -77,3 +77,20 @@ def test_timings_nested_too_deep_are_replaced(tmp_path: Path) -> None:
     history, problem = read_timings(tmp_path / "timings.json")
     assert history == [] and problem is not None and "Recursion" in problem
     json.dumps(problem)
+
+
+def test_pacplan_warnings_print_as_one_line_others_as_python_prints_them(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI and its workers print pacplan's warnings as `warning: …`, one line without
+    pacplan's file and source line; a library's warning keeps Python's format."""
+    import warnings
+
+    from pacplan.errors import SensorFaultWarning, one_line_warnings
+
+    monkeypatch.setattr(warnings, "formatwarning", warnings.formatwarning)
+    one_line_warnings()
+    one_line_warnings()  # a second call (a worker in the CLI's process) changes nothing
+    text = warnings.formatwarning("terrain 3: not finite", SensorFaultWarning, "w.py", 9, "x")
+    assert text == "warning: terrain 3: not finite\n"
+    other = warnings.formatwarning("old API", DeprecationWarning, "lib.py", 7, "call()")
+    assert other.startswith("lib.py:7: DeprecationWarning: old API")

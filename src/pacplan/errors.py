@@ -35,6 +35,30 @@ class SensorFaultWarning(UserWarning):
     the certificate holds whatever the reading should have been)."""
 
 
+PACPLAN_WARNINGS = (UnidentifiedInputWarning, NotCheckedWarning, SensorFaultWarning)
+
+
+def one_line_warnings() -> None:
+    """Print pacplan's own warnings as `warning: <message>`, one line like the CLI's errors,
+    without the file, line and source line Python adds (which name pacplan's code, not the
+    user's problem); other warnings keep Python's format. For the CLI and its worker
+    processes, whose stderr the user reads."""
+    import warnings
+
+    python_format = warnings.formatwarning
+    if getattr(python_format, "pacplan", False):
+        return
+
+    def formatwarning(message: Warning | str, category: type[Warning], filename: str,
+                      lineno: int, line: str | None = None) -> str:
+        if issubclass(category, PACPLAN_WARNINGS):
+            return f"warning: {message}\n"
+        return python_format(message, category, filename, lineno, line)
+
+    formatwarning.pacplan = True  # type: ignore[attr-defined]
+    warnings.formatwarning = formatwarning
+
+
 def short(value: Any, limit: int = 60, *, as_json: bool = False) -> str:
     """`value` for a message: its repr (or JSON) on one line, cut to `limit` characters."""
     try:

@@ -34,7 +34,7 @@ from pacplan.cli.output import (
 from pacplan.cli.plan import plan_n_cmd
 from pacplan.cli.run import presets_cmd, report_cmd, run_cmd, train_prior_cmd
 from pacplan.cli.worlds import check_world_cmd, render
-from pacplan.errors import PacplanError
+from pacplan.errors import PacplanError, one_line_warnings
 from pacplan.io.user_code import find_modules_in_working_folder, working_folder_modules
 
 app = typer.Typer(
@@ -84,6 +84,7 @@ def main() -> None:
     command = typer.main.get_command(app)
     show_flags_as_flags(command)
     one_paragraph_summaries(command)
+    one_line_warnings()
     before = set(sys.modules)  # only what the command imports is looked at afterwards
     find_modules_in_working_folder()
     try:

@@ -22,7 +22,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from pacplan.errors import PacplanError
+from pacplan.errors import PacplanError, one_line_warnings
 from pacplan.pipeline.execution.executor import Executor
 from pacplan.pipeline.execution.tasks import (
     Block,
@@ -45,6 +45,7 @@ def _worker_init(parent: int | None = None) -> None:
     computing or blocked on the task queue (which the workers themselves hold open).
     """
     global _PROCESS_WORLDS
+    one_line_warnings()  # a world's warning (a sensor fault) reads as the driver's would
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ[var] = "1"
     if parent is not None:
