@@ -113,8 +113,8 @@ class MinitaurTerrainEnv(gym.Env):
         sim = self.world.sim
         gait = GaitParams.from_policy_output(np.asarray(action, dtype=np.float64))
         before = self._state
-        if before.sensor_fault:  # the first observation was unreadable: nothing is walked
-            obs = self._last_obs  # the last observation again
+        if before.sensor_fault:  # ended on an unreadable observation (at reset): no walk
+            obs = self._last_obs
         else:
             # recording the path only reads poses the fall/finish checks read anyway
             self._state, outcome = episode.transition(
@@ -173,8 +173,6 @@ class MinitaurTerrainEnv(gym.Env):
         self._last_obs = {**obs, "depth": depth_observation(obs["depth"], self.image_obs,
                                                             self.world.camera.far_m)}
         return self._last_obs
-
-
 
     def _caption(self) -> str:
         """A few lines: terrain, step, progress, cost and how the walk ended."""
