@@ -12,6 +12,8 @@ anything:
   its chunk folder holds whole (every policy). They become finished chunks of the destination's
   `costs/cert.chunks/`: each chunk of the destination's grid that lies wholly within them. A
   chunk the destination already has must be byte-identical, or this stops;
+  A destination whose certification matrix is finished takes no rows; its leading rows must
+  equal the source's;
 - the source's finished test and baseline matrices, with their manifest entries, when the
   destination has none yet. Runs that screen (`certificate.screen`) must screen alike; a
   screened run's rows beyond its screening rows (`costs/cert-rest`) stay its own.
@@ -144,13 +146,22 @@ def _carry(source: RunDir, dest: RunDir) -> dict[str, int | list[str]]:
     if stamp_path.is_file() and ChunkStore.stamped_inputs(stamp_path.parent) != inputs:
         raise PacplanError(f"{stamp_path} is stamped with other inputs than this run's (or "
                            "is damaged)")
-    if md.sha(RunDir.costs("cert")) is not None:
-        raise PacplanError(f"{dest.path} has finished its certification matrix already")
+    finished = md.sha(RunDir.costs("cert")) is not None
+    if finished:  # it takes no rows, only matrices; their common rows must agree
+        have = leading_cert_rows(dest)
+        common = min(have.shape[0], cert.shape[0])
+        if npy_bytes(have[:common]) != npy_bytes(cert[:common]):
+            raise PacplanError(f"{dest.path} has finished its certification matrix and its "
+                               "rows differ from the source's: the runs did not compute the "
+                               "same thing")
     # every check first (the destination's chunks, the source's matrices), then every write
-    existing = ChunkStore(dest.chunks("cert"), inputs) if dest.chunks("cert").is_dir() else None
+    existing = (ChunkStore(dest.chunks("cert"), inputs)
+                if dest.chunks("cert").is_dir() and not finished else None)
     ex = cfg_d["executor"]
     kept, new = 0, []
-    for rows, cols in chunk_grid(n_dest, cert.shape[1], ex["chunk_seeds"], ex["chunk_policies"]):
+    grid = [] if finished else chunk_grid(n_dest, cert.shape[1], ex["chunk_seeds"],
+                                          ex["chunk_policies"])
+    for rows, cols in grid:
         if rows.stop > cert.shape[0]:
             continue
         key, block = (rows.start, cols.start), cert[rows, cols]
@@ -167,9 +178,13 @@ def _carry(source: RunDir, dest: RunDir) -> dict[str, int | list[str]]:
                 if name.startswith("costs/") and name != RunDir.costs("cert")
                 and Path(name).stem not in SCREENED
                 and name not in md.entries and ms.read_finished(name) is not None]
-    store = existing or ChunkStore(dest.chunks("cert"), inputs)
-    for key, block in new:
-        store.save(key, block)
+    if finished and not matrices:
+        raise PacplanError(f"{dest.path} has finished its certification matrix already and "
+                           "holds every finished matrix of the source: nothing to carry")
+    if new:
+        store = existing or ChunkStore(dest.chunks("cert"), inputs)
+        for key, block in new:
+            store.save(key, block)
     copied = []
     for name in matrices:
         shutil.copyfile(source / name, dest / name)

@@ -176,6 +176,29 @@ def test_a_screened_stage_carries_its_rows_and_test_matrix_not_its_screened_rows
     assert stage_cert["columns"] == big_cert["columns"]
 
 
+def test_a_big_run_past_its_screening_rows_takes_the_stages_test_matrix(
+        tmp_path: Path) -> None:
+    """The big run screened already (its first-stage matrix finished, one chunk of its other
+    rows): the stage gives it only its test and baseline matrices, and it ends as the big run
+    computed from scratch."""
+    _run(BIG_SCREENED, tmp_path / "reference")
+    _run(STAGE_SCREENED, tmp_path / "stage")
+    big = _started(BIG_SCREENED, tmp_path / "big", chunks=7)  # 6 first-stage chunks, then 1
+    assert (big / "costs" / "cert.npy").is_file() and not (big / "costs" / "test.npy").exists()
+    result = _script().carry(tmp_path / "stage", big)
+    assert result == {"rows": 30, "chunks_kept": 0, "chunks_added": 0,
+                      "copied": ["costs/baseline-zeros.npy", "costs/test.npy"]}
+    said: list[str] = []
+    _run(BIG_SCREENED, big, log=said.append)
+    assert "resumed: cert-rest costs, 1 of 3 chunks kept" in said
+    assert not any(line.startswith("resumed: test") for line in said)
+    for name in ("costs/cert.npy", "costs/cert-rest.npy", "costs/test.npy"):
+        assert (big / name).read_bytes() == (tmp_path / "reference" / name).read_bytes(), name
+    assert isinstance(compare_runs(tmp_path / "reference", big), Agreement)
+    with pytest.raises(PacplanError, match="nothing to carry"):
+        _script().carry(tmp_path / "stage", big)
+
+
 def test_runs_that_screen_differently_are_refused(runs: dict[str, Path], tmp_path: Path) -> None:
     big = _started(BIG_SCREENED, tmp_path / "big")
     with pytest.raises(PacplanError, match="the runs screen differently"):
