@@ -13,6 +13,7 @@ import pytest
 
 from helpers import SMALL_TOY_RUN, StopAfter
 from pacplan.config import parse_config
+from pacplan.errors import PacplanError
 from pacplan.pipeline.pipeline import run
 from pacplan.pipeline.plan import plan_n
 from pacplan.pipeline.prior.training import train_prior
@@ -110,6 +111,43 @@ def test_timings_count_only_the_rollouts_computed_and_plan_n_uses_them(tmp_path:
     del entry["rollouts"]  # a run directory from before the record
     (out / "timings.json").write_text(json.dumps([entry]))
     assert plan_n(out, 1000).seconds_per_rollout == pytest.approx(seconds / total)
+
+
+class RefusingToy(ToyWorld):
+    """The toy world refusing the costs of certification seeds from `refuse_from` on (its
+    third block of 20 rows), as a world refuses a NaN cost."""
+
+    refuse_from = 10_040
+
+    def costs(self, thetas: Any, seeds: Any) -> Any:
+        if any(RefusingToy.refuse_from <= s < 10_060 for s in seeds):
+            raise PacplanError("refusing-toy costs: 1 cost entries are NaN")
+        return super().costs(thetas, seeds)
+
+
+def test_a_run_stopped_by_a_worlds_error_keeps_its_time(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The chunks finished before a world's error are kept, and so is the time they took
+    (issue 65's stage lost 215 chunks' timings to a NaN refusal); an error before any rollout
+    writes no timings."""
+    monkeypatch.setitem(base._REGISTRY, "refusing-toy",
+                        base.WorldEntry(f"{__name__}:RefusingToy"))
+    data = {**SMALL_TOY_RUN, "world": {**SMALL_TOY_RUN["world"], "name": "refusing-toy"},
+            "executor": {"kind": "serial", "chunk_policies": 4, "chunk_seeds": 20}}
+    out = tmp_path / "run"
+    with pytest.raises(PacplanError, match="NaN"):
+        run(parse_config(data), out, progress=False)
+    (entry,) = json.loads((out / "timings.json").read_text())
+    assert entry["error"] == "refusing-toy costs: 1 cost entries are NaN"
+    assert "interrupted" not in entry
+    ledger = (out / "costs/cert.chunks/ledger.jsonl").read_text().splitlines()
+    kept = sum(math.prod(json.loads(line)["shape"]) for line in ledger)
+    assert len(ledger) == 4 and entry["rollouts"]["cert costs"] == kept == 40 * 6
+    assert entry["cpu_seconds"]["cert costs"] > 0
+    monkeypatch.setattr(RefusingToy, "refuse_from", 10_000)  # refused before any rollout
+    with pytest.raises(PacplanError, match="NaN"):
+        run(parse_config(data), out, progress=False)
+    assert len(json.loads((out / "timings.json").read_text())) == 1
 
 
 def test_sigterm_stops_a_run_as_ctrl_c_does(tmp_path: Path) -> None:

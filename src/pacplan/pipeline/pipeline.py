@@ -319,6 +319,10 @@ def _run(cfg: RunConfig, rd: RunDir, prior_file: str | Path | None, progress: bo
     except (KeyboardInterrupt, WorkersLost):  # the finished chunks are kept, and so is the
         rd.save_timings(seconds, rollouts, cpu, interrupted=True)  # time they took
         raise
+    except PacplanError as exc:  # a world refused its own costs mid-run (a NaN): as above,
+        if any(rollouts.values()):  # once it has computed something
+            rd.save_timings(seconds, rollouts, cpu, error=str(exc))
+        raise
     finally:
         if own:
             ex.close()

@@ -164,12 +164,13 @@ class RunDir:
 
     def save_timings(self, seconds: dict[str, float], rollouts: dict[str, int] | None = None,
                      cpu_seconds: dict[str, float] | None = None,
-                     interrupted: bool = False) -> str | None:
+                     interrupted: bool = False, error: str | None = None) -> str | None:
         """Append this invocation's step times (a resumed step shows only its remaining work)
         and, per cost step, the rollouts it computed (chunks kept from before are not counted,
         so seconds / rollouts is the rate at which this machine computed them) and the CPU
         seconds they took in the processes that computed them. An interrupted
-        invocation is recorded too, marked so: its finished chunks count towards the run.
+        invocation is recorded too, marked so, and one stopped by an error with its message:
+        its finished chunks count towards the run.
 
         Timings are for people: an unreadable history is replaced, never fatal after a run's
         work. Returns a line saying so in that case.
@@ -184,6 +185,8 @@ class RunDir:
             entry["cpu_seconds"] = {k: round(v, 3) for k, v in cpu_seconds.items()}
         if interrupted:
             entry["interrupted"] = True
+        if error is not None:
+            entry["error"] = error
         history.append(entry)
         atomic_write_json(path, history)
         return None if problem is None else (f"{path} was unreadable ({problem}); replaced by "
