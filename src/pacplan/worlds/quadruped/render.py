@@ -49,7 +49,8 @@ def render_figure(seed: int, out: str, theta_path: str | None = None,
     grid = fig.add_gridspec(2, 2, width_ratios=[3.0, 1], height_ratios=[2, 1])
     side = fig.add_subplot(grid[0, 0])
     _draw_side_view(side, terrain, result, world.rollout_config.finish_dx)
-    outcome = ("fell" if result.fell else "reached the finish line" if result.finished
+    outcome = ("ended by an unreadable observation (sensor fault)" if result.sensor_fault
+               else "fell" if result.fell else "reached the finish line" if result.finished
                else "stopped short of the finish line")
     side.set_title(
         f"quadruped seed {seed} ({who}): {outcome}, Δx = {result.dx:.2f} m in "
