@@ -11,9 +11,8 @@ anything:
 - the source's certification rows: its finished matrix, or else the rows from the first on that
   its chunk folder holds whole (every policy). They become finished chunks of the destination's
   `costs/cert.chunks/`: each chunk of the destination's grid that lies wholly within them. A
-  chunk the destination already has must be byte-identical, or this stops;
-  A destination whose certification matrix is finished takes no rows; its leading rows must
-  equal the source's;
+  chunk the destination already has must be byte-identical, or this stops. A destination
+  whose certification matrix is finished takes no rows (the rows both hold must agree);
 - the source's finished test and baseline matrices, with their manifest entries, when the
   destination has none yet. Runs that screen (`certificate.screen`) must screen alike; a
   screened run's rows beyond its screening rows (`costs/cert-rest`) stay its own.
