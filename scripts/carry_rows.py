@@ -119,6 +119,38 @@ def _carry_baselines(source: RunDir, dest: RunDir) -> dict[str, int | list[str]]
     return {"copied": todo}
 
 
+def _same_leading_rows(dest: RunDir, cert: np.ndarray) -> None:
+    """A destination that finished its certification matrix must agree with the source's
+    rows on the rows both hold."""
+    have = leading_cert_rows(dest)
+    common = min(have.shape[0], cert.shape[0])
+    if npy_bytes(have[:common]) != npy_bytes(cert[:common]):
+        raise PacplanError(f"{dest.path} has finished its certification matrix and its rows "
+                           "differ from the source's: the runs did not compute the same thing")
+
+
+def _chunks_to_carry(dest: RunDir, inputs: dict, cert: np.ndarray, n_dest: int, ex: dict
+                     ) -> tuple[ChunkStore | None, int, list[tuple[tuple[int, int], np.ndarray]]]:
+    """The destination's chunk store (if any), how many of the chunks that lie wholly within
+    the source's rows it has already (each byte-identical, or this stops) and the others."""
+    existing = ChunkStore(dest.chunks("cert"), inputs) if dest.chunks("cert").is_dir() else None
+    kept, new = 0, []
+    for rows, cols in chunk_grid(n_dest, cert.shape[1], ex["chunk_seeds"], ex["chunk_policies"]):
+        if rows.stop > cert.shape[0]:
+            continue
+        key, block = (rows.start, cols.start), cert[rows, cols]
+        name = ChunkStore.chunk_name(key)
+        have = None if existing is None else existing.files.read(name)  # checked, or None
+        if have is None:
+            new.append((key, block))
+        elif have != npy_bytes(block):
+            raise PacplanError(f"chunk {name} of {dest.path} differs from the source's "
+                               "rows: the runs did not compute the same thing")
+        else:
+            kept += 1
+    return existing, kept, new
+
+
 def _carry(source: RunDir, dest: RunDir) -> dict[str, int | list[str]]:
     cfg_s, cfg_d = (config_to_dict(load_config(r / RunDir.CONFIG)) for r in (source, dest))
     _same_baselines(cfg_s, cfg_d)
@@ -146,33 +178,12 @@ def _carry(source: RunDir, dest: RunDir) -> dict[str, int | list[str]]:
         raise PacplanError(f"{stamp_path} is stamped with other inputs than this run's (or "
                            "is damaged)")
     finished = md.sha(RunDir.costs("cert")) is not None
-    if finished:  # it takes no rows, only matrices; their common rows must agree
-        have = leading_cert_rows(dest)
-        common = min(have.shape[0], cert.shape[0])
-        if npy_bytes(have[:common]) != npy_bytes(cert[:common]):
-            raise PacplanError(f"{dest.path} has finished its certification matrix and its "
-                               "rows differ from the source's: the runs did not compute the "
-                               "same thing")
     # every check first (the destination's chunks, the source's matrices), then every write
-    existing = (ChunkStore(dest.chunks("cert"), inputs)
-                if dest.chunks("cert").is_dir() and not finished else None)
-    ex = cfg_d["executor"]
-    kept, new = 0, []
-    grid = [] if finished else chunk_grid(n_dest, cert.shape[1], ex["chunk_seeds"],
-                                          ex["chunk_policies"])
-    for rows, cols in grid:
-        if rows.stop > cert.shape[0]:
-            continue
-        key, block = (rows.start, cols.start), cert[rows, cols]
-        name = ChunkStore.chunk_name(key)
-        have = None if existing is None else existing.files.read(name)  # checked, or None
-        if have is None:
-            new.append((key, block))
-        elif have != npy_bytes(block):
-            raise PacplanError(f"chunk {name} of {dest.path} differs from the source's "
-                               "rows: the runs did not compute the same thing")
-        else:
-            kept += 1
+    if finished:  # it takes no rows, only matrices
+        _same_leading_rows(dest, cert)
+        existing, kept, new = None, 0, []
+    else:
+        existing, kept, new = _chunks_to_carry(dest, inputs, cert, n_dest, cfg_d["executor"])
     matrices = [name for name in sorted(ms.entries)
                 if name.startswith("costs/") and name != RunDir.costs("cert")
                 and Path(name).stem not in SCREENED
@@ -180,7 +191,7 @@ def _carry(source: RunDir, dest: RunDir) -> dict[str, int | list[str]]:
     if finished and not matrices:
         raise PacplanError(f"{dest.path} has finished its certification matrix already and "
                            "holds every finished matrix of the source: nothing to carry")
-    if new:
+    if not finished:
         store = existing or ChunkStore(dest.chunks("cert"), inputs)
         for key, block in new:
             store.save(key, block)
