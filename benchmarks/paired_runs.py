@@ -1,6 +1,6 @@
 """Two runs' posteriors on the same test environments, paired; ONE JSON object.
 
-    python benchmarks/paired_runs.py RUN_A RUN_B [--n-a N] [--n-b N]
+    python benchmarks/paired_runs.py RUN_A RUN_B [--n-a N] [--n-b N] [--stratum NAME]
 
 Why: two priors certified in the same world on the same test seeds (say the taught `quadruped`
 in results/quadruped and the ES-only `quadruped-es` in results/quadruped-es) give two test costs
@@ -14,6 +14,8 @@ Printed: both test costs, A − B per environment with its 99 % percentile boots
 Bad input (not a run with a verified certificate and test matrix, an N it did not certify,
 another world or other test seeds) is one line, exit 2, before any work. Two policy families
 (the UAV's `policy`, `policy_width`) in the same world pair: they fly the same environments.
+With --stratum NAME (a stratum the world names, e.g. the quadruped's `steep` first tents) the
+same pairing is also printed inside and outside that stratum, to see where two priors differ.
 """
 
 from __future__ import annotations
@@ -64,7 +66,33 @@ def environments(world: dict[str, Any] | None) -> dict[str, Any] | None:
     return {**world, "options": {k: v for k, v in world["options"].items() if k not in family}}
 
 
-def compare(run_a: Path, run_b: Path, n_a: int | None, n_b: int | None) -> dict[str, Any]:
+def paired(cost_a: np.ndarray, cost_b: np.ndarray) -> dict[str, Any]:
+    """Both mean costs and A − B with its 99 % paired interval, on the given environments."""
+    d = paired_difference(cost_a, cost_b)
+    return {
+        "environments": int(cost_a.size),
+        "test_cost": [round(float(cost_a.mean()), 6), round(float(cost_b.mean()), 6)],
+        "a_minus_b": round(d["mean"], 6), "a_minus_b_ci99": [round(x, 6) for x in d["ci99"]],
+        "a_lower_higher_tied": [d["lower"], d["higher"], d["tied"]],
+    }
+
+
+def by_stratum(world: dict[str, Any], seeds: list[int], name: str, cost_a: np.ndarray,
+               cost_b: np.ndarray) -> dict[str, Any]:
+    """The pairing inside and outside stratum `name` of the runs' world (refused in one line
+    when the world names no such stratum)."""
+    from pacplan.worlds import make_world
+    from pacplan.worlds.base import stratum_members
+
+    made = make_world(world["name"], **world.get("options", {}))
+    inside = stratum_members(made, name, np.arange(seeds[0], seeds[1]))
+    return {"stratum": name, "description": made.strata()[name],
+            "inside": paired(cost_a[inside], cost_b[inside]),
+            "outside": paired(cost_a[~inside], cost_b[~inside])}
+
+
+def compare(run_a: Path, run_b: Path, n_a: int | None, n_b: int | None,
+            stratum: str | None = None) -> dict[str, Any]:
     """The JSON object printed: both posteriors on the shared test environments, paired."""
     a, b = certificate_of(run_a, n_a), certificate_of(run_b, n_b)
     world_a, world_b = environments(a.provenance.get("world")), environments(b.provenance.get(
@@ -77,17 +105,17 @@ def compare(run_a: Path, run_b: Path, n_a: int | None, n_b: int | None) -> dict[
         raise PacplanError(f"the runs' test seeds differ ({seeds_a} against {seeds_b}): "
                            "only the same environments pair")
     cost_a, cost_b = posterior_costs(a), posterior_costs(b)
-    d = paired_difference(cost_a, cost_b)
-    return {
+    result = {
         "benchmark": "paired_runs",
         "runs": [str(run_a), str(run_b)], "n": [a.n, b.n],
         "certified": [round(a.certified, 6), round(b.certified, 6)],
-        "test_cost": [round(float(cost_a.mean()), 6), round(float(cost_b.mean()), 6)],
-        "test_seeds": seeds_a, "environments": int(cost_a.size),
-        "a_minus_b": round(d["mean"], 6), "a_minus_b_ci99": [round(x, 6) for x in d["ci99"]],
-        "a_lower_higher_tied": [d["lower"], d["higher"], d["tied"]],
+        "test_seeds": seeds_a, **paired(cost_a, cost_b),
         "bootstrap": "percentile, 10,000 resamples of environments, numpy default_rng(0)",
     }
+    if stratum is not None:
+        result["by_stratum"] = by_stratum(a.provenance["world"], seeds_a, stratum, cost_a,
+                                          cost_b)
+    return result
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -96,9 +124,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("run_b", type=Path)
     ap.add_argument("--n-a", type=int, default=None, help="RUN_A's N (default: its headline)")
     ap.add_argument("--n-b", type=int, default=None, help="RUN_B's N (default: its headline)")
+    ap.add_argument("--stratum", default=None,
+                    help="also pair inside and outside this stratum of the runs' world")
     args = ap.parse_args(argv)
     try:
-        result = compare(args.run_a, args.run_b, args.n_a, args.n_b)
+        result = compare(args.run_a, args.run_b, args.n_a, args.n_b, args.stratum)
     except PacplanError as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None

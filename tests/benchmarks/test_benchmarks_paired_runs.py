@@ -96,3 +96,30 @@ def test_runs_stored_as_rationals_pair() -> None:
     d = costs(conv) - costs(paper)
     assert out["n"] == [100_000, 100_000] and out["environments"] == d.size == 50_000
     assert out["a_minus_b"] == pytest.approx(d.mean(), abs=1e-6)
+
+
+def test_a_stratum_splits_the_pairing_by_the_worlds_predicate() -> None:
+    """--stratum steep pairs the two posteriors inside and outside the quadruped's `steep`
+    stratum. Oracle: the first ridge's slope drawn here from the seed with numpy (the world's
+    first uniform draw in [0°, 23.3°)), at least 20°."""
+    res = run_script(SCRIPT, str(TAUGHT), str(ES), "--n-a", "1000", "--n-b", "1000",
+                     "--stratum", "steep")
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    seeds = range(*out["test_seeds"])
+    steep = np.array([np.random.default_rng(s).uniform(0.0, 23.3) >= 20.0 for s in seeds])
+    d = _posterior_costs(TAUGHT, 1000) - _posterior_costs(ES, 1000)
+    split = out["by_stratum"]
+    assert split["stratum"] == "steep" and 0 < steep.sum() < steep.size
+    for part, mask in (("inside", steep), ("outside", ~steep)):
+        assert split[part]["environments"] == mask.sum()
+        assert split[part]["a_minus_b"] == pytest.approx(d[mask].mean(), abs=1e-6)
+        lo, hi = split[part]["a_minus_b_ci99"]
+        assert lo <= split[part]["a_minus_b"] <= hi
+    # the whole pairing is unchanged by the split
+    assert out["a_minus_b"] == pytest.approx(d.mean(), abs=1e-6)
+
+
+def test_an_unknown_stratum_is_refused_naming_the_worlds_strata() -> None:
+    assert_refused(run_script(SCRIPT, str(TAUGHT), str(ES), "--stratum", "flat"),
+                   "unknown stratum 'flat'")
