@@ -86,6 +86,10 @@ def by_stratum(world: dict[str, Any], seeds: list[int], name: str, cost_a: np.nd
 
     made = make_world(world["name"], **world.get("options", {}))
     inside = stratum_members(made, name, np.arange(seeds[0], seeds[1]))
+    if inside.all() or not inside.any():
+        where = "every one" if inside.all() else "none"
+        raise PacplanError(f"stratum {name!r} holds {where} of the {inside.size} test "
+                           "environments: there is nothing to split")
     return {"stratum": name, "description": made.strata()[name],
             "inside": paired(cost_a[inside], cost_b[inside]),
             "outside": paired(cost_a[~inside], cost_b[~inside])}

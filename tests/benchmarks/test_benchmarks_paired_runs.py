@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import assert_refused, run_script
+from helpers import assert_refused, load_script, run_script
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "paired_runs.py"
@@ -123,3 +123,13 @@ def test_a_stratum_splits_the_pairing_by_the_worlds_predicate() -> None:
 def test_an_unknown_stratum_is_refused_naming_the_worlds_strata() -> None:
     assert_refused(run_script(SCRIPT, str(TAUGHT), str(ES), "--stratum", "flat"),
                    "unknown stratum 'flat'")
+
+
+def test_a_stratum_holding_no_test_environment_is_refused() -> None:
+    """The toy world with shift 0 puts no goal in its `far` stratum: nothing to split."""
+    from pacplan.errors import PacplanError
+
+    bench = load_script(SCRIPT)
+    with pytest.raises(PacplanError, match="holds none of the 30 test environments"):
+        bench.by_stratum({"name": "toy", "options": {"shift": 0.0}}, [0, 30], "far",
+                         np.zeros(30), np.zeros(30))
