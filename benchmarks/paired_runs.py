@@ -44,6 +44,9 @@ def certificate_of(run: Path, n: int | None) -> Certificate:
     cert = verify_certificate(path)
     if cert.test_matrix is None:
         raise PacplanError(f"{path}: the certificate has no test matrix to compare on")
+    if "test" not in cert.provenance.get("seeds", {}):
+        raise PacplanError(f"{path}: the certificate records no test seeds (a matrix certified "
+                           "on its own): only environments known by their seeds pair")
     return cert
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import assert_refused, load_script, run_script
+from helpers import assert_refused, cli, load_script, run_script
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "paired_runs.py"
@@ -133,3 +133,19 @@ def test_a_stratum_holding_no_test_environment_is_refused() -> None:
     with pytest.raises(PacplanError, match="holds none of the 30 test environments"):
         bench.by_stratum({"name": "toy", "options": {"shift": 0.0}}, [0, 30], "far",
                          np.zeros(30), np.zeros(30))
+
+
+def test_certificates_of_bare_matrices_are_refused_in_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`pacplan certify-matrix` records no test seeds: nothing says which environments its
+    test rows were, so two such certificates do not pair (a KeyError before)."""
+    rng = np.random.default_rng(0)
+    np.save(tmp_path / "c.npy", (rng.random((200, 5)) < 0.2).astype(np.float64))
+    np.save(tmp_path / "t.npy", (rng.random((100, 5)) < 0.2).astype(np.float64))
+    for run in ("a", "b"):
+        code, _, err = cli(["certify-matrix", str(tmp_path / "c.npy"), "--test",
+                            str(tmp_path / "t.npy"), "--out",
+                            str(tmp_path / run / "certificate.json")], capsys)
+        assert code == 0, err
+    assert_refused(run_script(SCRIPT, str(tmp_path / "a"), str(tmp_path / "b")),
+                   "records no test seeds")
